@@ -1,0 +1,46 @@
+#pragma once
+// Text -> token ids with exact Hugging Face parity. One Tokenizer is shared read-only by every
+// thread of a run: encode() is const and thread-safe.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mcinfer::tokenizer {
+
+struct Encoding {
+  std::vector<std::int32_t> ids;       // [length], special tokens included
+  std::vector<std::int32_t> type_ids;  // [length], segment of each token (0 or 1)
+  std::size_t invalid_utf8 = 0;        // U+FFFD replacements made in the input text(s)
+  bool truncated = false;              // true when tokens were dropped to fit max_length
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // Loads the tokenizer saved in a Hugging Face model directory (tokenizer.json, or the
+  // per-kind files: vocab.txt / vocab.json + merges.txt / sentencepiece.bpe.model, with
+  // tokenizer_config.json and special_tokens_map.json). Throws Error naming file and field.
+  static std::unique_ptr<Tokenizer> load(const std::filesystem::path& model_dir);
+
+  // Encodes one text or a pair, adds special tokens and truncates to max_length tokens
+  // (special tokens included; longest_first for pairs). max_length == 0: no truncation.
+  virtual Encoding encode(std::string_view text, std::optional<std::string_view> pair,
+                          std::size_t max_length) const = 0;
+
+  // The token strings of encode(), as HF's convert_ids_to_tokens would print them.
+  virtual std::vector<std::string> tokens(const Encoding& encoding) const = 0;
+
+  virtual std::int32_t pad_id() const = 0;
+  // model_max_length from tokenizer_config.json, when present and sensible.
+  virtual std::optional<std::size_t> model_max_length() const = 0;
+  virtual std::string_view kind() const = 0;  // "wordpiece", "unigram" or "bpe"
+};
+
+}  // namespace mcinfer::tokenizer

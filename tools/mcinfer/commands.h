@@ -1,0 +1,25 @@
+#pragma once
+// Each subcommand lives in its own cmd_*.cc and registers itself here: it declares its flags
+// on a CLI11 subcommand and returns the action that runs once the flags are parsed.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace mcinfer::cli {
+
+using Action = std::function<int()>;  // returns the process exit status
+
+// Exit statuses shared by all subcommands.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitMissingIds = 3;  // merge --expect found ids with no prediction
+
+Action add_run_command(CLI::App& app);
+Action add_merge_command(CLI::App& app);
+Action add_tokenize_command(CLI::App& app);
+Action add_inspect_command(CLI::App& app);
+Action add_bench_command(CLI::App& app);
+
+}  // namespace mcinfer::cli

@@ -1,0 +1,52 @@
+// mcinfer: batch inference of Hugging Face encoder checkpoints on every core.
+
+#include <csignal>
+#include <cstdio>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  using namespace mcinfer::cli;
+  // A file-size limit must surface as a write error naming the file, not kill the process.
+  std::signal(SIGXFSZ, SIG_IGN);
+
+  CLI::App app{"mcinfer: run Hugging Face encoder models over whole datasets on every core"};
+  app.set_version_flag("--version", "mcinfer " MCINFER_VERSION);
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, Action>> commands;
+  auto add = [&](Action (*factory)(CLI::App&)) {
+    std::size_t before = app.get_subcommands({}).size();
+    Action action = factory(app);
+    commands.emplace_back(app.get_subcommands({})[before], std::move(action));
+  };
+  add(add_run_command);
+  add(add_merge_command);
+  add(add_tokenize_command);
+  add(add_inspect_command);
+  add(add_bench_command);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, action] : commands) {
+      if (sub->parsed()) return action();
+    }
+  } catch (const mcinfer::UsageError& e) {
+    fmt::print(stderr, "mcinfer: error: {}\n", e.what());
+    return kExitUsage;
+  } catch (const mcinfer::Error& e) {
+    fmt::print(stderr, "mcinfer: error: {}\n", e.what());
+    return kExitError;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "mcinfer: error: out of memory\n");
+    return kExitError;
+  }
+  return kExitUsage;
+}
