@@ -1,0 +1,69 @@
+#pragma once
+// Runs the mcinfer binary as a user would, for end-to-end tests.
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/paths.h"
+
+extern char** environ;
+
+namespace mcinfer::testing {
+
+struct CliResult {
+  int exit_code = -1;   // exit status, or 128 + signal number
+  std::string out;      // stdout
+  std::string err;      // stderr
+};
+
+inline std::filesystem::path cli_path() {
+  if (const char* env = std::getenv("MCINFER_CLI")) return env;
+  return MCINFER_CLI_PATH;
+}
+
+// Runs `mcinfer args...` with stdin from `stdin_path` (or /dev/null) and captures both outputs.
+inline CliResult run_cli(const std::vector<std::string>& args, const std::string& stdin_path = "",
+                         const std::vector<std::string>& extra_env = {}) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("mcinfer_cli_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
+  std::filesystem::create_directories(dir);
+  auto out_path = dir / "stdout", err_path = dir / "stderr";
+  std::string cli = cli_path().string();
+  std::vector<char*> argv;
+  argv.push_back(cli.data());
+  std::vector<std::string> copy = args;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  for (const auto& e : extra_env) env_strings.push_back(e);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, stdin_path.empty() ? "/dev/null" : stdin_path.c_str(),
+                                   O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  CliResult result;
+  if (posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv.data(), envp.data()) == 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  result.out = read_file(out_path);
+  result.err = read_file(err_path);
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
+}  // namespace mcinfer::testing

@@ -1,0 +1,12 @@
+// Placeholder until the subcommand lands; keeps the binary linkable while modules are built.
+#include "commands.h"
+#include "core/error.h"
+
+namespace mcinfer::cli {
+
+Action add_run_command(CLI::App& app) {
+  app.add_subcommand("run", "(not built yet)")->allow_extras();
+  return [] () -> int { fail("'run' is not built yet"); };
+}
+
+}  // namespace mcinfer::cli
