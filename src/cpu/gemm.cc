@@ -1,0 +1,165 @@
+#include "cpu/gemm.h"
+
+#include <omp.h>
+
+#include <dnnl.hpp>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace mcinfer::cpu {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+constexpr std::int64_t kRowQuantum = 16;
+
+dnnl::algorithm eltwise_for(Activation act) {
+  switch (act) {
+    case Activation::kGeluErf: return dnnl::algorithm::eltwise_gelu_erf;
+    case Activation::kGeluTanh: return dnnl::algorithm::eltwise_gelu_tanh;
+    case Activation::kRelu: return dnnl::algorithm::eltwise_relu;
+    case Activation::kTanh: return dnnl::algorithm::eltwise_tanh;
+    case Activation::kNone: break;
+  }
+  return dnnl::algorithm::undef;
+}
+
+dnnl::matmul::primitive_desc make_pd(const dnnl::engine& engine, std::int64_t rows, std::int64_t in,
+                                     std::int64_t out, const dnnl::memory::desc& weights,
+                                     bool has_bias, Activation act) {
+  dnnl::memory::desc src({rows, in}, dt::f32, tag::ab);
+  dnnl::memory::desc dst({rows, out}, dt::f32, tag::ab);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (act != Activation::kNone) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, eltwise_for(act), 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  if (has_bias) {
+    dnnl::memory::desc bias({1, out}, dt::f32, tag::ab);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, bias, dst), attr, engine);
+  }
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, engine);
+}
+
+}  // namespace
+
+struct GemmEngine::Impl {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+};
+
+GemmEngine::GemmEngine() : impl_(std::make_unique<Impl>()) {}
+GemmEngine::~GemmEngine() = default;
+
+struct PackedLinear::Impl {
+  dnnl::memory::desc packed_desc;
+  dnnl::memory packed;
+  AlignedBuffer<float> bias;
+  bool has_bias = false;
+  const dnnl::engine* engine = nullptr;
+};
+
+PackedLinear::PackedLinear(const GemmEngine& engine, const float* weight, const float* bias,
+                           std::int64_t out, std::int64_t in)
+    : in_(in), out_(out), impl_(std::make_unique<Impl>()) {
+  const dnnl::engine& eng = engine.impl().engine;
+  impl_->engine = &eng;
+  // The library chooses the blocked layout; it does not depend on the row count, so one packing
+  // serves every batch (checked when each row count's kernel is created).
+  dnnl::memory::desc any({in, out}, dt::f32, tag::any);
+  auto pd = make_pd(eng, 128, in, out, any, bias != nullptr, Activation::kNone);
+  impl_->packed_desc = pd.weights_desc();
+  impl_->packed = dnnl::memory(impl_->packed_desc, eng);
+  // Wᵀ as [in, out] is W [out, in] read with strides (1, in): the 'ba' layout.
+  dnnl::memory plain({{in, out}, dt::f32, tag::ba}, eng, const_cast<float*>(weight));
+  dnnl::stream stream(eng);
+  dnnl::reorder(plain, impl_->packed).execute(stream, plain, impl_->packed);
+  stream.wait();
+  if (bias != nullptr) {
+    impl_->has_bias = true;
+    impl_->bias.resize(static_cast<std::size_t>(out));
+    std::memcpy(impl_->bias.data(), bias, sizeof(float) * static_cast<std::size_t>(out));
+  }
+}
+
+PackedLinear::~PackedLinear() = default;
+PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
+
+std::size_t PackedLinear::packed_bytes() const {
+  return impl_->packed_desc.get_size() + impl_->bias.capacity_bytes();
+}
+
+struct GemmRunner::Impl {
+  const GemmEngine* engine;
+  dnnl::stream stream;
+  struct Key {
+    const PackedLinear::Impl* weights;
+    std::int64_t rows;
+    Activation act;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const {
+      return std::hash<const void*>()(k.weights) ^ (static_cast<std::size_t>(k.rows) * 0x9E3779B97F4A7C15ULL) ^
+             static_cast<std::size_t>(k.act);
+    }
+  };
+  std::unordered_map<Key, dnnl::matmul, KeyHash> kernels;
+  AlignedBuffer<std::uint8_t> scratch;
+};
+
+GemmRunner::GemmRunner(const GemmEngine& engine, int threads)
+    : impl_(std::make_unique<Impl>()), threads_(threads < 1 ? 1 : threads) {
+  impl_->engine = &engine;
+  impl_->stream = dnnl::stream(engine.impl().engine);
+  impl_->scratch.resize(64);
+}
+
+GemmRunner::~GemmRunner() = default;
+
+std::int64_t GemmRunner::round_rows(std::int64_t rows) {
+  return rows <= kRowQuantum ? rows : (rows + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
+}
+
+std::size_t GemmRunner::compiled_kernels() const { return impl_->kernels.size(); }
+
+void GemmRunner::linear(const PackedLinear& w, const float* x, std::int64_t rows, float* y,
+                        Activation act) {
+  if (rows <= 0) return;
+  // The OpenMP team size is per calling thread: each replica thread sets its own.
+  if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
+  const PackedLinear::Impl& wi = w.impl();
+  const std::int64_t padded = round_rows(rows);
+  Impl::Key key{&wi, padded, act};
+  auto it = impl_->kernels.find(key);
+  if (it == impl_->kernels.end()) {
+    auto pd = make_pd(*wi.engine, padded, w.in_features(), w.out_features(), wi.packed_desc,
+                      wi.has_bias, act);
+    if (pd.weights_desc() != wi.packed_desc) {
+      fail("internal: GEMM weight layout differs for {} rows", padded);
+    }
+    std::size_t need = pd.scratchpad_desc().get_size();
+    if (need > impl_->scratch.size()) impl_->scratch.resize(need);
+    it = impl_->kernels.emplace(key, dnnl::matmul(pd)).first;
+  }
+  const dnnl::engine& eng = *wi.engine;
+  dnnl::memory src({{padded, w.in_features()}, dt::f32, tag::ab}, eng, const_cast<float*>(x));
+  dnnl::memory dst({{padded, w.out_features()}, dt::f32, tag::ab}, eng, y);
+  dnnl::memory scratch({{static_cast<std::int64_t>(impl_->scratch.size())}, dt::u8, tag::a}, eng,
+                       impl_->scratch.data());
+  std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, src},
+                                                {DNNL_ARG_WEIGHTS, wi.packed},
+                                                {DNNL_ARG_DST, dst},
+                                                {DNNL_ARG_SCRATCHPAD, scratch}};
+  if (wi.has_bias) {
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, w.out_features()}, dt::f32, tag::ab}, eng,
+                                             const_cast<float*>(wi.bias.data())));
+  }
+  it->second.execute(impl_->stream, args);
+  impl_->stream.wait();
+}
+
+}  // namespace mcinfer::cpu

@@ -1,0 +1,18 @@
+#pragma once
+// The instruction sets our own kernels are compiled for. One binary carries all of them and
+// picks the widest the CPU supports at run time.
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace mcinfer::cpu {
+
+enum class Isa { kGeneric, kAvx2, kAvx512 };
+
+std::string_view isa_name(Isa isa);
+std::optional<Isa> parse_isa(std::string_view name);  // "generic", "avx2", "avx512"
+Isa best_isa();                                       // the widest this CPU runs
+std::vector<Isa> supported_isas();                    // every one this CPU runs
+
+}  // namespace mcinfer::cpu

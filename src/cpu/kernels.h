@@ -1,0 +1,39 @@
+#pragma once
+// The element-wise and row-wise kernels of an encoder forward pass that are not GEMMs.
+// kernels_impl.h holds their single source; it is compiled once per instruction set
+// (kernels_generic.cc, kernels_avx2.cc, kernels_avx512.cc) and a table is picked at run time.
+// All matrices are row-major float32 with the given row stride (ld, in elements).
+
+#include <cstdint>
+
+#include "cpu/isa.h"
+
+namespace mcinfer::cpu {
+
+enum class Activation { kNone, kGeluErf, kGeluTanh, kRelu, kTanh };
+
+struct KernelTable {
+  Isa isa;
+  // y[r, c] = act(y[r, c] + bias[c]); bias may be null.
+  void (*bias_activation)(float* y, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                          const float* bias, Activation act);
+  // x[r] = LayerNorm(x[r] + y[r] + bias) * gamma + beta, row by row; y and bias may be null.
+  void (*residual_layer_norm)(float* x, const float* y, const float* bias, std::int64_t rows,
+                              std::int64_t cols, const float* gamma, const float* beta, float eps);
+  // s[r, :cols] = softmax(s[r, :cols] * scale), row by row.
+  void (*softmax)(float* s, std::int64_t rows, std::int64_t cols, std::int64_t ld, float scale);
+  // out[t] = word[ids[t]] + position[positions[t]] (+ type[types[t]] when type is non-null).
+  void (*embedding_sum)(float* out, std::int64_t tokens, std::int64_t cols, const float* word,
+                        const std::int32_t* ids, const float* position,
+                        const std::int32_t* positions, const float* type,
+                        const std::int32_t* types);
+};
+
+const KernelTable& kernels_for(Isa isa);
+
+// The per-ISA tables, defined in their own translation units.
+const KernelTable& generic_kernels();
+const KernelTable& avx2_kernels();
+const KernelTable& avx512_kernels();
+
+}  // namespace mcinfer::cpu

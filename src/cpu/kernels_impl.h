@@ -1,0 +1,270 @@
+#pragma once
+// The single source of our non-GEMM kernels. Each kernels_<isa>.cc includes this file and is
+// compiled with that instruction set's flags; W is the vector width in floats (4, 8 or 16).
+// Everything here has internal linkage (anonymous namespace) and calls no library templates,
+// so that code built for AVX-512 can never be merged by the linker into another ISA's table.
+
+#include <cstdint>
+#include <cstring>
+
+#include "cpu/kernels.h"
+
+namespace mcinfer::cpu {
+namespace {
+
+// GCC's vector extensions; the size must be a literal, hence one pair of types per width.
+typedef float F4 __attribute__((vector_size(16)));
+typedef float F8 __attribute__((vector_size(32)));
+typedef float F16 __attribute__((vector_size(64)));
+typedef std::int32_t I4 __attribute__((vector_size(16)));
+typedef std::int32_t I8 __attribute__((vector_size(32)));
+typedef std::int32_t I16 __attribute__((vector_size(64)));
+
+template <int W>
+struct VectorTypes;
+template <>
+struct VectorTypes<4> {
+  using F = F4;
+  using I = I4;
+};
+template <>
+struct VectorTypes<8> {
+  using F = F8;
+  using I = I8;
+};
+template <>
+struct VectorTypes<16> {
+  using F = F16;
+  using I = I16;
+};
+
+template <int W>
+struct Simd {
+  using F = typename VectorTypes<W>::F;
+  using I = typename VectorTypes<W>::I;
+  // Same-size vector casts reinterpret the bits.
+  static I bits(F x) { return (I)x; }
+  static F floats(I x) { return (F)x; }
+
+  static F load(const float* p) {
+    F v;
+    std::memcpy(&v, p, sizeof(F));
+    return v;
+  }
+  static void store(float* p, F v) { std::memcpy(p, &v, sizeof(F)); }
+  // Loads n < W floats, the rest zero.
+  static F load_partial(const float* p, std::int64_t n) {
+    float tmp[W] = {};
+    for (std::int64_t i = 0; i < n; ++i) tmp[i] = p[i];
+    return load(tmp);
+  }
+  static void store_partial(float* p, F v, std::int64_t n) {
+    float tmp[W];
+    store(tmp, v);
+    for (std::int64_t i = 0; i < n; ++i) p[i] = tmp[i];
+  }
+  static F splat(float x) { return F{} + x; }
+  static float sum(F v) {
+    float s = 0.f;
+    for (int i = 0; i < W; ++i) s += v[i];
+    return s;
+  }
+  static float max(F v) {
+    float m = v[0];
+    for (int i = 1; i < W; ++i) m = v[i] > m ? v[i] : m;
+    return m;
+  }
+  static F vmax(F a, F b) { return a > b ? a : b; }
+  static F vmin(F a, F b) { return a < b ? a : b; }
+  static F abs(F x) { return floats(bits(x) & 0x7FFFFFFF); }
+  // Copies the sign of `s` onto |x|.
+  static F copysign(F x, F s) { return floats((bits(x) & 0x7FFFFFFF) | (bits(s) & INT32_MIN)); }
+
+  // e^x with relative error ~1e-7 (range reduction to [-ln2/2, ln2/2], Cephes-style polynomial).
+  static F exp(F x) {
+    x = vmin(vmax(x, splat(-87.3f)), splat(88.0f));  // keeps 2^n finite and normal
+    const F magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+    F t = x * 1.44269504088896341f + magic;
+    F n = t - magic;
+    F r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    F p = splat(1.9875691500e-4f);
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    I n_int = bits(t) - bits(magic);
+    return p * floats((n_int + 127) << 23);
+  }
+  // erf(x) with absolute error < 1.5e-7 (Abramowitz & Stegun 7.1.26).
+  static F erf(F x) {
+    F a = abs(x);
+    F t = 1.0f / (1.0f + 0.3275911f * a);
+    F p = splat(1.061405429f);
+    p = p * t - 1.453152027f;
+    p = p * t + 1.421413741f;
+    p = p * t - 0.284496736f;
+    p = p * t + 0.254829592f;
+    F y = 1.0f - p * t * exp(-a * a);
+    return copysign(y, x);
+  }
+  static F tanh(F x) {
+    F a = vmin(abs(x), splat(10.0f));  // beyond 10, tanh is 1.0f and 1 - 2/(e+1) rounds to it
+    F e = exp(a * 2.0f);
+    F y = 1.0f - 2.0f / (e + 1.0f);
+    return copysign(y, x);
+  }
+  static F activate(F x, Activation act) {
+    switch (act) {
+      case Activation::kNone: return x;
+      case Activation::kGeluErf: return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f));
+      case Activation::kGeluTanh: {
+        F inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+        return 0.5f * x * (1.0f + tanh(inner));
+      }
+      case Activation::kRelu: return vmax(x, F{});
+      case Activation::kTanh: return tanh(x);
+    }
+    return x;
+  }
+};
+
+template <int W>
+void bias_activation(float* y, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                     const float* bias, Activation act) {
+  using S = Simd<W>;
+  using F = typename S::F;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = y + r * ld;
+    std::int64_t c = 0;
+    for (; c + W <= cols; c += W) {
+      F v = S::load(row + c);
+      if (bias) v += S::load(bias + c);
+      S::store(row + c, S::activate(v, act));
+    }
+    if (c < cols) {
+      F v = S::load_partial(row + c, cols - c);
+      if (bias) v += S::load_partial(bias + c, cols - c);
+      S::store_partial(row + c, S::activate(v, act), cols - c);
+    }
+  }
+}
+
+template <int W>
+void residual_layer_norm(float* x, const float* y, const float* bias, std::int64_t rows,
+                         std::int64_t cols, const float* gamma, const float* beta, float eps) {
+  using S = Simd<W>;
+  using F = typename S::F;
+  const std::int64_t full = cols / W * W;
+  const std::int64_t tail = cols - full;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* xr = x + r * cols;
+    const float* yr = y ? y + r * cols : nullptr;
+    // Pass 1: x += y + bias, and the sum for the mean.
+    F acc = F{};
+    for (std::int64_t c = 0; c < full; c += W) {
+      F v = S::load(xr + c);
+      if (yr) v += S::load(yr + c);
+      if (bias) v += S::load(bias + c);
+      S::store(xr + c, v);
+      acc += v;
+    }
+    if (tail) {
+      F v = S::load_partial(xr + full, tail);
+      if (yr) v += S::load_partial(yr + full, tail);
+      if (bias) v += S::load_partial(bias + full, tail);
+      S::store_partial(xr + full, v, tail);
+      acc += v;
+    }
+    const float mean = S::sum(acc) / static_cast<float>(cols);
+    // Pass 2: variance around the mean (two passes: no cancellation for large means).
+    F m = S::splat(mean);
+    F var_acc = F{};
+    for (std::int64_t c = 0; c < full; c += W) {
+      F d = S::load(xr + c) - m;
+      var_acc += d * d;
+    }
+    if (tail) {
+      F d = S::load_partial(xr + full, tail) - m;
+      float tmp[W];
+      S::store(tmp, d * d);
+      for (std::int64_t i = 0; i < tail; ++i) var_acc[i] += tmp[i];
+    }
+    const float var = S::sum(var_acc) / static_cast<float>(cols);
+    const float inv = 1.0f / __builtin_sqrtf(var + eps);
+    F vinv = S::splat(inv);
+    for (std::int64_t c = 0; c < full; c += W) {
+      F v = (S::load(xr + c) - m) * vinv;
+      S::store(xr + c, v * S::load(gamma + c) + S::load(beta + c));
+    }
+    if (tail) {
+      F v = (S::load_partial(xr + full, tail) - m) * vinv;
+      S::store_partial(xr + full, v * S::load_partial(gamma + full, tail) + S::load_partial(beta + full, tail),
+                       tail);
+    }
+  }
+}
+
+template <int W>
+void softmax(float* s, std::int64_t rows, std::int64_t cols, std::int64_t ld, float scale) {
+  using S = Simd<W>;
+  using F = typename S::F;
+  const std::int64_t full = cols / W * W;
+  const std::int64_t tail = cols - full;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * ld;
+    F vmax = S::splat(-3.0e38f);
+    for (std::int64_t c = 0; c < full; c += W) vmax = S::vmax(vmax, S::load(row + c));
+    float mx = S::max(vmax);
+    for (std::int64_t c = full; c < cols; ++c) mx = row[c] > mx ? row[c] : mx;
+    F shift = S::splat(mx * scale);
+    F acc = F{};
+    for (std::int64_t c = 0; c < full; c += W) {
+      F e = S::exp(S::load(row + c) * scale - shift);
+      S::store(row + c, e);
+      acc += e;
+    }
+    float total = S::sum(acc);
+    if (tail) {
+      F e = S::exp(S::load_partial(row + full, tail) * scale - shift);
+      float tmp[W];
+      S::store(tmp, e);
+      for (std::int64_t i = 0; i < tail; ++i) total += tmp[i];
+      S::store_partial(row + full, e, tail);
+    }
+    F inv = S::splat(1.0f / total);
+    for (std::int64_t c = 0; c < full; c += W) S::store(row + c, S::load(row + c) * inv);
+    if (tail) S::store_partial(row + full, S::load_partial(row + full, tail) * inv, tail);
+  }
+}
+
+template <int W>
+void embedding_sum(float* out, std::int64_t tokens, std::int64_t cols, const float* word,
+                   const std::int32_t* ids, const float* position, const std::int32_t* positions,
+                   const float* type, const std::int32_t* types) {
+  using S = Simd<W>;
+  using F = typename S::F;
+  const std::int64_t full = cols / W * W;
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    const float* w = word + static_cast<std::int64_t>(ids[t]) * cols;
+    const float* p = position + static_cast<std::int64_t>(positions[t]) * cols;
+    const float* ty = type ? type + static_cast<std::int64_t>(types[t]) * cols : nullptr;
+    float* o = out + t * cols;
+    for (std::int64_t c = 0; c < full; c += W) {
+      F v = S::load(w + c) + S::load(p + c);
+      if (ty) v += S::load(ty + c);
+      S::store(o + c, v);
+    }
+    for (std::int64_t c = full; c < cols; ++c) o[c] = w[c] + p[c] + (ty ? ty[c] : 0.f);
+  }
+}
+
+template <int W>
+KernelTable make_kernel_table(Isa isa) {
+  return KernelTable{isa, &bias_activation<W>, &residual_layer_norm<W>, &softmax<W>, &embedding_sum<W>};
+}
+
+}  // namespace
+}  // namespace mcinfer::cpu

@@ -1,0 +1,160 @@
+// Every instruction set's kernel table against a plain double-precision reference written
+// from the definitions (std::erf, std::tanh, std::exp), on odd sizes that exercise the tails.
+#include "cpu/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace mcinfer::cpu {
+namespace {
+
+std::vector<float> random_vector(std::size_t n, float scale, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+double reference_activation(double x, Activation act) {
+  switch (act) {
+    case Activation::kNone: return x;
+    case Activation::kGeluErf: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kGeluTanh:
+      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case Activation::kRelu: return x > 0 ? x : 0;
+    case Activation::kTanh: return std::tanh(x);
+  }
+  return x;
+}
+
+class KernelsTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  const KernelTable& k = kernels_for(GetParam());
+};
+
+TEST_P(KernelsTest, ReportsItsIsa) { EXPECT_EQ(k.isa, GetParam()); }
+
+TEST_P(KernelsTest, BiasActivationMatchesDefinition) {
+  for (Activation act : {Activation::kNone, Activation::kGeluErf, Activation::kGeluTanh,
+                         Activation::kRelu, Activation::kTanh}) {
+    for (std::int64_t cols : {1, 7, 16, 37, 64, 100}) {
+      const std::int64_t rows = 3, ld = cols + 5;
+      auto y = random_vector(static_cast<std::size_t>(rows * ld), 3.0f, 1);
+      y.push_back(123.0f);  // sentinel past the last row
+      auto bias = random_vector(static_cast<std::size_t>(cols), 1.0f, 2);
+      auto orig = y;
+      k.bias_activation(y.data(), rows, cols, ld, bias.data(), act);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < ld; ++c) {
+          const std::size_t i = static_cast<std::size_t>(r * ld + c);
+          if (c >= cols) {
+            ASSERT_EQ(y[i], orig[i]) << "wrote outside the row";
+            continue;
+          }
+          double want = reference_activation(double(orig[i]) + bias[c], act);
+          ASSERT_NEAR(y[i], want, 2e-6 * (1 + std::fabs(want)))
+              << "act " << int(act) << " cols " << cols << " x " << orig[i] + bias[c];
+        }
+      }
+      ASSERT_EQ(y.back(), 123.0f);
+    }
+  }
+}
+
+TEST_P(KernelsTest, ActivationsOnExtremeInputs) {
+  std::vector<float> x = {-100.f, -20.f, -9.5f, -1e-6f, 0.f, 1e-6f, 9.5f, 20.f, 100.f, 1e-30f, -88.5f, 88.5f};
+  for (Activation act : {Activation::kGeluErf, Activation::kGeluTanh, Activation::kTanh}) {
+    auto y = x;
+    k.bias_activation(y.data(), 1, static_cast<std::int64_t>(y.size()), static_cast<std::int64_t>(y.size()),
+                      nullptr, act);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      double want = reference_activation(x[i], act);
+      ASSERT_TRUE(std::isfinite(y[i])) << x[i];
+      ASSERT_NEAR(y[i], want, 2e-6 * (1 + std::fabs(want))) << "act " << int(act) << " x " << x[i];
+    }
+  }
+}
+
+TEST_P(KernelsTest, ResidualLayerNormMatchesDefinition) {
+  for (std::int64_t cols : {1, 5, 16, 33, 384, 770}) {
+    const std::int64_t rows = 4;
+    auto x = random_vector(static_cast<std::size_t>(rows * cols), 2.0f, 3);
+    for (auto& v : x) v += 50.0f;  // a large mean: the variance must not cancel
+    auto y = random_vector(static_cast<std::size_t>(rows * cols), 1.0f, 4);
+    auto bias = random_vector(static_cast<std::size_t>(cols), 0.5f, 5);
+    auto gamma = random_vector(static_cast<std::size_t>(cols), 1.0f, 6);
+    auto beta = random_vector(static_cast<std::size_t>(cols), 1.0f, 7);
+    for (bool with_y : {true, false}) {
+      auto out = x;
+      k.residual_layer_norm(out.data(), with_y ? y.data() : nullptr, with_y ? bias.data() : nullptr,
+                            rows, cols, gamma.data(), beta.data(), 1e-12f);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        std::vector<double> t(static_cast<std::size_t>(cols));
+        double mean = 0;
+        for (std::int64_t c = 0; c < cols; ++c) {
+          std::size_t i = static_cast<std::size_t>(r * cols + c);
+          t[c] = double(x[i]) + (with_y ? double(y[i]) + bias[c] : 0.0);
+          mean += t[c];
+        }
+        mean /= double(cols);
+        double var = 0;
+        for (double v : t) var += (v - mean) * (v - mean);
+        var /= double(cols);
+        for (std::int64_t c = 0; c < cols; ++c) {
+          double want = (t[c] - mean) / std::sqrt(var + 1e-12) * gamma[c] + beta[c];
+          if (cols == 1) want = beta[c];
+          ASSERT_NEAR(out[static_cast<std::size_t>(r * cols + c)], want, 2e-5 * (1 + std::fabs(want)))
+              << "cols " << cols << " r " << r << " c " << c;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(KernelsTest, SoftmaxMatchesDefinition) {
+  for (std::int64_t cols : {1, 3, 16, 31, 128, 300}) {
+    const std::int64_t rows = 5, ld = cols + 3;
+    auto s = random_vector(static_cast<std::size_t>(rows * ld), 4.0f, 8);
+    auto orig = s;
+    const float scale = 0.125f;
+    k.softmax(s.data(), rows, cols, ld, scale);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double mx = -1e300, total = 0;
+      for (std::int64_t c = 0; c < cols; ++c) mx = std::max(mx, double(orig[r * ld + c]) * scale);
+      for (std::int64_t c = 0; c < cols; ++c) total += std::exp(double(orig[r * ld + c]) * scale - mx);
+      for (std::int64_t c = 0; c < cols; ++c) {
+        double want = std::exp(double(orig[r * ld + c]) * scale - mx) / total;
+        ASSERT_NEAR(s[r * ld + c], want, 1e-6 * (1 + want)) << "cols " << cols;
+      }
+    }
+  }
+}
+
+TEST_P(KernelsTest, EmbeddingSumGathersRows) {
+  const std::int64_t cols = 21, vocab = 10, positions = 6;
+  auto word = random_vector(vocab * cols, 1.0f, 9);
+  auto pos = random_vector(positions * cols, 1.0f, 10);
+  auto type = random_vector(2 * cols, 1.0f, 11);
+  std::vector<std::int32_t> ids = {3, 9, 0, 3}, pids = {0, 1, 2, 5}, tids = {0, 0, 1, 1};
+  std::vector<float> out(ids.size() * cols);
+  for (bool with_type : {true, false}) {
+    k.embedding_sum(out.data(), 4, cols, word.data(), ids.data(), pos.data(), pids.data(),
+                    with_type ? type.data() : nullptr, tids.data());
+    for (std::size_t t = 0; t < ids.size(); ++t) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        float want = word[ids[t] * cols + c] + pos[pids[t] * cols + c] + (with_type ? type[tids[t] * cols + c] : 0.f);
+        ASSERT_FLOAT_EQ(out[t * cols + c], want);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSupportedIsas, KernelsTest, ::testing::ValuesIn(supported_isas()),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+}  // namespace
+}  // namespace mcinfer::cpu

@@ -1,0 +1,433 @@
+#!/usr/bin/env python3
+"""Writes tests/fixtures/models/<name>/: tiny random Hugging Face encoder checkpoints, saved by
+save_pretrained exactly as transformers writes them, plus reference inputs and outputs computed by
+transformers itself (reference.safetensors, reference.json). The C++ model tests load each
+checkpoint and must reproduce the reference tensors.
+
+Weights are re-drawn after construction (seeded) with non-trivial biases and LayerNorm parameters
+and roughly unit-variance activations: with HF's default init (std 0.02, zero biases, unit
+LayerNorm) a loader that drops a bias or swaps two activation functions would still match.
+
+Regenerate: tools/venv.sh && .venv/bin/python tools/gen_fixtures.py
+Idempotent: deletes and rewrites tests/fixtures/models/. Deterministic: same bytes on every run.
+"""
+import json
+import math
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors import safe_open
+from safetensors.torch import save_file
+import transformers
+from transformers import (BertConfig, BertForSequenceClassification, BertModel, DistilBertConfig,
+                          DistilBertForSequenceClassification, DistilBertModel, RobertaConfig,
+                          RobertaForSequenceClassification, RobertaModel, XLMRobertaConfig,
+                          XLMRobertaForSequenceClassification, XLMRobertaModel)
+
+torch.set_num_threads(1)
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests/fixtures/models"
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclass
+class Spec:
+    name: str
+    cls: type
+    config: object
+    seq_len: int  # L_max of the reference batch
+    lengths: list  # real length per row (one of them == seq_len)
+    dtype: str = "float32"
+    shard: str = None  # max_shard_size for save_pretrained
+    segments: bool = False  # put token_type_ids == 1 in a second segment of some rows
+    notes: list = field(default_factory=list)
+
+
+def bert(**kw):
+    base = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                intermediate_size=128, hidden_act="gelu", max_position_embeddings=40, type_vocab_size=2,
+                pad_token_id=0, layer_norm_eps=1e-12, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    base.update(kw)
+    return BertConfig(**base)
+
+
+def roberta(cls=RobertaConfig, **kw):
+    # Like real RoBERTa/XLM-R: <s>=0, <pad>=1 (padding_idx), </s>=2; positions start at padding_idx + 1,
+    # so max_position_embeddings must cover L + 2.
+    base = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                intermediate_size=128, hidden_act="gelu", max_position_embeddings=40, type_vocab_size=1,
+                pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5)
+    base.update(kw)
+    return cls(**base)
+
+
+def distilbert(**kw):
+    base = dict(vocab_size=110, dim=32, n_layers=2, n_heads=4, hidden_dim=128, activation="gelu",
+                max_position_embeddings=40, sinusoidal_pos_embds=False, pad_token_id=0)
+    base.update(kw)
+    return DistilBertConfig(**base)
+
+
+SPECS = [
+    Spec("bert_embed", BertModel, bert(hidden_act="gelu"), 12, [12, 1, 2, 3, 9, 11], segments=True),
+    Spec("bert_cls_single", BertForSequenceClassification,
+         bert(vocab_size=100, intermediate_size=64, hidden_act="gelu_pytorch_tanh", num_labels=2,
+              id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1}),
+         14, [14, 1, 2, 3, 11, 7], segments=True,
+         notes=["problem_type left None in config.json: num_labels 2 => single_label (softmax)"]),
+    Spec("bert_cls_multi", BertForSequenceClassification,
+         bert(vocab_size=150, hidden_size=48, num_attention_heads=6, num_hidden_layers=3, intermediate_size=96,
+              hidden_act="gelu_new", num_labels=5, problem_type="multi_label_classification"),
+         16, [16, 1, 2, 3, 13, 8], segments=True,
+         notes=["hidden 48 / 6 heads (head dim 8), 3 layers; id2label left at HF default LABEL_0..LABEL_4"]),
+    Spec("bert_regression", BertForSequenceClassification,
+         bert(vocab_size=90, hidden_size=24, num_attention_heads=2, intermediate_size=96, hidden_act="relu",
+              layer_norm_eps=1e-5, num_labels=1),
+         9, [9, 1, 2, 3, 6], segments=True,
+         notes=["problem_type None and num_labels 1 => regression, probs = logits (identity). "
+                "Beware: the HF text-classification pipeline applies sigmoid when num_labels == 1 unless "
+                "problem_type == 'regression' is set explicitly",
+                "hidden 24 / 2 heads (head dim 12), layer_norm_eps 1e-5"]),
+    Spec("bert_sharded", BertModel,
+         bert(vocab_size=200, num_attention_heads=8, num_hidden_layers=3, intermediate_size=64,
+              hidden_act="gelu_new"),
+         10, [10, 1, 2, 3, 7, 5], shard="20KB", segments=True,
+         notes=["saved with max_shard_size='20KB': model.safetensors.index.json + parts; a tensor larger "
+                "than the shard size gets a part of its own; 8 heads of dim 4"]),
+    Spec("bert_bf16", BertModel,
+         bert(vocab_size=100, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+              hidden_act="gelu_pytorch_tanh"),
+         11, [11, 1, 2, 3, 8, 10], dtype="bfloat16", segments=True,
+         notes=["weights saved as BF16; reference computed in float32 from the rounded weights"]),
+    Spec("roberta_embed", RobertaModel, roberta(), 14, [14, 1, 2, 3, 11, 6],
+         notes=["position ids = cumsum(input_ids != 1) * (input_ids != 1) + 1: real tokens get 2.., "
+                "padding gets 1 (padding_idx)"]),
+    Spec("roberta_cls", RobertaForSequenceClassification,
+         roberta(vocab_size=130, num_attention_heads=8, intermediate_size=64, hidden_act="gelu_new", num_labels=3,
+                 problem_type="single_label_classification",
+                 id2label={0: "contradiction", 1: "neutral", 2: "entailment"},
+                 label2id={"contradiction": 0, "neutral": 1, "entailment": 2}),
+         11, [11, 1, 2, 3, 8, 5],
+         notes=["head: classifier.dense + tanh + classifier.out_proj on token 0; no pooler weights"]),
+    Spec("xlmr_embed_f16", XLMRobertaModel, roberta(XLMRobertaConfig, vocab_size=250, intermediate_size=96),
+         13, [13, 1, 2, 3, 10, 12], dtype="float16",
+         notes=["weights saved as F16; reference computed in float32 from the rounded weights"]),
+    Spec("xlmr_cls", XLMRobertaForSequenceClassification,
+         roberta(XLMRobertaConfig, vocab_size=160, hidden_size=24, num_attention_heads=3, num_hidden_layers=3,
+                 intermediate_size=72, hidden_act="gelu_pytorch_tanh", num_labels=2),
+         8, [8, 1, 2, 3, 5],
+         notes=["problem_type None, num_labels 2 => single_label (softmax); id2label HF default"]),
+    Spec("distilbert_embed_sinusoidal", DistilBertModel, distilbert(sinusoidal_pos_embds=True), 15,
+         [15, 1, 2, 3, 12, 9]),
+    Spec("distilbert_cls", DistilBertForSequenceClassification,
+         distilbert(vocab_size=100, n_layers=3, n_heads=2, hidden_dim=64, activation="gelu", num_labels=2,
+                    problem_type="single_label_classification", id2label={0: "NEG", 1: "POS"},
+                    label2id={"NEG": 0, "POS": 1}),
+         10, [10, 1, 2, 3, 7, 4],
+         notes=["learned position embeddings; head: pre_classifier + ReLU + classifier on token 0"]),
+    Spec("distilbert_cls_multi_relu", DistilBertForSequenceClassification,
+         distilbert(vocab_size=140, dim=48, n_heads=6, hidden_dim=96, activation="relu", num_labels=4,
+                    problem_type="multi_label_classification",
+                    id2label={0: "toxic", 1: "insult", 2: "threat", 3: "obscene"},
+                    label2id={"toxic": 0, "insult": 1, "threat": 2, "obscene": 3}),
+         7, [7, 1, 2, 3, 4, 6],
+         notes=["FFN activation relu; dim 48 / 6 heads"]),
+]
+
+
+def is_sinusoidal(model, name):
+    cfg = model.config
+    return getattr(cfg, "sinusoidal_pos_embds", False) and name.endswith("embeddings.position_embeddings.weight")
+
+
+def randomize(model, gen):
+    """Re-draws every parameter so that each one visibly matters in the output."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if is_sinusoidal(model, name):
+                continue  # keep the fixed table HF computed: it is what gets saved
+            r = torch.randn(p.shape, generator=gen, dtype=torch.float32)
+            if "LayerNorm" in name or "layer_norm" in name:
+                p.copy_(1.0 + 0.2 * r if name.endswith("weight") else 0.2 * r)
+            elif name.endswith("bias"):
+                p.copy_(0.2 * r)
+            elif "word_embeddings" in name:
+                p.copy_(r)
+            elif "embeddings" in name:  # position / token type
+                p.copy_(0.5 * r)
+            elif p.dim() == 2:  # Linear: [out, in]
+                p.copy_(r / math.sqrt(p.shape[1]))
+            else:
+                raise RuntimeError(f"unexpected parameter {name} {tuple(p.shape)}")
+
+
+def make_inputs(spec, cfg, gen):
+    pad = cfg.pad_token_id
+    vocab = cfg.vocab_size
+    B, L = len(spec.lengths), spec.seq_len
+    assert max(spec.lengths) == L and min(spec.lengths) >= 1
+    ids = torch.full((B, L), pad, dtype=torch.int64)
+    mask = torch.zeros((B, L), dtype=torch.int64)
+    types = torch.zeros((B, L), dtype=torch.int64)
+    for b, n in enumerate(spec.lengths):
+        row = torch.randint(0, vocab - 1, (n,), generator=gen)
+        row = row + (row >= pad).long()  # uniform over [0, vocab) minus the pad id
+        ids[b, :n] = row
+        mask[b, :n] = 1
+        if spec.segments and n >= 4 and b % 2 == 0:
+            types[b, n // 2:n] = 1
+    assert not (ids[mask.bool()] == pad).any()
+    if spec.segments:
+        assert types.sum() > 0
+    return ids, mask, types
+
+
+def resolve_problem(cfg):
+    if cfg.problem_type is not None:
+        pt = cfg.problem_type
+    else:
+        pt = "regression" if cfg.num_labels == 1 else "single_label_classification"
+    return pt, {"single_label_classification": "softmax", "multi_label_classification": "sigmoid",
+                "regression": "none"}[pt]
+
+
+def weight_names(d):
+    idx = d / "model.safetensors.index.json"
+    if idx.exists():
+        index = json.loads(idx.read_text())
+        files = sorted(set(index["weight_map"].values()))
+    else:
+        files = ["model.safetensors"]
+    names, dtypes = {}, set()
+    for f in files:
+        with safe_open(d / f, "pt") as sf:
+            for k in sf.keys():
+                t = sf.get_tensor(k)
+                names[k] = t
+                dtypes.add(str(t.dtype))
+    return files, names, dtypes
+
+
+def build(spec):
+    d = OUT / spec.name
+    seed = 20261201 + SPECS.index(spec)
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    cfg = spec.config
+    cfg._attn_implementation = "eager"
+    model = spec.cls(cfg).eval()
+    randomize(model, gen)
+    dtype = DTYPES[spec.dtype]
+    if dtype != torch.float32:
+        model = model.to(dtype)  # round once; these exact values are saved and used for the reference
+    save_kw = {"safe_serialization": True}
+    if spec.shard:
+        save_kw["max_shard_size"] = spec.shard
+    model.save_pretrained(d, **save_kw)
+    expected = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    del model
+
+    # Reference from the files as written, loaded back in float32.
+    ref_model, info = spec.cls.from_pretrained(d, torch_dtype=torch.float32, attn_implementation="eager",
+                                               output_loading_info=True)
+    ref_model.eval()
+    bad = {k: v for k, v in info.items() if v}
+    if bad:
+        raise RuntimeError(f"{spec.name}: loading info {bad}")
+    for k, v in ref_model.state_dict().items():
+        if k in expected and not torch.equal(v, expected[k].float()):
+            raise RuntimeError(f"{spec.name}: {k} changed in save/load")
+    assert ref_model.dtype == torch.float32
+
+    files, saved, saved_dtypes = weight_names(d)
+    want_dtype = {"float32": "torch.float32", "float16": "torch.float16", "bfloat16": "torch.bfloat16"}[spec.dtype]
+    if saved_dtypes != {want_dtype}:
+        raise RuntimeError(f"{spec.name}: saved dtypes {saved_dtypes}, want {want_dtype}")
+    if spec.shard and len(files) < 2:
+        raise RuntimeError(f"{spec.name}: expected several shards, got {files}")
+
+    ids, mask, types = make_inputs(spec, cfg, gen)
+    is_distil = cfg.model_type == "distilbert"
+    kwargs = {"input_ids": ids, "attention_mask": mask}
+    if not is_distil:
+        kwargs["token_type_ids"] = types
+    with torch.no_grad():
+        base = ref_model.base_model
+        base_out = base(**kwargs)
+        h = base_out.last_hidden_state.float().contiguous()
+        m = mask.unsqueeze(-1).to(h.dtype)
+        mean = (h * m).sum(1) / torch.clamp(m.sum(1), min=1e-9)
+        tensors = {
+            "input_ids": ids, "attention_mask": mask, "token_type_ids": types,
+            "last_hidden_state": h,
+            "pooled_cls": h[:, 0].clone(),
+            "pooled_mean": mean.contiguous(),
+            "pooled_mean_normalized": F.normalize(mean, p=2, dim=1).contiguous(),
+        }
+        pooler = getattr(base_out, "pooler_output", None)
+        if pooler is not None:
+            tensors["pooler_output"] = pooler.float().contiguous()
+        task = "embed"
+        problem, activation = None, "none"
+        if spec.cls.__name__.endswith("ForSequenceClassification"):
+            task = "classify"
+            logits = ref_model(**kwargs).logits.float()
+            # The head must see the same hidden states we store.
+            problem, activation = resolve_problem(cfg)
+            probs = {"softmax": lambda x: torch.softmax(x, -1), "sigmoid": torch.sigmoid,
+                     "none": lambda x: x.clone()}[activation](logits)
+            tensors["logits"] = logits.contiguous()
+            tensors["probs"] = probs.contiguous()
+
+    # Sanity: padding must not leak into real positions. Row b alone, unpadded, gives the same states.
+    with torch.no_grad():
+        for b, n in enumerate(spec.lengths):
+            one = {k: v[b:b + 1, :n] for k, v in kwargs.items()}
+            alone = ref_model.base_model(**one).last_hidden_state
+            err = (alone[0] - tensors["last_hidden_state"][b, :n]).abs().max().item()
+            if err > 1e-4:
+                raise RuntimeError(f"{spec.name}: row {b} differs alone vs padded by {err}")
+
+    # One key only: safetensors writes __metadata__ from a hash map, so several keys come out in a
+    # different order on every run and the file would not be byte-reproducible.
+    meta = {"mcinfer": json.dumps({"generator": "tools/gen_fixtures.py", "transformers": transformers.__version__,
+                                   "torch": torch.__version__.split("+")[0], "seed": seed}, sort_keys=True)}
+    save_file(tensors, d / "reference.safetensors", metadata=meta)
+
+    notes = list(spec.notes)
+    notes.append("reference computed with attn_implementation='eager', eval(), no_grad, float32")
+    if is_distil:
+        has_pos = "embeddings.position_embeddings.weight" in saved
+        notes.append("DistilBERT: no token types (token_type_ids stored as zeros, not passed to the model); "
+                     "LayerNorm eps fixed at 1e-12 in code (not in config.json)")
+        if cfg.sinusoidal_pos_embds:
+            pos = saved["embeddings.position_embeddings.weight"].float() if has_pos else None
+            notes.append(f"sinusoidal_pos_embds=true; saved file {'CONTAINS' if has_pos else 'LACKS'} "
+                         "embeddings.position_embeddings.weight"
+                         + (" holding the fixed table: [p, 2i] = sin(p / 10000^(2i/dim)), "
+                            "[p, 2i+1] = cos(p / 10000^(2i/dim))" if has_pos else ""))
+            if has_pos:
+                n_pos, dim = pos.shape
+                p = torch.arange(n_pos, dtype=torch.float64)[:, None]
+                j = torch.arange(dim, dtype=torch.float64)[None, :]
+                ang = p / torch.pow(10000.0, 2 * torch.div(j, 2, rounding_mode="floor") / dim)
+                table = torch.where(j.long() % 2 == 0, torch.sin(ang), torch.cos(ang))
+                err = (table.float() - pos).abs().max().item()
+                notes.append(f"max |saved - analytic sinusoid| = {err:.3g}")
+    if cfg.model_type in ("roberta", "xlm-roberta"):
+        notes.append("position ids derived from input_ids != pad_token_id (1), not from attention_mask")
+    stray = [k for k in saved if k.endswith("position_ids") or k.endswith("token_type_ids")]
+    notes.append("buffers position_ids/token_type_ids " + ("SAVED: " + ", ".join(stray) if stray else "not saved"))
+
+    num_labels = cfg.num_labels if task == "classify" else 0
+    ref = {
+        "model_class": spec.cls.__name__,
+        "model_type": cfg.model_type,
+        "task": task,
+        "problem_type": problem,
+        "config_problem_type": cfg.problem_type,
+        "activation": activation,
+        "id2label": {str(k): v for k, v in cfg.id2label.items()} if task == "classify" else {},
+        "num_labels": num_labels,
+        "hidden_size": cfg.hidden_size if hasattr(cfg, "hidden_size") else cfg.dim,
+        "dtype": spec.dtype,
+        "weight_files": files,
+        "notes": "; ".join(notes),
+    }
+    (d / "reference.json").write_text(json.dumps(ref, indent=2) + "\n")
+
+    size = sum(f.stat().st_size for f in d.iterdir())
+    head = {"bert": "hidden_act", "roberta": "hidden_act", "xlm-roberta": "hidden_act", "distilbert": "activation"}
+    row = dict(name=spec.name, cls=spec.cls.__name__, act=getattr(cfg, head[cfg.model_type]),
+               H=ref["hidden_size"],
+               heads=getattr(cfg, "num_attention_heads", None) or cfg.n_heads,
+               layers=getattr(cfg, "num_hidden_layers", None) or cfg.n_layers,
+               inter=getattr(cfg, "intermediate_size", None) or cfg.hidden_dim,
+               vocab=cfg.vocab_size, BL=f"{len(spec.lengths)}x{spec.seq_len}", dtype=spec.dtype,
+               task=task if task == "embed" else f"{activation}/{num_labels}", files=len(files), kb=size / 1024)
+    return row
+
+
+def main():
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    OUT.mkdir(parents=True)
+    rows = [build(s) for s in SPECS]
+    keys = list(rows[0].keys())
+    fmt = lambda r: "  ".join(f"{(f'{r[k]:.1f}' if isinstance(r[k], float) else str(r[k])):<{w}}"
+                              for k, w in zip(keys, widths))
+    widths = [max(len(k), *(len(f"{r[k]:.1f}" if isinstance(r[k], float) else str(r[k])) for r in rows))
+              for k in keys]
+    print("  ".join(f"{k:<{w}}" for k, w in zip(keys, widths)))
+    for r in rows:
+        print(fmt(r))
+    write_readme(rows)
+    total = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
+    print(f"total {total / 1024:.1f} KiB in {OUT}")
+
+
+README_HEAD = """# Model fixtures
+
+Tiny random Hugging Face encoder checkpoints, written by `save_pretrained` (safetensors) exactly as
+transformers writes them, with reference outputs computed by transformers. Generated by
+`tools/gen_fixtures.py`; do not edit by hand.
+
+Regenerate (deletes and rewrites this folder, byte-identical on every run):
+
+```
+tools/venv.sh
+.venv/bin/python tools/gen_fixtures.py
+```
+
+Each `<name>/` holds:
+
+- `config.json` and `model.safetensors` (or `model.safetensors.index.json` + `model-0000k-of-0000n.safetensors`),
+  as written by `save_pretrained`. Base models (`BertModel`, ...) have unprefixed tensor names
+  (`embeddings.word_embeddings.weight`); heads prefix the encoder (`bert.`, `roberta.` — also for XLM-R —,
+  `distilbert.`). The non-persistent buffers `embeddings.position_ids` / `embeddings.token_type_ids` are not saved.
+- `reference.safetensors`: `input_ids`, `attention_mask`, `token_type_ids` (I64 [B, L], right-padded with the
+  config's `pad_token_id`, mask 0 on padding; real ids never equal the pad id; token types all 0 except in BERT
+  fixtures, where even rows of length >= 4 have a second segment of 1s), `last_hidden_state` F32 [B, L, H]
+  (base model output, padded positions included as HF returns them), `pooled_cls` F32 [B, H]
+  (= last_hidden_state[:, 0]), `pooled_mean` F32 [B, H] (sum(h * mask) / clamp(sum(mask), 1e-9)),
+  `pooled_mean_normalized` F32 [B, H] (L2), `pooler_output` F32 [B, H] where the base model has a BERT pooler
+  (dense + tanh on token 0), and for classifiers `logits` / `probs` F32 [B, num_labels].
+- `reference.json`: `model_class`, `model_type`, `task` (classify|embed), `problem_type` (resolved:
+  `config_problem_type` if set, else num_labels == 1 => regression, else single_label_classification),
+  `config_problem_type` (as in config.json; absent there when None), `activation` (softmax|sigmoid|none, how
+  `probs` was made from `logits`), `id2label`, `num_labels` (0 for embed), `hidden_size`, `dtype` (of the saved
+  weights), `weight_files`, `notes`.
+
+Weights are re-drawn after construction (seeded), as normal draws with standard deviation: linear weights
+1/sqrt(fan_in), biases 0.2, LayerNorm gamma 1 + 0.2 x and beta 0.2, word embeddings 1, position / token type
+embeddings 0.5; DistilBERT sinusoidal tables are left as HF computes them. With HF's own init (std 0.02,
+zero biases, unit LayerNorm) a wrong activation or a dropped bias would go unnoticed; here gelu vs gelu_new
+changes outputs by ~5e-4. F16/BF16 fixtures: the fp32 model is cast once, saved in that dtype, and the
+reference is computed in float32 from the rounded weights loaded back. All references use
+`attn_implementation="eager"`, `eval()`, `torch.no_grad()`, 1 thread (sdpa differs by ~1e-6).
+
+| fixture | class | act | H | heads | layers | inter | vocab | B x L | dtype | head | files |
+|---|---|---|---|---|---|---|---|---|---|---|---|
+"""
+
+
+def write_readme(rows):
+    lines = [README_HEAD.rstrip("\n")]
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['cls']} | {r['act']} | {r['H']} | {r['heads']} | {r['layers']} | "
+                     f"{r['inter']} | {r['vocab']} | {r['BL']} | {r['dtype']} | {r['task']} | {r['files']} |")
+    lines.append("")
+    lines.append("Notes per fixture:")
+    lines.append("")
+    for r in rows:
+        notes = json.loads((OUT / r["name"] / "reference.json").read_text())["notes"]
+        lines.append(f"- `{r['name']}`: {notes}")
+    (OUT / "README.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
