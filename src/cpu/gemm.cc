@@ -88,6 +88,8 @@ PackedLinear::PackedLinear(const GemmEngine& engine, const float* weight, const 
 PackedLinear::~PackedLinear() = default;
 PackedLinear::PackedLinear(PackedLinear&&) noexcept = default;
 
+const float* PackedLinear::bias() const { return impl_->has_bias ? impl_->bias.data() : nullptr; }
+
 std::size_t PackedLinear::packed_bytes() const {
   return impl_->packed_desc.get_size() + impl_->bias.capacity_bytes();
 }
@@ -99,12 +101,13 @@ struct GemmRunner::Impl {
     const PackedLinear::Impl* weights;
     std::int64_t rows;
     Activation act;
+    bool with_bias;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const {
       return std::hash<const void*>()(k.weights) ^ (static_cast<std::size_t>(k.rows) * 0x9E3779B97F4A7C15ULL) ^
-             static_cast<std::size_t>(k.act);
+             (static_cast<std::size_t>(k.act) << 1) ^ static_cast<std::size_t>(k.with_bias);
     }
   };
   std::unordered_map<Key, dnnl::matmul, KeyHash> kernels;
@@ -127,17 +130,17 @@ std::int64_t GemmRunner::round_rows(std::int64_t rows) {
 std::size_t GemmRunner::compiled_kernels() const { return impl_->kernels.size(); }
 
 void GemmRunner::linear(const PackedLinear& w, const float* x, std::int64_t rows, float* y,
-                        Activation act) {
+                        Activation act, bool with_bias) {
   if (rows <= 0) return;
   // The OpenMP team size is per calling thread: each replica thread sets its own.
   if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
   const PackedLinear::Impl& wi = w.impl();
   const std::int64_t padded = round_rows(rows);
-  Impl::Key key{&wi, padded, act};
+  const bool bias = wi.has_bias && with_bias;
+  Impl::Key key{&wi, padded, act, bias};
   auto it = impl_->kernels.find(key);
   if (it == impl_->kernels.end()) {
-    auto pd = make_pd(*wi.engine, padded, w.in_features(), w.out_features(), wi.packed_desc,
-                      wi.has_bias, act);
+    auto pd = make_pd(*wi.engine, padded, w.in_features(), w.out_features(), wi.packed_desc, bias, act);
     if (pd.weights_desc() != wi.packed_desc) {
       fail("internal: GEMM weight layout differs for {} rows", padded);
     }
@@ -154,7 +157,7 @@ void GemmRunner::linear(const PackedLinear& w, const float* x, std::int64_t rows
                                                 {DNNL_ARG_WEIGHTS, wi.packed},
                                                 {DNNL_ARG_DST, dst},
                                                 {DNNL_ARG_SCRATCHPAD, scratch}};
-  if (wi.has_bias) {
+  if (bias) {
     args.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, w.out_features()}, dt::f32, tag::ab}, eng,
                                              const_cast<float*>(wi.bias.data())));
   }

@@ -43,6 +43,7 @@ class PackedLinear {
   std::int64_t in_features() const { return in_; }
   std::int64_t out_features() const { return out_; }
   std::size_t packed_bytes() const;
+  const float* bias() const;  // null when the layer has none
 
   struct Impl;
   const Impl& impl() const { return *impl_; }
@@ -64,8 +65,10 @@ class GemmRunner {
   // x and y must have room for round_rows(rows) rows (the extra rows are scratch).
   static std::int64_t round_rows(std::int64_t rows);
 
-  // y[rows, out] = act(x[rows, in] · Wᵀ + bias), fused in the GEMM's epilogue.
-  void linear(const PackedLinear& w, const float* x, std::int64_t rows, float* y, Activation act);
+  // y[rows, out] = act(x[rows, in] · Wᵀ + bias), bias and activation fused in the GEMM's
+  // epilogue; with with_bias == false the bias is left for the caller to apply.
+  void linear(const PackedLinear& w, const float* x, std::int64_t rows, float* y, Activation act,
+              bool with_bias = true);
 
   int threads() const { return threads_; }
   std::size_t compiled_kernels() const;

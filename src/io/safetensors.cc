@@ -241,8 +241,9 @@ Checkpoint Checkpoint::open(const std::filesystem::path& model_dir) {
   }
   if (fs::exists(model_dir / "pytorch_model.bin", ec)) {
     fail("{}: only pytorch_model.bin found. mcinfer does not load pickle files (unpickling can run "
-         "arbitrary code). Convert once with transformers: "
-         "AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True)",
+         "arbitrary code). Convert it once to model.safetensors with transformers: "
+         "CLS.from_pretrained(DIR).save_pretrained(DIR, safe_serialization=True), where CLS is the "
+         "class named in config.json's \"architectures\" (e.g. BertForSequenceClassification)",
          model_dir.string());
   }
   fail("{}: no model.safetensors or model.safetensors.index.json", model_dir.string());

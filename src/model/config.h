@@ -1,0 +1,56 @@
+#pragma once
+// What a checkpoint's config.json says about the network, validated: every value that sizes a
+// buffer is bounded, and anything the engine does not implement is refused by field name.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace mcinfer::model {
+
+enum class Family { kBert, kRoberta, kDistilBert };
+enum class Head { kNone, kSequenceClassification };
+enum class ProblemType { kSingleLabel, kMultiLabel, kRegression };
+
+struct ModelConfig {
+  std::string model_type;    // as written: "bert", "roberta", "xlm-roberta", "distilbert"
+  std::string architecture;  // e.g. "BertForSequenceClassification"
+  Family family = Family::kBert;
+  Head head = Head::kNone;
+
+  std::int64_t vocab_size = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t intermediate_size = 0;
+  std::int64_t max_position_embeddings = 0;
+  std::int64_t type_vocab_size = 0;  // 0: no token-type embedding (DistilBERT)
+  std::int64_t pad_token_id = 0;
+  ops::Activation hidden_act = ops::Activation::kGeluErf;
+  std::string hidden_act_name;
+  float layer_norm_eps = 1e-12f;
+  bool sinusoidal_positions = false;  // DistilBERT's sinusoidal_pos_embds
+
+  // Sequence classification (num_labels == 0 without a classifier head).
+  std::int64_t num_labels = 0;
+  std::vector<std::string> labels;  // id2label in id order
+  ProblemType problem_type = ProblemType::kSingleLabel;
+  std::string torch_dtype;  // informational
+
+  static ModelConfig load(const std::filesystem::path& config_json);
+
+  std::int64_t head_dim() const { return hidden_size / num_heads; }
+  // Longest sequence (special tokens included) the position table allows.
+  std::int64_t max_sequence_length() const;
+  // The tensor-name prefix of the base model inside a task checkpoint ("bert", "roberta", ...).
+  std::string base_prefix() const;
+  std::string family_name() const;
+};
+
+std::string_view problem_type_name(ProblemType type);
+
+}  // namespace mcinfer::model

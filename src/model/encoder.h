@@ -1,0 +1,88 @@
+#pragma once
+// One replica's forward pass. The batch is packed: only real tokens, one sequence after the
+// other, so padding costs nothing and can never change a real token's output. Each Encoder owns
+// its activation buffers and shares the read-only Weights with every other replica.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "model/weights.h"
+#include "ops/ops.h"
+
+namespace mcinfer::model {
+
+struct SequenceInput {
+  std::span<const std::int32_t> ids;             // [length], special tokens included
+  std::span<const std::int32_t> type_ids;        // [length] or empty (all 0)
+  std::span<const std::int32_t> attention_mask;  // [length] or empty (all 1); 0 drops a token
+};
+
+enum class TaskKind { kClassify, kEmbed };
+enum class Pooling { kMean, kCls };
+enum class OutputActivation { kAuto, kSoftmax, kSigmoid, kNone };
+
+struct TaskSpec {
+  TaskKind kind = TaskKind::kEmbed;
+  Pooling pooling = Pooling::kMean;
+  bool normalize = false;
+  OutputActivation activation = OutputActivation::kAuto;
+};
+
+// The activation `auto` means for this model (from problem_type).
+OutputActivation resolve_activation(const ModelConfig& config, OutputActivation requested);
+
+class Encoder {
+ public:
+  Encoder(std::shared_ptr<const Weights> weights, const ops::Device& device, int threads,
+          ops::EpilogueMode epilogue = ops::EpilogueMode::kInGemm);
+
+  // Values per sequence that predict() writes: labels for classify, hidden size for embed.
+  std::int64_t output_dim(const TaskSpec& task) const;
+
+  // Runs the batch and writes [batch, output_dim] values, row i for sequence i.
+  // Throws Error naming the sequence for ids outside the vocabulary, type ids outside the
+  // token-type table, or a sequence longer than the position table.
+  void predict(std::span<const SequenceInput> batch, const TaskSpec& task, std::vector<float>& out);
+
+  // The base model alone: afterwards hidden() holds [tokens(), hidden] for the real tokens.
+  void forward(std::span<const SequenceInput> batch);
+  const float* hidden() const { return x_.data(); }
+  std::int64_t tokens() const { return tokens_; }
+  std::span<const ops::SequenceSpan> sequences() const { return spans_; }
+
+  ops::Context& context() { return ctx_; }
+  const Weights& weights() const { return *weights_; }
+  std::size_t workspace_bytes() const;
+
+  // Activation memory one replica needs for a batch of `tokens` real tokens whose longest
+  // sequence has `max_len` tokens, with `threads` threads.
+  static std::uint64_t activation_bytes(const ModelConfig& config, std::int64_t tokens,
+                                        std::int64_t max_len, int threads);
+  // FLOPs of the forward pass for the batch just run (GEMMs + attention).
+  double last_flops() const { return last_flops_; }
+
+ private:
+  void pack(std::span<const SequenceInput> batch);
+  void pool(Pooling pooling, bool normalize, float* out);
+  void classify(float* logits);
+
+  std::shared_ptr<const Weights> weights_;
+  ops::Context ctx_;
+  // Packed batch.
+  std::vector<std::int32_t> ids_, types_, positions_;  // [tokens]
+  std::vector<ops::SequenceSpan> spans_;                // [batch]
+  std::int64_t tokens_ = 0;
+  double last_flops_ = 0;
+  // Activations, each with room for ops::padded_rows(tokens) rows.
+  AlignedBuffer<float> x_;    // [tokens, hidden]: the residual stream
+  AlignedBuffer<float> qkv_;  // [tokens, 3·hidden]
+  AlignedBuffer<float> ctx_buf_;  // [tokens, hidden]: attention output
+  AlignedBuffer<float> tmp_;  // [tokens, hidden]: projection outputs before residual+norm
+  AlignedBuffer<float> ffn_;  // [tokens, intermediate]
+  AlignedBuffer<float> head_in_, head_mid_;  // [batch, hidden]: first-token rows, head dense
+};
+
+}  // namespace mcinfer::model

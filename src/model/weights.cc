@@ -1,0 +1,321 @@
+#include "model/weights.h"
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "core/error.h"
+
+namespace mcinfer::model {
+namespace {
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000) << 16;
+  std::uint32_t exponent = (h >> 10) & 0x1F;
+  std::uint32_t mantissa = h & 0x3FF;
+  std::uint32_t bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalise
+      exponent = 127 - 15 + 1;
+      while ((mantissa & 0x400) == 0) {
+        mantissa <<= 1;
+        --exponent;
+      }
+      bits = sign | (exponent << 23) | ((mantissa & 0x3FF) << 13);
+    }
+  } else if (exponent == 0x1F) {
+    bits = sign | 0x7F800000 | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float bf16_to_float(std::uint16_t b) {
+  std::uint32_t bits = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+bool is_ignorable_extra(const std::string& name) {
+  auto ends = [&](std::string_view s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  auto starts = [&](std::string_view s) { return name.rfind(s, 0) == 0; };
+  // Buffers that some transformers versions save, and pre-training heads we do not run.
+  return ends("position_ids") || ends("token_type_ids") || starts("cls.") || starts("lm_head.") ||
+         starts("vocab_transform.") || starts("vocab_layer_norm.") || starts("vocab_projector.");
+}
+
+}  // namespace
+
+// Resolves, checks and converts the checkpoint's tensors while building a Weights.
+class WeightLoader {
+ public:
+  WeightLoader(Weights& w, const ops::Device& device) : w_(w), device_(device) {
+    const auto& c = w.config_;
+    const std::string prefix = c.base_prefix() + ".";
+    for (const auto* t : w.checkpoint_.tensors()) {
+      if (t->name.rfind(prefix, 0) == 0) {
+        base_ = prefix;
+        break;
+      }
+    }
+  }
+
+  bool has(const std::string& name, bool in_base = true) const {
+    return w_.checkpoint_.find((in_base ? base_ : "") + name) != nullptr;
+  }
+
+  // The tensor `name` (under the base prefix when in_base) as float32 with the expected shape.
+  const float* f32(const std::string& name, std::vector<std::int64_t> shape, bool in_base = true) {
+    const io::TensorView& t = find(name, shape, in_base);
+    if (t.dtype == io::DType::kF32) return reinterpret_cast<const float*>(t.data);
+    return convert(t);
+  }
+
+  // A norm's two vectors, under either of the names transformers accepts.
+  Norm norm(const std::string& name) {
+    const std::int64_t h = w_.config_.hidden_size;
+    if (has(name + ".gamma") && !has(name + ".weight")) {
+      return {f32(name + ".gamma", {h}), f32(name + ".beta", {h})};
+    }
+    return {f32(name + ".weight", {h}), f32(name + ".bias", {h})};
+  }
+
+  // A Linear layer's weight [out, in] and bias [out], packed for the device.
+  ops::Linear linear(const std::string& name, std::int64_t out, std::int64_t in, bool in_base = true) {
+    const io::TensorView& wt = find(name + ".weight", {out, in}, in_base);
+    const float* bias = f32(name + ".bias", {out}, in_base);
+    const float* weight = wt.dtype == io::DType::kF32 ? reinterpret_cast<const float*>(wt.data) : to_temp(wt);
+    ops::Linear l = ops::Linear::prepare(device_, weight, bias, out, in);
+    w_.stats_.packed_bytes += l.bytes();
+    release(wt);
+    return l;
+  }
+
+  // Query, key and value projections stacked into one [3·hidden, hidden] GEMM.
+  ops::Linear fused_qkv(const std::string& q, const std::string& k, const std::string& v) {
+    const std::int64_t h = w_.config_.hidden_size;
+    AlignedBuffer<float> weight(static_cast<std::size_t>(3 * h * h));
+    AlignedBuffer<float> bias(static_cast<std::size_t>(3 * h));
+    int part = 0;
+    for (const std::string* name : {&q, &k, &v}) {
+      const io::TensorView& wt = find(*name + ".weight", {h, h}, true);
+      copy_as_f32(wt, weight.data() + part * h * h);
+      copy_as_f32(find(*name + ".bias", {h}, true), bias.data() + part * h);
+      release(wt);
+      ++part;
+    }
+    ops::Linear l = ops::Linear::prepare(device_, weight.data(), bias.data(), 3 * h, h);
+    w_.stats_.packed_bytes += l.bytes();
+    return l;
+  }
+
+  float* own(std::size_t count) {
+    w_.owned_.emplace_back(count);
+    w_.stats_.converted_bytes += count * sizeof(float);
+    return w_.owned_.back().data();
+  }
+
+  // Every tensor of the checkpoint is either used or known to be safe to ignore.
+  void check_all_used(std::vector<std::string>* warnings) const {
+    std::vector<std::string> ignored;
+    for (const auto* t : w_.checkpoint_.tensors()) {
+      if (used_.count(t->name)) continue;
+      std::string bare = t->name.rfind(base_, 0) == 0 ? t->name.substr(base_.size()) : t->name;
+      if (is_ignorable_extra(bare) || is_ignorable_extra(t->name) || bare.rfind("pooler.", 0) == 0) {
+        ignored.push_back(t->name);
+        continue;
+      }
+      fail("{}: unexpected tensor '{}' for {} ({})", t->file->string(), t->name, w_.config_.architecture.empty()
+               ? w_.config_.family_name() : w_.config_.architecture,
+           "the checkpoint and config.json describe different models");
+    }
+    if (warnings && !ignored.empty()) {
+      warnings->push_back(fmt::format("ignored {} tensor(s) the task does not use (e.g. '{}')", ignored.size(),
+                                      ignored.front()));
+    }
+  }
+
+ private:
+  const io::TensorView& find(const std::string& name, const std::vector<std::int64_t>& shape, bool in_base) {
+    const std::string full = (in_base ? base_ : "") + name;
+    const io::TensorView* t = w_.checkpoint_.find(full);
+    if (t == nullptr) {
+      std::string where = w_.checkpoint_.files().size() == 1 ? w_.checkpoint_.files()[0]->path().string()
+                                                             : w_.directory_.string();
+      fail("{}: missing tensor '{}' (needed by {} with the sizes in config.json)", where, full,
+           w_.config_.architecture.empty() ? w_.config_.family_name() : w_.config_.architecture);
+    }
+    if (t->shape != shape) {
+      std::string want = "[";
+      for (std::size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
+      want += "]";
+      fail("{}: tensor '{}' has shape {} but config.json implies {}", t->file->string(), full, t->shape_string(), want);
+    }
+    if (t->dtype != io::DType::kF32 && t->dtype != io::DType::kF16 && t->dtype != io::DType::kBF16 &&
+        t->dtype != io::DType::kF64) {
+      fail("{}: tensor '{}' has dtype {}; weights must be F32, F16, BF16 or F64", t->file->string(), full,
+           io::dtype_name(t->dtype));
+    }
+    if (used_.insert(full).second) {
+      w_.stats_.parameters += t->numel();
+      std::string dt(io::dtype_name(t->dtype));
+      if (w_.stats_.dtype.empty()) {
+        w_.stats_.dtype = dt;
+      } else if (w_.stats_.dtype != dt && w_.stats_.dtype != "mixed") {
+        w_.stats_.dtype = "mixed";
+      }
+    }
+    return *t;
+  }
+
+  static void copy_as_f32(const io::TensorView& t, float* out) {
+    const std::int64_t n = t.numel();
+    switch (t.dtype) {
+      case io::DType::kF32:
+        std::memcpy(out, t.data, static_cast<std::size_t>(n) * 4);
+        break;
+      case io::DType::kF16: {
+        const auto* p = reinterpret_cast<const std::uint16_t*>(t.data);
+        for (std::int64_t i = 0; i < n; ++i) out[i] = half_to_float(p[i]);
+        break;
+      }
+      case io::DType::kBF16: {
+        const auto* p = reinterpret_cast<const std::uint16_t*>(t.data);
+        for (std::int64_t i = 0; i < n; ++i) out[i] = bf16_to_float(p[i]);
+        break;
+      }
+      case io::DType::kF64: {
+        const auto* p = reinterpret_cast<const double*>(t.data);
+        for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
+        break;
+      }
+      default:
+        fail("internal: unexpected dtype");
+    }
+  }
+
+  const float* convert(const io::TensorView& t) {
+    float* out = own(static_cast<std::size_t>(t.numel()));
+    copy_as_f32(t, out);
+    release(t);
+    return out;
+  }
+
+  // A float32 copy that lives only until the next call (GEMM weights are packed right away).
+  const float* to_temp(const io::TensorView& t) {
+    temp_.resize(static_cast<std::size_t>(t.numel()));
+    copy_as_f32(t, temp_.data());
+    return temp_.data();
+  }
+
+  void release(const io::TensorView& t) { w_.checkpoint_.release(t); }
+
+  Weights& w_;
+  const ops::Device& device_;
+  std::string base_;
+  std::set<std::string> used_;
+  AlignedBuffer<float> temp_;
+};
+
+namespace {
+
+// DistilBERT's fixed table: even columns sin(pos / 10000^(2i/d)), odd columns cos of the same.
+void fill_sinusoidal(float* out, std::int64_t positions, std::int64_t dim) {
+  for (std::int64_t pos = 0; pos < positions; ++pos) {
+    for (std::int64_t j = 0; j < dim; ++j) {
+      double angle = static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(j / 2) / dim);
+      out[pos * dim + j] = static_cast<float>(j % 2 == 0 ? std::sin(angle) : std::cos(angle));
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const Weights> Weights::load(const std::filesystem::path& model_dir,
+                                             const ops::Device& device,
+                                             std::vector<std::string>* warnings) {
+  auto w = std::shared_ptr<Weights>(new Weights());
+  w->directory_ = model_dir;
+  const auto config_path = model_dir / "config.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(config_path, ec)) fail("{}: no config.json in the model directory", model_dir.string());
+  w->config_ = ModelConfig::load(config_path);
+  w->checkpoint_ = io::Checkpoint::open(model_dir);
+  w->stats_.file_bytes = w->checkpoint_.total_bytes();
+  const ModelConfig& c = w->config_;
+  const std::int64_t h = c.hidden_size, inter = c.intermediate_size;
+  WeightLoader L(*w, device);
+
+  auto& e = w->embeddings_;
+  e.word = L.f32("embeddings.word_embeddings.weight", {c.vocab_size, h});
+  if (c.family == Family::kDistilBert && c.sinusoidal_positions &&
+      !L.has("embeddings.position_embeddings.weight")) {
+    float* table = L.own(static_cast<std::size_t>(c.max_position_embeddings * h));
+    fill_sinusoidal(table, c.max_position_embeddings, h);
+    e.position = table;
+  } else {
+    e.position = L.f32("embeddings.position_embeddings.weight", {c.max_position_embeddings, h});
+  }
+  if (c.type_vocab_size > 0) {
+    e.token_type = L.f32("embeddings.token_type_embeddings.weight", {c.type_vocab_size, h});
+  }
+  e.norm = L.norm("embeddings.LayerNorm");
+
+  w->layers_.reserve(static_cast<std::size_t>(c.num_layers));
+  for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    LayerWeights layer;
+    if (c.family == Family::kDistilBert) {
+      const std::string p = fmt::format("transformer.layer.{}.", i);
+      layer.qkv = L.fused_qkv(p + "attention.q_lin", p + "attention.k_lin", p + "attention.v_lin");
+      layer.attn_out = L.linear(p + "attention.out_lin", h, h);
+      layer.attn_norm = L.norm(p + "sa_layer_norm");
+      layer.ffn_in = L.linear(p + "ffn.lin1", inter, h);
+      layer.ffn_out = L.linear(p + "ffn.lin2", h, inter);
+      layer.ffn_norm = L.norm(p + "output_layer_norm");
+    } else {
+      const std::string p = fmt::format("encoder.layer.{}.", i);
+      layer.qkv = L.fused_qkv(p + "attention.self.query", p + "attention.self.key", p + "attention.self.value");
+      layer.attn_out = L.linear(p + "attention.output.dense", h, h);
+      layer.attn_norm = L.norm(p + "attention.output.LayerNorm");
+      layer.ffn_in = L.linear(p + "intermediate.dense", inter, h);
+      layer.ffn_out = L.linear(p + "output.dense", h, inter);
+      layer.ffn_norm = L.norm(p + "output.LayerNorm");
+    }
+    w->layers_.push_back(std::move(layer));
+  }
+
+  if (c.head == Head::kSequenceClassification) {
+    const std::int64_t labels = c.num_labels;
+    ClassifierWeights head;
+    switch (c.family) {
+      case Family::kBert:
+        head.dense = L.linear("pooler.dense", h, h);
+        head.dense_act = ops::Activation::kTanh;
+        head.out = L.linear("classifier", labels, h, /*in_base=*/false);
+        break;
+      case Family::kRoberta:
+        head.dense = L.linear("classifier.dense", h, h, false);
+        head.dense_act = ops::Activation::kTanh;
+        head.out = L.linear("classifier.out_proj", labels, h, false);
+        break;
+      case Family::kDistilBert:
+        head.dense = L.linear("pre_classifier", h, h, false);
+        head.dense_act = ops::Activation::kRelu;
+        head.out = L.linear("classifier", labels, h, false);
+        break;
+    }
+    w->classifier_ = std::move(head);
+  }
+  L.check_all_used(warnings);
+  return w;
+}
+
+}  // namespace mcinfer::model

@@ -1,0 +1,86 @@
+#pragma once
+// One read-only copy of a model's weights per process, shared by every replica. Tensors used as
+// they are (embeddings, norms) stay in the file mapping; GEMM weights are packed once for the
+// device; fp16/bf16 tensors are converted to float32 once. Immutable after load().
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "io/safetensors.h"
+#include "model/config.h"
+#include "ops/ops.h"
+
+namespace mcinfer::model {
+
+struct Norm {
+  const float* gamma = nullptr;  // [hidden]
+  const float* beta = nullptr;   // [hidden]
+};
+
+struct EmbeddingWeights {
+  const float* word = nullptr;        // [vocab, hidden]
+  const float* position = nullptr;    // [max_positions, hidden]
+  const float* token_type = nullptr;  // [type_vocab, hidden], null for DistilBERT
+  Norm norm;
+};
+
+struct LayerWeights {
+  ops::Linear qkv;       // hidden -> 3·hidden: query, key and value fused into one GEMM
+  ops::Linear attn_out;  // hidden -> hidden
+  Norm attn_norm;
+  ops::Linear ffn_in;   // hidden -> intermediate (activation fused)
+  ops::Linear ffn_out;  // intermediate -> hidden
+  Norm ffn_norm;
+};
+
+// The sequence-classification head on the first token: dense (+ tanh for BERT's pooler and
+// RoBERTa's head, + ReLU for DistilBERT's pre_classifier), then the projection to the labels.
+struct ClassifierWeights {
+  ops::Linear dense;
+  ops::Activation dense_act = ops::Activation::kTanh;
+  ops::Linear out;
+};
+
+struct WeightStats {
+  std::int64_t parameters = 0;       // elements of every tensor the model uses
+  std::uint64_t file_bytes = 0;      // bytes of all tensors in the checkpoint files
+  std::uint64_t packed_bytes = 0;    // GEMM weights in the device's layout
+  std::uint64_t converted_bytes = 0; // float32 copies of fp16/bf16 tensors kept for direct use
+  std::string dtype;                 // dtype of the weight tensors ("F32", "F16", "BF16", mixed)
+};
+
+class Weights {
+ public:
+  // Loads config.json and the safetensors of `model_dir`. Throws Error naming the file and the
+  // tensor or field on any inconsistency; `warnings` receives notes about ignored tensors.
+  static std::shared_ptr<const Weights> load(const std::filesystem::path& model_dir,
+                                             const ops::Device& device,
+                                             std::vector<std::string>* warnings = nullptr);
+
+  const ModelConfig& config() const { return config_; }
+  const EmbeddingWeights& embeddings() const { return embeddings_; }
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+  const std::optional<ClassifierWeights>& classifier() const { return classifier_; }
+  const WeightStats& stats() const { return stats_; }
+  const std::filesystem::path& directory() const { return directory_; }
+
+ private:
+  Weights() = default;
+  friend class WeightLoader;
+
+  std::filesystem::path directory_;
+  ModelConfig config_;
+  io::Checkpoint checkpoint_;                  // keeps the mapping alive
+  std::vector<AlignedBuffer<float>> owned_;    // converted or computed float32 tensors
+  EmbeddingWeights embeddings_;
+  std::vector<LayerWeights> layers_;
+  std::optional<ClassifierWeights> classifier_;
+  WeightStats stats_;
+};
+
+}  // namespace mcinfer::model
