@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/fault.h"
 
 namespace mcinfer {
 namespace {
@@ -125,6 +126,7 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::commit() {
+  fault_point("atomic-commit");
   writer_.sync();
   writer_.close();
   std::error_code ec;

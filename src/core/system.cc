@@ -1,5 +1,6 @@
 #include "core/system.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 
@@ -40,6 +41,34 @@ int logical_cpus() {
   if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
   int n = CPU_COUNT(&set);
   return n > 0 ? n : 1;
+}
+
+std::vector<int> cpus_by_core() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> first, siblings;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {0};
+  std::set<std::pair<long long, long long>> seen;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    long long package = 0, core = cpu;
+    if (!read_int(base + "physical_package_id", package) || !read_int(base + "core_id", core)) {
+      package = 0;
+      core = cpu;
+    }
+    (seen.insert({package, core}).second ? first : siblings).push_back(cpu);
+  }
+  first.insert(first.end(), siblings.begin(), siblings.end());
+  if (first.empty()) first.push_back(0);
+  return first;
+}
+
+bool pin_current_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
 }
 
 int physical_cores() {

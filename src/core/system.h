@@ -2,6 +2,7 @@
 // Facts about the machine and this process that planning and reports need.
 
 #include <cstdint>
+#include <vector>
 
 namespace mcinfer::sys {
 
@@ -13,5 +14,11 @@ int logical_cpus();
 std::uint64_t available_memory_bytes();
 std::uint64_t peak_rss_bytes();
 std::uint64_t current_rss_bytes();
+
+// The CPUs this process may run on, in order, one per physical core first (so that pinning
+// replica i to cpus[i] spreads replicas over cores before hyper-threads).
+std::vector<int> cpus_by_core();
+// Pins the calling thread to one CPU; returns false when the system refuses.
+bool pin_current_thread(int cpu);
 
 }  // namespace mcinfer::sys

@@ -77,6 +77,57 @@ std::int64_t ModelConfig::max_sequence_length() const {
   return max_position_embeddings;
 }
 
+ModelConfig ModelConfig::shape(std::string_view name, std::int64_t num_labels) {
+  ModelConfig c;
+  c.head = num_labels > 0 ? Head::kSequenceClassification : Head::kNone;
+  c.num_labels = num_labels;
+  for (std::int64_t i = 0; i < num_labels; ++i) c.labels.push_back(fmt::format("LABEL_{}", i));
+  c.problem_type = num_labels == 1 ? ProblemType::kRegression : ProblemType::kSingleLabel;
+  c.hidden_act_name = "gelu";
+  c.hidden_act = ops::Activation::kGeluErf;
+  c.hidden_size = 768;
+  c.num_layers = 12;
+  c.num_heads = 12;
+  c.intermediate_size = 3072;
+  c.max_position_embeddings = 512;
+  c.type_vocab_size = 2;
+  c.vocab_size = 30522;
+  if (name == "bert-base") {
+    c.model_type = "bert";
+  } else if (name == "bert-large") {
+    c.model_type = "bert";
+    c.hidden_size = 1024;
+    c.num_layers = 24;
+    c.num_heads = 16;
+    c.intermediate_size = 4096;
+  } else if (name == "xlm-r-base") {
+    c.model_type = "xlm-roberta";
+    c.family = Family::kRoberta;
+    c.vocab_size = 250002;
+    c.max_position_embeddings = 514;
+    c.type_vocab_size = 1;
+    c.pad_token_id = 1;
+    c.layer_norm_eps = 1e-5f;
+  } else if (name == "distilbert-base") {
+    c.model_type = "distilbert";
+    c.family = Family::kDistilBert;
+    c.num_layers = 6;
+    c.type_vocab_size = 0;
+  } else if (name == "minilm-l6") {
+    c.model_type = "bert";
+    c.hidden_size = 384;
+    c.num_layers = 6;
+    c.intermediate_size = 1536;
+  } else {
+    fail_usage("unknown --shape '{}' (bert-base, bert-large, xlm-r-base, distilbert-base, minilm-l6)", name);
+  }
+  const char* stem = c.family == Family::kBert ? "Bert" : c.family == Family::kDistilBert ? "DistilBert"
+                    : c.model_type == "xlm-roberta"  ? "XLMRoberta"
+                                                     : "Roberta";
+  c.architecture = std::string(stem) + (c.head == Head::kNone ? "Model" : "ForSequenceClassification");
+  return c;
+}
+
 ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
   Json json = read_json_file(config_json, 16u << 20);
   JsonObject obj(json, config_json.string());

@@ -42,6 +42,9 @@ struct ModelConfig {
   std::string torch_dtype;  // informational
 
   static ModelConfig load(const std::filesystem::path& config_json);
+  // Well-known shapes for benchmarks without files: bert-base, bert-large, xlm-r-base,
+  // distilbert-base, minilm-l6. Throws UsageError for other names.
+  static ModelConfig shape(std::string_view name, std::int64_t num_labels = 2);
 
   std::int64_t head_dim() const { return hidden_size / num_heads; }
   // Longest sequence (special tokens included) the position table allows.

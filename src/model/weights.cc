@@ -75,7 +75,10 @@ class WeightLoader {
   // The tensor `name` (under the base prefix when in_base) as float32 with the expected shape.
   const float* f32(const std::string& name, std::vector<std::int64_t> shape, bool in_base = true) {
     const io::TensorView& t = find(name, shape, in_base);
-    if (t.dtype == io::DType::kF32) return reinterpret_cast<const float*>(t.data);
+    if (t.dtype == io::DType::kF32) {
+      w_.stats_.mapped_bytes += t.bytes;
+      return reinterpret_cast<const float*>(t.data);
+    }
     return convert(t);
   }
 
@@ -88,11 +91,13 @@ class WeightLoader {
     return {f32(name + ".weight", {h}), f32(name + ".bias", {h})};
   }
 
-  // A Linear layer's weight [out, in] and bias [out], packed for the device.
+  // A Linear layer's weight [out, in] and bias [out], packed for the device (both copied there,
+  // so neither stays in use from the mapping).
   ops::Linear linear(const std::string& name, std::int64_t out, std::int64_t in, bool in_base = true) {
     const io::TensorView& wt = find(name + ".weight", {out, in}, in_base);
-    const float* bias = f32(name + ".bias", {out}, in_base);
-    const float* weight = wt.dtype == io::DType::kF32 ? reinterpret_cast<const float*>(wt.data) : to_temp(wt);
+    const io::TensorView& bt = find(name + ".bias", {out}, in_base);
+    const float* weight = as_f32(wt, temp_);
+    const float* bias = as_f32(bt, bias_temp_);
     ops::Linear l = ops::Linear::prepare(device_, weight, bias, out, in);
     w_.stats_.packed_bytes += l.bytes();
     release(wt);
@@ -209,11 +214,13 @@ class WeightLoader {
     return out;
   }
 
-  // A float32 copy that lives only until the next call (GEMM weights are packed right away).
-  const float* to_temp(const io::TensorView& t) {
-    temp_.resize(static_cast<std::size_t>(t.numel()));
-    copy_as_f32(t, temp_.data());
-    return temp_.data();
+  // The tensor as float32: in place when it is, else a copy in `scratch` that lives until the
+  // next use of the same scratch (GEMM weights are packed right away).
+  static const float* as_f32(const io::TensorView& t, AlignedBuffer<float>& scratch) {
+    if (t.dtype == io::DType::kF32) return reinterpret_cast<const float*>(t.data);
+    scratch.resize(static_cast<std::size_t>(t.numel()));
+    copy_as_f32(t, scratch.data());
+    return scratch.data();
   }
 
   void release(const io::TensorView& t) { w_.checkpoint_.release(t); }
@@ -222,7 +229,7 @@ class WeightLoader {
   const ops::Device& device_;
   std::string base_;
   std::set<std::string> used_;
-  AlignedBuffer<float> temp_;
+  AlignedBuffer<float> temp_, bias_temp_;
 };
 
 namespace {
@@ -238,6 +245,62 @@ void fill_sinusoidal(float* out, std::int64_t positions, std::int64_t dim) {
 }
 
 }  // namespace
+
+std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config, const ops::Device& device,
+                                                  std::uint32_t seed) {
+  auto w = std::shared_ptr<Weights>(new Weights());
+  w->config_ = config;
+  w->directory_ = "(synthetic " + config.architecture + ")";
+  w->stats_.dtype = "F32";
+  std::uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
+  // Small uniform values keep activations in a realistic range through many layers.
+  auto fill = [&](std::size_t count, float scale, float offset = 0.0f) {
+    w->owned_.emplace_back(count);
+    float* p = w->owned_.back().data();
+    for (std::size_t i = 0; i < count; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      p[i] = offset + scale * (static_cast<float>(state >> 40) / static_cast<float>(1 << 24) - 0.5f);
+    }
+    w->stats_.parameters += static_cast<std::int64_t>(count);
+    w->stats_.file_bytes += count * sizeof(float);
+    return p;
+  };
+  const std::int64_t h = config.hidden_size, inter = config.intermediate_size;
+  auto linear = [&](std::int64_t out, std::int64_t in) {
+    AlignedBuffer<float> weight(static_cast<std::size_t>(out * in));
+    const float* random = fill(static_cast<std::size_t>(out * in), 0.08f);
+    std::memcpy(weight.data(), random, weight.size() * sizeof(float));
+    w->owned_.pop_back();  // only the packed copy is kept
+    const float* bias = fill(static_cast<std::size_t>(out), 0.02f);
+    ops::Linear l = ops::Linear::prepare(device, weight.data(), bias, out, in);
+    w->stats_.packed_bytes += l.bytes();
+    return l;
+  };
+  auto norm = [&]() { return Norm{fill(static_cast<std::size_t>(h), 0.1f, 1.0f), fill(static_cast<std::size_t>(h), 0.1f)}; };
+  auto& e = w->embeddings_;
+  e.word = fill(static_cast<std::size_t>(config.vocab_size * h), 0.1f);
+  e.position = fill(static_cast<std::size_t>(config.max_position_embeddings * h), 0.1f);
+  if (config.type_vocab_size > 0) e.token_type = fill(static_cast<std::size_t>(config.type_vocab_size * h), 0.1f);
+  e.norm = norm();
+  for (std::int64_t i = 0; i < config.num_layers; ++i) {
+    LayerWeights layer;
+    layer.qkv = linear(3 * h, h);
+    layer.attn_out = linear(h, h);
+    layer.attn_norm = norm();
+    layer.ffn_in = linear(inter, h);
+    layer.ffn_out = linear(h, inter);
+    layer.ffn_norm = norm();
+    w->layers_.push_back(std::move(layer));
+  }
+  if (config.head == Head::kSequenceClassification) {
+    ClassifierWeights head;
+    head.dense = linear(h, h);
+    head.dense_act = config.family == Family::kDistilBert ? ops::Activation::kRelu : ops::Activation::kTanh;
+    head.out = linear(config.num_labels, h);
+    w->classifier_ = std::move(head);
+  }
+  return w;
+}
 
 std::shared_ptr<const Weights> Weights::load(const std::filesystem::path& model_dir,
                                              const ops::Device& device,

@@ -51,6 +51,9 @@ struct WeightStats {
   std::uint64_t file_bytes = 0;      // bytes of all tensors in the checkpoint files
   std::uint64_t packed_bytes = 0;    // GEMM weights in the device's layout
   std::uint64_t converted_bytes = 0; // float32 copies of fp16/bf16 tensors kept for direct use
+  std::uint64_t mapped_bytes = 0;    // float32 tensors used in place from the file mapping
+  // What the weights occupy in memory once loaded: packed + converted + mapped.
+  std::uint64_t resident_bytes() const { return packed_bytes + converted_bytes + mapped_bytes; }
   std::string dtype;                 // dtype of the weight tensors ("F32", "F16", "BF16", mixed)
 };
 
@@ -61,6 +64,10 @@ class Weights {
   static std::shared_ptr<const Weights> load(const std::filesystem::path& model_dir,
                                              const ops::Device& device,
                                              std::vector<std::string>* warnings = nullptr);
+
+  // A model of the given shape with seeded random weights and no files, for benchmarks.
+  static std::shared_ptr<const Weights> synthetic(const ModelConfig& config, const ops::Device& device,
+                                                  std::uint32_t seed = 1);
 
   const ModelConfig& config() const { return config_; }
   const EmbeddingWeights& embeddings() const { return embeddings_; }

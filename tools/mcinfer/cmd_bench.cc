@@ -1,12 +1,229 @@
-// Placeholder until the subcommand lands; keeps the binary linkable while modules are built.
+// mcinfer bench: forward-pass throughput of a model (or a well-known shape with random weights)
+// on fixed-size batches, next to what the GEMM library alone reaches on the same GEMM shapes.
+
+#include <fmt/format.h>
+
+#include <barrier>
+#include <chrono>
+#include <optional>
+#include <random>
+#include <thread>
+
 #include "commands.h"
 #include "core/error.h"
+#include "core/json.h"
+#include "core/system.h"
+#include "model/encoder.h"
 
 namespace mcinfer::cli {
+namespace {
 
-Action add_bench_command(CLI::App& app) {
-  app.add_subcommand("bench", "(not built yet)")->allow_extras();
-  return [] () -> int { fail("'bench' is not built yet"); };
+struct BenchOptions {
+  std::string model_dir;
+  std::string shape;
+  std::int64_t batch = 32;
+  std::int64_t seq = 128;
+  int threads = 1;
+  int replicas = 1;
+  int warmup = 1;
+  int iters = 3;
+  std::string isa;
+  std::string epilogue = "gemm";
+  std::string task = "classify";
+  bool profile = false;
+  bool json = false;
+  bool pin = true;
+};
+
+using Clock = std::chrono::steady_clock;
+
+// Runs body(replica) on `replicas` threads that start together; returns the wall seconds.
+template <typename Body>
+double run_concurrently(int replicas, bool pin, Body&& body) {
+  std::vector<int> cpus = sys::cpus_by_core();
+  std::barrier start(replicas + 1);
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(replicas));
+  for (int r = 0; r < replicas; ++r) {
+    pool.emplace_back([&, r] {
+      if (pin && replicas > 1) sys::pin_current_thread(cpus[static_cast<std::size_t>(r) % cpus.size()]);
+      start.arrive_and_wait();
+      try {
+        body(r);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  start.arrive_and_wait();
+  auto t0 = Clock::now();
+  for (auto& t : pool) t.join();
+  double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  return seconds;
+}
+
+int run_bench(const BenchOptions& o) {
+  if (o.model_dir.empty() == o.shape.empty()) fail_usage("give either MODEL_DIR or --shape NAME");
+  if (o.batch < 1 || o.seq < 2 || o.threads < 1 || o.replicas < 1 || o.iters < 1 || o.warmup < 0) {
+    fail_usage("--batch, --threads, --replicas and --iters must be positive, --seq at least 2");
+  }
+  std::optional<cpu::Isa> isa;
+  if (!o.isa.empty()) {
+    isa = cpu::parse_isa(o.isa);
+    if (!isa) fail_usage("--isa must be generic, avx2 or avx512");
+  }
+  auto device = ops::Device::cpu(isa);
+  auto weights = o.shape.empty() ? model::Weights::load(o.model_dir, *device)
+                                 : model::Weights::synthetic(model::ModelConfig::shape(o.shape), *device);
+  const model::ModelConfig& c = weights->config();
+  if (o.seq > c.max_sequence_length()) {
+    fail_usage("--seq {} is longer than the model allows ({})", o.seq, c.max_sequence_length());
+  }
+  model::TaskSpec task;
+  task.kind = (o.task == "classify" && weights->classifier()) ? model::TaskKind::kClassify : model::TaskKind::kEmbed;
+  const ops::EpilogueMode epilogue = o.epilogue == "kernel" ? ops::EpilogueMode::kOwnKernel : ops::EpilogueMode::kInGemm;
+
+  // Random ids (never the pad id, so RoBERTa positions run 2..seq+1 as for real text).
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<std::int32_t> token(0, static_cast<std::int32_t>(c.vocab_size - 1));
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(o.batch * o.seq));
+  for (auto& id : ids) {
+    do id = token(rng);
+    while (id == c.pad_token_id);
+  }
+  std::vector<model::SequenceInput> batch;
+  for (std::int64_t b = 0; b < o.batch; ++b) {
+    batch.push_back({std::span(ids).subspan(static_cast<std::size_t>(b * o.seq), static_cast<std::size_t>(o.seq)), {}, {}});
+  }
+
+  std::vector<std::unique_ptr<model::Encoder>> encoders;
+  std::vector<ops::OpProfile> profiles(static_cast<std::size_t>(o.replicas));
+  for (int r = 0; r < o.replicas; ++r) {
+    encoders.push_back(std::make_unique<model::Encoder>(weights, *device, o.threads, epilogue));
+  }
+  std::vector<std::vector<float>> outputs(static_cast<std::size_t>(o.replicas));
+  run_concurrently(o.replicas, o.pin, [&](int r) {
+    for (int i = 0; i < o.warmup; ++i) encoders[r]->predict(batch, task, outputs[r]);
+    if (o.profile) encoders[r]->context().attach_profile(&profiles[r]);
+  });
+  const double forward_seconds = run_concurrently(o.replicas, o.pin, [&](int r) {
+    for (int i = 0; i < o.iters; ++i) encoders[r]->predict(batch, task, outputs[r]);
+  });
+  const double flops_per_batch = encoders[0]->last_flops();
+  const double total_batches = static_cast<double>(o.iters) * o.replicas;
+  const double seq_per_s = total_batches * static_cast<double>(o.batch) / forward_seconds;
+  const double gflops = total_batches * flops_per_batch / forward_seconds / 1e9;
+
+  // The GEMM library alone on the model's four GEMM shapes, same threads and replicas.
+  const std::int64_t h = c.hidden_size, inter = c.intermediate_size, rows = o.batch * o.seq;
+  const model::LayerWeights& layer = weights->layers()[0];
+  const ops::Linear* shapes[] = {&layer.qkv, &layer.attn_out, &layer.ffn_in, &layer.ffn_out};
+  std::vector<AlignedBuffer<float>> in(static_cast<std::size_t>(o.replicas)), out(static_cast<std::size_t>(o.replicas));
+  std::vector<std::unique_ptr<ops::Context>> gemm_ctx;
+  for (int r = 0; r < o.replicas; ++r) {
+    in[r].resize(static_cast<std::size_t>(ops::padded_rows(rows) * std::max(3 * h, inter)));
+    out[r].resize(in[r].size());
+    std::fill(in[r].data(), in[r].data() + in[r].size(), 0.01f);
+    gemm_ctx.push_back(std::make_unique<ops::Context>(*device, o.threads));
+  }
+  auto gemm_pass = [&](int r) {
+    for (const ops::Linear* l : shapes) ops::linear(*gemm_ctx[r], *l, in[r].data(), rows, out[r].data());
+  };
+  run_concurrently(o.replicas, o.pin, gemm_pass);
+  const int gemm_iters = std::max(2, o.iters);
+  const double gemm_seconds = run_concurrently(o.replicas, o.pin, [&](int r) {
+    for (int i = 0; i < gemm_iters; ++i) gemm_pass(r);
+  });
+  const double gemm_flops = 2.0 * static_cast<double>(rows) * (4.0 * h * h + 2.0 * h * inter);
+  const double gemm_gflops = gemm_flops * gemm_iters * o.replicas / gemm_seconds / 1e9;
+
+  ops::OpProfile total;
+  for (const auto& p : profiles) {
+    for (std::size_t i = 0; i < total.seconds.size(); ++i) {
+      total.seconds[i] += p.seconds[i];
+      total.flops[i] += p.flops[i];
+    }
+  }
+  double profiled = 0;
+  for (double s : total.seconds) profiled += s;
+
+  Json report = {
+      {"model", o.shape.empty() ? o.model_dir : o.shape},
+      {"architecture", c.architecture},
+      {"device", device->description()},
+      {"batch", o.batch},
+      {"seq", o.seq},
+      {"threads_per_replica", o.threads},
+      {"replicas", o.replicas},
+      {"iters", o.iters},
+      {"epilogue", o.epilogue},
+      {"seq_per_s", seq_per_s},
+      {"gflops", gflops},
+      {"gemm_gflops", gemm_gflops},
+      {"efficiency_vs_gemm", gflops / gemm_gflops},
+      {"gflop_per_batch", flops_per_batch / 1e9},
+      {"seconds", forward_seconds},
+  };
+  if (o.profile) {
+    Json shares = Json::object();
+    for (std::size_t i = 0; i < total.seconds.size(); ++i) {
+      shares[std::string(ops::op_kind_name(static_cast<ops::OpKind>(i)))] = profiled > 0 ? total.seconds[i] / profiled : 0.0;
+    }
+    report["op_share"] = shares;
+    report["gemm_achieved_gflops_in_model"] =
+        total.seconds[0] > 0 ? total.flops[0] / total.seconds[0] * o.replicas / 1e9 / o.replicas : 0.0;
+  }
+  if (o.json) {
+    fmt::print("{}\n", report.dump());
+    return kExitOk;
+  }
+  fmt::print("model        {} ({}, {} layers, hidden {}, {} heads)\n", report["model"].get<std::string>(),
+             c.architecture, c.num_layers, c.hidden_size, c.num_heads);
+  fmt::print("device       {}\n", device->description());
+  fmt::print("workload     {} replica(s) x {} thread(s), batch {} x {} tokens, {} timed batches each\n", o.replicas,
+             o.threads, o.batch, o.seq, o.iters);
+  fmt::print("throughput   {:.2f} sequences/s, {:.1f} GFLOP/s ({:.2f} GFLOP per batch)\n", seq_per_s, gflops,
+             flops_per_batch / 1e9);
+  fmt::print("GEMM alone   {:.1f} GFLOP/s on the same shapes -> model runs at {:.1f}% of it\n", gemm_gflops,
+             100.0 * gflops / gemm_gflops);
+  if (o.profile) {
+    fmt::print("time per op (all replicas):\n");
+    for (std::size_t i = 0; i < total.seconds.size(); ++i) {
+      if (total.seconds[i] == 0) continue;
+      fmt::print("  {:<13} {:5.1f}%", ops::op_kind_name(static_cast<ops::OpKind>(i)), 100.0 * total.seconds[i] / profiled);
+      if (total.flops[i] > 0) fmt::print("  {:7.1f} GFLOP/s", total.flops[i] / total.seconds[i] / 1e9);
+      fmt::print("\n");
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Action add_bench_command(CLI::App& app, const Invocation& invocation) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* sub = app.add_subcommand("bench", "Measure forward-pass throughput against the GEMM library's own speed");
+  sub->add_option("model_dir", o->model_dir, "Hugging Face model directory");
+  sub->add_option("--shape", o->shape, "Random weights of a known shape instead of a model directory")
+      ->check(CLI::IsMember({"bert-base", "bert-large", "xlm-r-base", "distilbert-base", "minilm-l6"}));
+  sub->add_option("--batch", o->batch, "Sequences per batch")->capture_default_str();
+  sub->add_option("--seq", o->seq, "Tokens per sequence")->capture_default_str();
+  sub->add_option("--threads", o->threads, "Threads per replica")->capture_default_str();
+  sub->add_option("--replicas", o->replicas, "Replicas running at once (one thread each by default)")->capture_default_str();
+  sub->add_option("--warmup", o->warmup, "Untimed batches per replica")->capture_default_str();
+  sub->add_option("--iters", o->iters, "Timed batches per replica")->capture_default_str();
+  sub->add_option("--isa", o->isa, "Force the kernels' instruction set (generic, avx2, avx512)");
+  sub->add_option("--epilogue", o->epilogue, "Bias+activation in the GEMM epilogue or in our own kernel")
+      ->check(CLI::IsMember({"gemm", "kernel"}))->capture_default_str();
+  sub->add_option("--task", o->task, "classify (when the model has a head) or embed")
+      ->check(CLI::IsMember({"classify", "embed"}))->capture_default_str();
+  sub->add_flag("--profile", o->profile, "Print the share of time per op");
+  sub->add_flag("--json", o->json, "Print one JSON object");
+  sub->add_flag("!--no-pin", o->pin, "Do not pin replica threads to cores");
+  return [o] { return run_bench(*o); };
 }
 
 }  // namespace mcinfer::cli

@@ -1,12 +1,104 @@
-// Placeholder until the subcommand lands; keeps the binary linkable while modules are built.
+// mcinfer inspect: what a model directory holds and what one replica of it costs.
+
+#include <fmt/format.h>
+
 #include "commands.h"
-#include "core/error.h"
+#include "core/json.h"
+#include "model/encoder.h"
 
 namespace mcinfer::cli {
+namespace {
 
-Action add_inspect_command(CLI::App& app) {
-  app.add_subcommand("inspect", "(not built yet)")->allow_extras();
-  return [] () -> int { fail("'inspect' is not built yet"); };
+struct InspectOptions {
+  std::string model_dir;
+  bool json = false;
+};
+
+std::string human_bytes(std::uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+int run_inspect(const InspectOptions& o) {
+  auto device = ops::Device::cpu();
+  std::vector<std::string> warnings;
+  auto weights = model::Weights::load(o.model_dir, *device, &warnings);
+  const model::ModelConfig& c = weights->config();
+  const model::WeightStats& s = weights->stats();
+  // A batch of 1,000 tokens whose longest sequence is as long as the model allows (the worst case
+  // for the attention scores).
+  const std::int64_t per_tokens = 1000;
+  const std::int64_t longest = std::min<std::int64_t>(per_tokens, c.max_sequence_length());
+  const std::uint64_t activation = model::Encoder::activation_bytes(c, per_tokens, longest, 1);
+
+  Json labels = Json::array();
+  for (const auto& l : c.labels) labels.push_back(l);
+  Json report = {
+      {"model_dir", o.model_dir},
+      {"model_type", c.model_type},
+      {"architecture", c.architecture.empty() ? c.family_name() : c.architecture},
+      {"layers", c.num_layers},
+      {"hidden_size", c.hidden_size},
+      {"attention_heads", c.num_heads},
+      {"head_dim", c.head_dim()},
+      {"intermediate_size", c.intermediate_size},
+      {"hidden_act", c.hidden_act_name},
+      {"vocab_size", c.vocab_size},
+      {"max_sequence_length", c.max_sequence_length()},
+      {"parameters", s.parameters},
+      {"dtype", s.dtype},
+      {"weight_file_bytes", s.file_bytes},
+      {"packed_gemm_bytes", s.packed_bytes},
+      {"converted_bytes", s.converted_bytes},
+      {"task", weights->classifier() ? "classify" : "embed"},
+      {"num_labels", c.num_labels},
+      {"labels", labels},
+      {"activation_bytes_per_1000_tokens", activation},
+      {"warnings", warnings},
+  };
+  if (weights->classifier()) report["problem_type"] = std::string(model::problem_type_name(c.problem_type));
+  if (o.json) {
+    fmt::print("{}\n", report.dump(2));
+    return kExitOk;
+  }
+  fmt::print("model            {}\n", o.model_dir);
+  fmt::print("architecture     {} (model_type {})\n", report["architecture"].get<std::string>(), c.model_type);
+  fmt::print("layers           {}, hidden {}, {} heads of {}, intermediate {}, {}\n", c.num_layers, c.hidden_size,
+             c.num_heads, c.head_dim(), c.intermediate_size, c.hidden_act_name);
+  fmt::print("vocabulary       {} tokens, sequences up to {} tokens\n", c.vocab_size, c.max_sequence_length());
+  fmt::print("parameters       {} ({:.1f} M), stored as {}\n", s.parameters, s.parameters / 1e6, s.dtype);
+  fmt::print("weights          {} in the files; {} packed for the GEMM", human_bytes(s.file_bytes),
+             human_bytes(s.packed_bytes));
+  if (s.converted_bytes) fmt::print("; {} converted to float32", human_bytes(s.converted_bytes));
+  fmt::print("\n");
+  if (weights->classifier()) {
+    fmt::print("head             sequence classification, {} labels, {}\n", c.num_labels,
+               model::problem_type_name(c.problem_type));
+    for (std::size_t i = 0; i < c.labels.size() && i < 20; ++i) fmt::print("  {:>4}  {}\n", i, c.labels[i]);
+    if (c.labels.size() > 20) fmt::print("  ... {} more\n", c.labels.size() - 20);
+  } else {
+    fmt::print("head             none: embeddings (last hidden state, mean or CLS pooling)\n");
+  }
+  fmt::print("activations      {} per replica per 1,000 batch tokens (longest sequence {})\n",
+             human_bytes(activation), longest);
+  for (const auto& w : warnings) fmt::print("note             {}\n", w);
+  return kExitOk;
+}
+
+}  // namespace
+
+Action add_inspect_command(CLI::App& app, const Invocation& invocation) {
+  auto o = std::make_shared<InspectOptions>();
+  CLI::App* sub = app.add_subcommand("inspect", "Describe a model directory and the memory one replica needs");
+  sub->add_option("model_dir", o->model_dir, "Hugging Face model directory")->required();
+  sub->add_flag("--json", o->json, "Print JSON");
+  return [o] { return run_inspect(*o); };
 }
 
 }  // namespace mcinfer::cli

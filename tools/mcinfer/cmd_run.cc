@@ -1,12 +1,97 @@
-// Placeholder until the subcommand lands; keeps the binary linkable while modules are built.
+// mcinfer run: predictions for every row of an input file, on every core.
+
+#include <fmt/format.h>
+
 #include "commands.h"
 #include "core/error.h"
+#include "sched/run.h"
 
 namespace mcinfer::cli {
+namespace {
 
-Action add_run_command(CLI::App& app) {
-  app.add_subcommand("run", "(not built yet)")->allow_extras();
-  return [] () -> int { fail("'run' is not built yet"); };
+struct RunFlags {
+  sched::RunOptions options;
+  std::string model_dir, input, output;
+  std::string format, task, pooling = "mean", activation = "auto", replicas = "auto", schedule = "dynamic";
+  std::string on_bad_row = "error";
+  std::string shards_dir, report;
+  std::string text_pair_col;
+  std::size_t max_len = 0;
+  std::vector<std::string> argv;
+};
+
+int run_run(RunFlags& f) {
+  sched::RunOptions& o = f.options;
+  o.model_dir = f.model_dir;
+  o.input = f.input;
+  o.output = f.output;
+  if (!f.format.empty()) o.format = f.format;
+  if (!f.text_pair_col.empty()) o.columns.text_pair_col = f.text_pair_col;
+  if (f.task == "classify") o.task = model::TaskKind::kClassify;
+  if (f.task == "embed") o.task = model::TaskKind::kEmbed;
+  o.pooling = f.pooling == "cls" ? model::Pooling::kCls : model::Pooling::kMean;
+  o.activation = f.activation == "softmax"   ? model::OutputActivation::kSoftmax
+                 : f.activation == "sigmoid" ? model::OutputActivation::kSigmoid
+                 : f.activation == "none"    ? model::OutputActivation::kNone
+                                             : model::OutputActivation::kAuto;
+  if (f.max_len) o.max_len = f.max_len;
+  if (f.replicas != "auto") {
+    try {
+      std::size_t used = 0;
+      o.replicas = std::stoi(f.replicas, &used);
+      if (used != f.replicas.size() || o.replicas < 1) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      fail_usage("--replicas must be a positive number or 'auto', not '{}'", f.replicas);
+    }
+  }
+  o.schedule = f.schedule == "static" ? sched::Schedule::kStatic : sched::Schedule::kDynamic;
+  o.skip_bad_rows = f.on_bad_row == "skip";
+  if (!f.shards_dir.empty()) o.shards_dir = f.shards_dir;
+  if (!f.report.empty()) o.report_path = f.report;
+  o.command_line = f.argv;
+  sched::run_job(o);
+  return kExitOk;
+}
+
+}  // namespace
+
+Action add_run_command(CLI::App& app, const Invocation& invocation) {
+  auto f = std::make_shared<RunFlags>();
+  CLI::App* sub = app.add_subcommand("run", "Run a model over every row of a CSV or JSONL file");
+  sub->add_option("model_dir", f->model_dir, "Hugging Face model directory (config.json, *.safetensors, tokenizer)")
+      ->required();
+  sub->add_option("--input", f->input, "Input rows: .csv (with a header) or .jsonl")->required();
+  sub->add_option("--output", f->output, "Predictions: .csv or .jsonl, written atomically at the end")->required();
+  sub->add_option("--format", f->format, "Input format when the extension does not say")
+      ->check(CLI::IsMember({"csv", "jsonl"}));
+  sub->add_option("--id-col", f->options.columns.id_col, "Id column (absent: row numbers)")->capture_default_str();
+  sub->add_option("--text-col", f->options.columns.text_col, "Text column")->capture_default_str();
+  sub->add_option("--text-pair-col", f->text_pair_col, "Second text column, for sentence pairs");
+  sub->add_option("--task", f->task, "classify or embed (default: classify when the model has a head)")
+      ->check(CLI::IsMember({"classify", "embed"}));
+  sub->add_option("--pooling", f->pooling, "Sentence embedding: mean over tokens or the first token")
+      ->check(CLI::IsMember({"mean", "cls"}))->capture_default_str();
+  sub->add_flag("--normalize", f->options.normalize, "L2-normalise embeddings");
+  sub->add_option("--activation", f->activation, "Classifier outputs (auto: from problem_type)")
+      ->check(CLI::IsMember({"auto", "softmax", "sigmoid", "none"}))->capture_default_str();
+  sub->add_option("--max-len", f->max_len, "Tokens per sequence, special tokens included (default: the model's)");
+  sub->add_option("--replicas", f->replicas, "Model replicas (threads), or auto: one per physical core")
+      ->capture_default_str();
+  sub->add_option("--threads-per-replica", f->options.threads_per_replica, "Threads inside each replica")
+      ->capture_default_str();
+  sub->add_option("--schedule", f->schedule, "dynamic (length-sorted, token budget) or static (DistributedSampler)")
+      ->check(CLI::IsMember({"dynamic", "static"}))->capture_default_str();
+  sub->add_option("--batch-size", f->options.batch_size, "Rows per batch (static)")->capture_default_str();
+  sub->add_option("--batch-tokens", f->options.batch_tokens, "Padded tokens per batch (dynamic)")
+      ->capture_default_str();
+  sub->add_option("--shards-dir", f->shards_dir, "Keep the per-replica shards here (default: temporary)");
+  sub->add_option("--on-bad-row", f->on_bad_row, "error: stop at the first bad row; skip: count and go on")
+      ->check(CLI::IsMember({"error", "skip"}))->capture_default_str();
+  sub->add_option("--report", f->report, "Write a JSON run report here");
+  sub->add_flag("--quiet", f->options.quiet, "No progress or summary on stderr");
+  sub->add_flag("!--no-pin", f->options.pin_threads, "Do not pin replica threads to cores");
+  f->argv = invocation.argv;
+  return [f] { return run_run(*f); };
 }
 
 }  // namespace mcinfer::cli

@@ -5,10 +5,17 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace mcinfer::cli {
 
 using Action = std::function<int()>;  // returns the process exit status
+
+// The process's command line, for reports.
+struct Invocation {
+  std::vector<std::string> argv;
+};
 
 // Exit statuses shared by all subcommands.
 inline constexpr int kExitOk = 0;
@@ -16,10 +23,10 @@ inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitMissingIds = 3;  // merge --expect found ids with no prediction
 
-Action add_run_command(CLI::App& app);
-Action add_merge_command(CLI::App& app);
-Action add_tokenize_command(CLI::App& app);
-Action add_inspect_command(CLI::App& app);
-Action add_bench_command(CLI::App& app);
+Action add_run_command(CLI::App& app, const Invocation& invocation);
+Action add_merge_command(CLI::App& app, const Invocation& invocation);
+Action add_tokenize_command(CLI::App& app, const Invocation& invocation);
+Action add_inspect_command(CLI::App& app, const Invocation& invocation);
+Action add_bench_command(CLI::App& app, const Invocation& invocation);
 
 }  // namespace mcinfer::cli

@@ -17,10 +17,12 @@ int main(int argc, char** argv) {
   CLI::App app{"mcinfer: run Hugging Face encoder models over whole datasets on every core"};
   app.set_version_flag("--version", "mcinfer " MCINFER_VERSION);
   app.require_subcommand(1);
+  Invocation invocation;
+  for (int i = 0; i < argc; ++i) invocation.argv.emplace_back(argv[i]);
   std::vector<std::pair<CLI::App*, Action>> commands;
-  auto add = [&](Action (*factory)(CLI::App&)) {
+  auto add = [&](Action (*factory)(CLI::App&, const Invocation&)) {
     std::size_t before = app.get_subcommands({}).size();
-    Action action = factory(app);
+    Action action = factory(app, invocation);
     commands.emplace_back(app.get_subcommands({})[before], std::move(action));
   };
   add(add_run_command);
@@ -32,7 +34,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every other parse failure is a usage error (status 2).
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   try {
     for (auto& [sub, action] : commands) {

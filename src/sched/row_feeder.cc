@@ -1,0 +1,122 @@
+#include "sched/row_feeder.h"
+
+#include "core/error.h"
+
+namespace mcinfer::sched {
+
+void Batch::add(WorkItem item) {
+  const auto length = static_cast<std::int64_t>(item.ids.size());
+  real_tokens += length;
+  const std::int64_t longest = items.empty() ? 0 : padded_tokens / static_cast<std::int64_t>(items.size());
+  items.push_back(std::move(item));
+  padded_tokens = static_cast<std::int64_t>(items.size()) * std::max(longest, length);
+}
+
+RowFeeder::RowFeeder(const FeedOptions& options, const tokenizer::Tokenizer* tokenizer)
+    : options_(options), tokenizer_(tokenizer) {
+  reader_ = data::RowReader::open(options_.input, options_.format, options_.columns);
+}
+
+bool RowFeeder::to_item(data::Row& row, WorkItem& item, std::string& reason) {
+  item.id = std::move(row.id);
+  item.ids.clear();
+  item.type_ids.clear();
+  item.mask.clear();
+  if (row.pretokenized) {
+    const std::size_t n = row.input_ids.size();
+    if (n == 0) {
+      reason = "input_ids is empty";
+      return false;
+    }
+    if (n > options_.max_len) {
+      reason = fmt::format("input_ids has {} tokens; --max-len is {}", n, options_.max_len);
+      return false;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (row.input_ids[i] < 0 || row.input_ids[i] >= options_.vocab_size) {
+        reason = fmt::format("input_ids[{}] = {} is outside the vocabulary [0, {})", i, row.input_ids[i],
+                             options_.vocab_size);
+        return false;
+      }
+    }
+    const std::int64_t types = std::max<std::int64_t>(options_.type_vocab_size, 1);
+    for (std::size_t i = 0; i < row.token_type_ids.size(); ++i) {
+      if (row.token_type_ids[i] < 0 || row.token_type_ids[i] >= types) {
+        reason = fmt::format("token_type_ids[{}] = {} is outside [0, {})", i, row.token_type_ids[i], types);
+        return false;
+      }
+    }
+    bool any = row.attention_mask.empty();
+    for (std::size_t i = 0; i < row.attention_mask.size(); ++i) {
+      if (row.attention_mask[i] != 0 && row.attention_mask[i] != 1) {
+        reason = fmt::format("attention_mask[{}] = {} is not 0 or 1", i, row.attention_mask[i]);
+        return false;
+      }
+      any |= row.attention_mask[i] == 1;
+    }
+    if (!any) {
+      reason = "attention_mask masks every token";
+      return false;
+    }
+    item.ids = std::move(row.input_ids);
+    item.type_ids = std::move(row.token_type_ids);
+    item.mask = std::move(row.attention_mask);
+    return true;
+  }
+  if (!options_.tokenize) return true;
+  if (tokenizer_ == nullptr) {
+    fail("{}: the model directory has no tokenizer files, so rows must carry input_ids (JSONL)",
+         options_.input.string());
+  }
+  std::optional<std::string_view> pair;
+  if (row.text_pair) pair = *row.text_pair;
+  tokenizer::Encoding enc = tokenizer_->encode(row.text, pair, options_.max_len);
+  stats_.invalid_utf8 += enc.invalid_utf8;
+  stats_.truncated += enc.truncated ? 1 : 0;
+  item.ids = std::move(enc.ids);
+  item.type_ids = std::move(enc.type_ids);
+  return true;
+}
+
+bool RowFeeder::next(WorkItem& item) {
+  data::BadRow bad;
+  while (true) {
+    auto result = reader_->next(row_, bad);
+    if (result == data::RowReader::Result::kEnd) return false;
+    std::string reason;
+    std::uint64_t line = 0;
+    if (result == data::RowReader::Result::kRow) {
+      line = row_.line;
+      const std::uint64_t ordinal = stats_.rows;
+      if (done_ != nullptr && ordinal < done_->size() && (*done_)[ordinal]) {
+        // Already computed: keep the id for the merge, skip the tokenizer. A pre-tokenised row is
+        // still validated, so that a row that was bad then is bad now.
+        FeedOptions saved = options_;
+        options_.tokenize = false;
+        const bool ok = to_item(row_, item, reason);
+        options_ = std::move(saved);
+        if (ok) {
+          ++stats_.rows;
+          ids_.push_back(item.id);
+          continue;
+        }
+      } else if (to_item(row_, item, reason)) {
+        item.ordinal = stats_.rows++;
+        item.position = item.ordinal;
+        stats_.tokens += item.ids.size();
+        ids_.push_back(item.id);
+        return true;
+      }
+    } else {
+      line = bad.line;
+      reason = bad.reason;
+    }
+    if (!options_.skip_bad_rows) {
+      fail("{}:{}: {} (use --on-bad-row skip to skip such rows)", options_.input.string(), line, reason);
+    }
+    ++stats_.bad_rows;
+    if (bad_rows_.size() < 1000) bad_rows_.push_back({line, reason});
+  }
+}
+
+}  // namespace mcinfer::sched

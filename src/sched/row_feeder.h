@@ -1,0 +1,74 @@
+#pragma once
+// Input rows -> validated, tokenised work items. Owns the bad-row policy and the counts the run
+// report needs; keeps the ids of all good rows in input order for the final merge.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/rows.h"
+#include "sched/work.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mcinfer::sched {
+
+struct FeedOptions {
+  std::filesystem::path input;
+  data::Format format = data::Format::kCsv;
+  data::ColumnSpec columns;
+  bool skip_bad_rows = false;    // --on-bad-row skip
+  std::size_t max_len = 512;     // tokens per sequence, special tokens included
+  std::int64_t vocab_size = 0;   // for checking pre-tokenised ids
+  std::int64_t type_vocab_size = 0;
+  bool tokenize = true;          // false: validate and count only (the static schedule's first pass)
+};
+
+struct BadRowRecord {
+  std::uint64_t line = 0;
+  std::string reason;
+};
+
+struct FeedStats {
+  std::uint64_t rows = 0;          // good rows read
+  std::uint64_t bad_rows = 0;      // skipped
+  std::uint64_t invalid_utf8 = 0;  // U+FFFD replacements in texts
+  std::uint64_t truncated = 0;     // rows cut to max_len
+  std::uint64_t tokens = 0;        // tokens of all good rows
+};
+
+class RowFeeder {
+ public:
+  // `tokenizer` may be null when every row is pre-tokenised.
+  RowFeeder(const FeedOptions& options, const tokenizer::Tokenizer* tokenizer);
+
+  // Rows whose ordinal is in `done` are read and counted (their ids kept) but not returned:
+  // they are already in the shards of the run being resumed.
+  void skip_done(const std::vector<bool>* done) { done_ = done; }
+
+  // The next good row; false at the end. A bad row throws Error "FILE:LINE: reason" unless
+  // skip_bad_rows, in which case it is counted, recorded and skipped.
+  bool next(WorkItem& item);
+
+  const FeedStats& stats() const { return stats_; }
+  const std::vector<BadRowRecord>& bad_rows() const { return bad_rows_; }  // the first 1,000
+  // Ids of the good rows so far, in input order.
+  std::vector<data::RowId>& ids() { return ids_; }
+  std::uint64_t bytes_read() const { return reader_->bytes_read(); }
+  std::uint64_t file_size() const { return reader_->file_size(); }
+
+ private:
+  bool to_item(data::Row& row, WorkItem& item, std::string& reason);
+
+  FeedOptions options_;
+  const tokenizer::Tokenizer* tokenizer_;
+  std::unique_ptr<data::RowReader> reader_;
+  data::Row row_;
+  FeedStats stats_;
+  std::vector<BadRowRecord> bad_rows_;
+  std::vector<data::RowId> ids_;
+  const std::vector<bool>* done_ = nullptr;
+};
+
+}  // namespace mcinfer::sched

@@ -1,0 +1,58 @@
+#pragma once
+// `mcinfer run`: the whole job. Rows -> tokens -> batches -> replicas -> shards -> merge.
+// N replicas (threads) share one read-only copy of the weights; each owns its activations and
+// its shard; the shards are merged into the output at the end, atomically.
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "data/rows.h"
+#include "model/encoder.h"
+
+namespace mcinfer::sched {
+
+enum class Schedule { kDynamic, kStatic };
+
+struct RunOptions {
+  std::filesystem::path model_dir;
+  std::filesystem::path input;
+  std::filesystem::path output;
+  std::optional<std::string> format;  // of the input; default from its extension
+  data::ColumnSpec columns;
+  std::optional<model::TaskKind> task;  // default: classify when the model has a head, else embed
+  model::Pooling pooling = model::Pooling::kMean;
+  bool normalize = false;
+  model::OutputActivation activation = model::OutputActivation::kAuto;
+  std::optional<std::size_t> max_len;
+  int replicas = 0;  // 0: one per physical core
+  int threads_per_replica = 1;
+  Schedule schedule = Schedule::kDynamic;
+  int batch_size = 16;               // static
+  std::int64_t batch_tokens = 4096;  // dynamic
+  std::size_t window_rows = 8192;    // dynamic
+  std::optional<std::filesystem::path> shards_dir;  // default: a temporary directory
+  bool resume = false;  // continue the run recorded in shards_dir
+  bool skip_bad_rows = false;
+  std::optional<std::filesystem::path> report_path;
+  bool quiet = false;
+  bool pin_threads = true;
+  std::vector<std::string> command_line;  // for the report
+  const std::atomic<bool>* stop = nullptr;  // set by a signal handler: stop taking batches
+};
+
+// Thrown when RunOptions::stop was set: the batches finished so far are durable in the shards.
+class StoppedError : public Error {
+ public:
+  explicit StoppedError(const std::string& message) : Error(message) {}
+};
+
+// Runs the job; throws Error (nothing at --output) on any failure. Returns the report.
+Json run_job(const RunOptions& options);
+
+}  // namespace mcinfer::sched

@@ -1,0 +1,81 @@
+#pragma once
+// The two in-process schedules.
+//   static:  exactly PyTorch's DistributedSampler(shuffle=False, drop_last=False) and fixed
+//            batches, for parity with existing pipelines (padded duplicates included).
+//   dynamic: rows read ahead in windows, sorted by length inside each window, cut into batches
+//            by a token budget and handed to whichever replica asks first.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <vector>
+
+#include "sched/row_feeder.h"
+#include "sched/work.h"
+
+namespace mcinfer::sched {
+
+// The indices DistributedSampler gives `rank`: the index list padded to a multiple of
+// `replicas` by repeating it from the start, then every replicas-th index from rank.
+std::vector<std::uint64_t> distributed_sampler_indices(std::uint64_t n, int replicas, int rank);
+
+class StaticSource : public WorkSource {
+ public:
+  // `rows` is the number of good rows in the input (counted beforehand). Positions of the padded
+  // stream marked in `done` (a resumed run) are left out; batches are whole, so the batches
+  // still to do are exactly the original ones.
+  StaticSource(RowFeeder& feeder, std::uint64_t rows, int replicas, int batch_size,
+               std::vector<bool> done = {});
+  std::optional<Batch> next(int replica) override;
+  void stop() override;
+
+  std::uint64_t padded_total() const { return total_; }
+
+ private:
+  void produce_one();  // reads the next row of the padded stream; caller holds mutex_
+
+  RowFeeder& feeder_;
+  const std::uint64_t rows_;
+  const std::uint64_t total_;  // ceil(rows / replicas) * replicas
+  const int replicas_;
+  const int batch_size_;
+  std::mutex mutex_;
+  std::uint64_t position_ = 0;         // next position in the padded stream
+  std::vector<WorkItem> head_;         // the first rows, reused for the padding
+  std::vector<Batch> pending_;         // per replica, filling
+  std::vector<std::deque<Batch>> ready_;
+  std::uint64_t batches_ = 0;
+  bool stopped_ = false;
+  std::vector<bool> done_;
+};
+
+struct DynamicOptions {
+  std::size_t window_rows = 8192;    // rows sorted together
+  std::int64_t batch_tokens = 4096;  // budget of padded tokens (rows × longest row) per batch
+};
+
+class DynamicSource : public WorkSource {
+ public:
+  DynamicSource(RowFeeder& feeder, const DynamicOptions& options, int replicas);
+  std::optional<Batch> next(int replica) override;
+  void stop() override;
+
+ private:
+  // Reads, sorts and cuts one window; caller holds produce_mutex_. False when input is exhausted.
+  bool produce_window();
+
+  RowFeeder& feeder_;
+  const DynamicOptions options_;
+  const int replicas_;
+  std::mutex produce_mutex_;  // serialises reading the input
+  std::mutex queue_mutex_;
+  std::deque<Batch> queue_;
+  std::atomic<bool> input_done_{false};
+  std::atomic<bool> stopped_{false};
+  std::uint64_t batches_ = 0;  // guarded by produce_mutex_
+};
+
+}  // namespace mcinfer::sched
