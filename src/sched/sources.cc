@@ -88,13 +88,19 @@ bool DynamicSource::produce_window() {
   // Stable: rows of equal length keep their input order, so batches are reproducible.
   std::stable_sort(window.begin(), window.end(),
                    [](const WorkItem& a, const WorkItem& b) { return a.ids.size() < b.ids.size(); });
+  // A small window (a small input, or the input's end) is cut finer, so that every replica gets
+  // several batches instead of one replica getting the whole window.
+  std::int64_t window_tokens = 0;
+  for (const auto& w : window) window_tokens += static_cast<std::int64_t>(w.ids.size());
+  const std::int64_t budget = std::min(
+      options_.batch_tokens, std::max<std::int64_t>(static_cast<std::int64_t>(window.back().ids.size()),
+                                                    window_tokens / (4 * static_cast<std::int64_t>(replicas_))));
   std::vector<Batch> batches;
   Batch current;
   for (auto& w : window) {
     // Ascending lengths: the row being added is the batch's longest.
     const auto longest = static_cast<std::int64_t>(w.ids.size());
-    if (!current.items.empty() &&
-        static_cast<std::int64_t>(current.items.size() + 1) * longest > options_.batch_tokens) {
+    if (!current.items.empty() && static_cast<std::int64_t>(current.items.size() + 1) * longest > budget) {
       batches.push_back(std::move(current));
       current = Batch();
     }

@@ -1,0 +1,319 @@
+// `mcinfer run` end to end, as a user runs it: outputs against transformers' reference values,
+// every replica count and schedule against one replica, reproducibility, duplicate ids, bad rows,
+// the memory plan, and never an output file after a failure.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "core/json.h"
+#include "support/cli.h"
+#include "support/minilm.h"
+#include "support/predictions.h"
+#include "support/reference.h"
+
+namespace mcinfer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+// Writes the reference inputs of a model fixture as pre-tokenised JSONL rows (padding included,
+// with its attention mask), ids "row<i>".
+fs::path write_fixture_rows(const fs::path& dir, const std::string& model, int copies = 1) {
+  testing::Reference ref(testing::fixture("models/" + model + "/reference.safetensors"));
+  auto shape = ref.shape("input_ids");
+  auto ids = ref.ints("input_ids"), mask = ref.ints("attention_mask"), types = ref.ints("token_type_ids");
+  auto path = dir / (model + ".jsonl");
+  std::ofstream out(path);
+  for (int c = 0; c < copies; ++c) {
+    for (std::int64_t b = 0; b < shape[0]; ++b) {
+      Json row = {{"id", fmt::format("row{}", b + c * shape[0])}};
+      std::vector<int> i, m, t;
+      for (std::int64_t j = 0; j < shape[1]; ++j) {
+        i.push_back(ids[b * shape[1] + j]);
+        m.push_back(mask[b * shape[1] + j]);
+        t.push_back(types[b * shape[1] + j]);
+      }
+      row["input_ids"] = i;
+      row["attention_mask"] = m;
+      row["token_type_ids"] = t;
+      out << row.dump() << "\n";
+    }
+  }
+  return path;
+}
+
+std::vector<std::string> run_args(const std::string& model_dir, const fs::path& input, const fs::path& output,
+                                  std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"run", model_dir, "--input", input.string(), "--output", output.string(), "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+class RunFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RunFixture, OutputsMatchTransformers) {
+  const std::string model = GetParam();
+  auto dir = testing::scratch_dir("run_fixture_" + model);
+  auto input = write_fixture_rows(dir, model);
+  const std::string model_dir = testing::fixture("models/" + model).string();
+  Json meta = read_json_file(testing::fixture("models/" + model + "/reference.json"));
+  testing::Reference ref(testing::fixture("models/" + model + "/reference.safetensors"));
+
+  struct Case {
+    std::vector<std::string> flags;
+    std::string reference;
+  };
+  std::vector<Case> cases = {{{"--task", "embed"}, "pooled_mean"},
+                             {{"--task", "embed", "--normalize"}, "pooled_mean_normalized"},
+                             {{"--task", "embed", "--pooling", "cls"}, "pooled_cls"}};
+  if (meta["task"] == "classify") {
+    cases.push_back({{}, "probs"});
+    cases.push_back({{"--activation", "none"}, "logits"});
+  }
+  for (const auto& c : cases) {
+    auto output = dir / "out.csv";
+    auto r = run_cli(run_args(model_dir, input, output, c.flags));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto table = testing::read_table(output);
+    auto want = ref.floats(c.reference);
+    const std::size_t dim = want.size() / table.ids.size();
+    ASSERT_EQ(table.columns.size(), dim) << c.reference;
+    double worst = 0;
+    for (std::size_t i = 0; i < table.ids.size(); ++i) {
+      EXPECT_EQ(table.ids[i], "row" + std::to_string(i));
+      for (std::size_t j = 0; j < dim; ++j) worst = std::max(worst, std::abs(table.values[i][j] - want[i * dim + j]));
+    }
+    EXPECT_LE(worst, 1e-4) << model << " " << c.reference;
+  }
+  if (meta["task"] == "classify") {
+    // Columns are the labels from id2label.
+    auto table = testing::read_table(dir / "out.csv");
+    for (const auto& [id, label] : meta["id2label"].items()) {
+      EXPECT_EQ(table.columns.at(std::stoul(id)), label.get<std::string>());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, RunFixture,
+                         ::testing::Values("bert_cls_single", "bert_cls_multi", "bert_regression", "roberta_cls",
+                                           "xlmr_cls", "xlmr_embed_f16", "distilbert_cls", "distilbert_embed_sinusoidal",
+                                           "bert_sharded", "bert_bf16"),
+                         [](const auto& info) { return info.param; });
+
+// Many rows with duplicate ids, for the schedule tests: the fixture rows repeated, with every
+// fifth row reusing an earlier id.
+fs::path write_many_rows(const fs::path& dir, int count) {
+  testing::Reference ref(testing::fixture("models/bert_cls_multi/reference.safetensors"));
+  auto shape = ref.shape("input_ids");
+  auto ids = ref.ints("input_ids"), mask = ref.ints("attention_mask");
+  auto path = dir / "many.jsonl";
+  std::ofstream out(path);
+  std::mt19937 rng(5);
+  for (int i = 0; i < count; ++i) {
+    const std::int64_t b = i % shape[0];
+    std::vector<int> row;
+    for (std::int64_t j = 0; j < shape[1]; ++j) {
+      if (mask[b * shape[1] + j]) row.push_back(ids[b * shape[1] + j]);
+    }
+    row.resize(1 + rng() % row.size());  // varied lengths
+    const int id = (i % 5 == 4) ? i - 3 : i;
+    out << Json({{"id", fmt::format("x{}", id)}, {"input_ids", row}}).dump() << "\n";
+  }
+  return path;
+}
+
+TEST(RunSchedules, AnyReplicaCountAndScheduleEqualsOneReplica) {
+  auto dir = testing::scratch_dir("run_schedules");
+  auto input = write_many_rows(dir, 203);
+  const std::string model = testing::fixture("models/bert_cls_multi").string();
+  auto base_out = dir / "base.csv";
+  auto base = run_cli(run_args(model, input, base_out, {"--replicas", "1"}));
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  auto want = testing::read_table(base_out);
+  // 203 rows with every fifth id a repeat: 163 distinct ids, in first-appearance order.
+  ASSERT_EQ(want.ids.size(), 163u);
+  EXPECT_EQ(want.ids[0], "x0");
+  EXPECT_EQ(want.ids[3], "x3");
+  EXPECT_EQ(want.ids[4], "x5");
+  for (const char* schedule : {"dynamic", "static"}) {
+    for (const char* replicas : {"1", "2", "3", "7"}) {
+      auto out = dir / fmt::format("{}_{}.csv", schedule, replicas);
+      auto r = run_cli(run_args(model, input, out,
+                                {"--replicas", replicas, "--schedule", schedule, "--batch-size", "4", "--batch-tokens",
+                                 "64", "--shards-dir", (dir / fmt::format("shards_{}_{}", schedule, replicas)).string()}));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      auto got = testing::read_table(out);
+      EXPECT_EQ(got.ids, want.ids) << schedule << " " << replicas;
+      EXPECT_LE(testing::max_abs_difference(got, want), 1e-5) << schedule << " " << replicas;
+    }
+  }
+}
+
+TEST(RunSchedules, SameFlagsSameBytes) {
+  auto dir = testing::scratch_dir("run_repro");
+  auto input = write_many_rows(dir, 150);
+  const std::string model = testing::fixture("models/bert_cls_multi").string();
+  for (const char* schedule : {"dynamic", "static"}) {
+    std::string first;
+    for (int i = 0; i < 3; ++i) {
+      auto out = dir / "out.csv";
+      auto r = run_cli(run_args(model, input, out, {"--replicas", "3", "--schedule", schedule, "--batch-tokens", "80"}));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      std::string bytes = testing::read_file(out);
+      if (i == 0) first = bytes;
+      EXPECT_EQ(bytes, first) << schedule << " run " << i;
+    }
+  }
+}
+
+TEST(RunSchedules, StaticShardsHoldTheSamplersRowsWithPaddingDuplicates) {
+  auto dir = testing::scratch_dir("run_static_shards");
+  auto input = write_fixture_rows(dir, "bert_cls_single", 2);  // 12 rows
+  auto shards = dir / "shards";
+  auto r = run_cli(run_args(testing::fixture("models/bert_cls_single").string(), input, dir / "out.csv",
+                            {"--replicas", "5", "--schedule", "static", "--batch-size", "2", "--shards-dir", shards.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // DistributedSampler(12 rows, 5 replicas): padded to 15 with rows 0, 1, 2 again.
+  std::vector<std::vector<std::string>> want = {{"row0", "row5", "row10"}, {"row1", "row6", "row11"},
+                                                {"row2", "row7", "row0"},  {"row3", "row8", "row1"},
+                                                {"row4", "row9", "row2"}};
+  for (int rank = 0; rank < 5; ++rank) {
+    auto shard = testing::read_table(shards / fmt::format("shard_{}.csv", rank));
+    EXPECT_EQ(shard.ids, want[rank]) << "rank " << rank;
+  }
+  auto out = testing::read_table(dir / "out.csv");
+  EXPECT_EQ(out.ids.size(), 12u);
+}
+
+TEST(RunInput, DuplicateIdsAreAveragedInInputOrder) {
+  auto dir = testing::scratch_dir("run_duplicates");
+  auto model = testing::fixture("models/bert_cls_single").string();
+  std::ofstream(dir / "in.jsonl") << R"({"id": 7, "input_ids": [1, 5, 9, 2]})" "\n"
+                                     R"({"id": "a", "input_ids": [1, 6, 2]})" "\n"
+                                     R"({"id": 7, "input_ids": [1, 8, 8, 8, 2]})" "\n"
+                                     R"({"id": "7", "input_ids": [1, 5, 9, 2]})" "\n";
+  ASSERT_EQ(run_cli(run_args(model, dir / "in.jsonl", dir / "out.jsonl", {"--activation", "none"})).exit_code, 0);
+  // Each row alone, to average by hand.
+  std::ofstream(dir / "one.jsonl") << R"({"id": "p", "input_ids": [1, 5, 9, 2]})" "\n"
+                                      R"({"id": "q", "input_ids": [1, 8, 8, 8, 2]})" "\n";
+  ASSERT_EQ(run_cli(run_args(model, dir / "one.jsonl", dir / "one.csv", {"--activation", "none"})).exit_code, 0);
+  auto out = testing::read_table(dir / "out.jsonl");
+  auto one = testing::read_table(dir / "one.csv");
+  // Ids compare as exact text: the number 7 and the string "7" are one id, written as first read.
+  ASSERT_EQ(out.ids, (std::vector<std::string>{"7", "a"}));
+  std::string text = testing::read_file(dir / "out.jsonl");
+  EXPECT_EQ(text.rfind("{\"id\":7,", 0), 0u) << text;  // numbers stay numbers
+  EXPECT_NE(text.find("{\"id\":\"a\","), std::string::npos) << text;  // strings stay strings
+  for (std::size_t j = 0; j < 2; ++j) {
+    EXPECT_NEAR(out.values[0][j], (2 * one.values[0][j] + one.values[1][j]) / 3, 1e-6);
+  }
+}
+
+struct BadInput {
+  const char* name;
+  const char* file;
+  const char* content;
+  const char* message;  // in the error, after FILE:LINE
+  int line;
+};
+
+TEST(RunInput, BadRowsStopWithFileAndLineOrAreSkippedAndCounted) {
+  auto model = testing::fixture("models/bert_cls_single").string();
+  std::vector<BadInput> cases = {
+      {"ragged csv", "in.csv", "id,input\n1,a\n2,b,c\n3,d\n", "", 3},
+      {"unclosed quote", "in.csv", "id,input\n1,a\n2,\"never closed\n", "", 3},
+      {"bad json", "in.jsonl", "{\"id\": 1, \"input_ids\": [1,2]}\n{\"id\": 2, \"input_ids\": [1,2\n{\"id\": 3, \"input_ids\": [3]}\n", "", 2},
+      {"missing column", "in.jsonl", "{\"id\": 1, \"input_ids\": [1,2]}\n{\"id\": 2}\n{\"id\": 3, \"input_ids\": [3]}\n", "", 2},
+      {"id out of vocabulary", "in.jsonl", "{\"id\": 1, \"input_ids\": [1,2]}\n{\"id\": 2, \"input_ids\": [1,99999]}\n", "outside the vocabulary", 2},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto dir = testing::scratch_dir("run_bad_rows");
+    auto input = dir / c.file;
+    std::ofstream(input) << c.content;
+    auto output = dir / "out.csv";
+    // CSV rows carry text; these fixtures have no tokenizer, so use a model that does for CSV.
+    std::vector<std::string> extra = {"--text-col", "input"};
+    std::string m = model;
+    if (std::string(c.file).ends_with(".csv")) {
+      if (!fs::exists(testing::minilm_dir() / "model.safetensors")) continue;
+      m = testing::minilm_dir().string();
+    }
+    auto r = run_cli(run_args(m, input, output, extra));
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("{}:{}:", input.string(), c.line)), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(output));
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), {}), 1) << "left files behind";
+
+    auto report = dir / "report.json";
+    r = run_cli(run_args(m, input, output, {"--text-col", "input", "--on-bad-row", "skip", "--report", report.string()}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    Json rep = read_json_file(report);
+    EXPECT_EQ(rep["bad_rows"], 1);
+    EXPECT_EQ(rep["bad_row_list"][0]["line"], c.line);
+    EXPECT_EQ(testing::read_table(output).ids.size(), rep["rows"].get<std::size_t>());
+  }
+}
+
+TEST(RunInput, MemoryPlanRefusesWithNumbers) {
+  auto dir = testing::scratch_dir("run_memory_plan");
+  auto input = write_fixture_rows(dir, "bert_cls_single");
+  auto r = run_cli(run_args(testing::fixture("models/bert_cls_single").string(), input, dir / "out.csv",
+                            {"--batch-tokens", "100000000000", "--replicas", "4"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("memory plan does not fit: 4 replicas x"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--batch-tokens"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "out.csv"));
+}
+
+TEST(RunInput, UsageErrorsExitTwo) {
+  auto dir = testing::scratch_dir("run_usage");
+  auto input = write_fixture_rows(dir, "bert_cls_single");
+  auto model = testing::fixture("models/bert_cls_single").string();
+  EXPECT_EQ(run_cli(run_args(model, input, dir / "o.csv", {"--replicas", "zero"})).exit_code, 2);
+  EXPECT_EQ(run_cli(run_args(model, input, dir / "o.csv", {"--max-len", "100000"})).exit_code, 2);
+  EXPECT_EQ(run_cli(run_args(testing::fixture("models/bert_embed").string(), input, dir / "o.csv", {"--task", "classify"})).exit_code, 2);
+  EXPECT_EQ(run_cli({"run", model, "--input", input.string()}).exit_code, 2);  // no --output
+  EXPECT_FALSE(fs::exists(dir / "o.csv"));
+}
+
+TEST(RunMiniLM, TextToEmbeddingsMatchesSentenceTransformers) {
+  MCINFER_NEED_MINILM();
+  auto dir = testing::scratch_dir("run_minilm");
+  std::ifstream in(testing::fixture("minilm/sentences.txt"));
+  auto csv = dir / "sentences.csv";
+  {
+    std::ofstream out(csv);
+    out << "id,text\n";
+    std::string line;
+    int i = 0;
+    while (std::getline(in, line)) {
+      std::string quoted = "\"";
+      for (char ch : line) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+      out << "s" << i++ << "," << quoted << "\"\n";
+    }
+  }
+  auto output = dir / "emb.csv";
+  auto r = run_cli(run_args(testing::minilm_dir().string(), csv, output, {"--normalize"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto table = testing::read_table(output);
+  testing::Reference ref(testing::fixture("minilm/reference.safetensors"));
+  auto want = ref.floats("embeddings");
+  const std::size_t h = 384;
+  ASSERT_EQ(table.ids.size() * h, want.size());
+  for (std::size_t i = 0; i < table.ids.size(); ++i) {
+    double dot = 0, a = 0, b = 0;
+    for (std::size_t j = 0; j < h; ++j) {
+      dot += table.values[i][j] * want[i * h + j];
+      a += table.values[i][j] * table.values[i][j];
+      b += double(want[i * h + j]) * want[i * h + j];
+    }
+    EXPECT_GE(dot / std::sqrt(a * b), 0.99999) << "sentence " << i;
+  }
+}
+
+}  // namespace
+}  // namespace mcinfer

@@ -1,0 +1,41 @@
+#pragma once
+// Reads a prediction file (CSV or JSONL written by mcinfer) into memory for comparisons.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "data/prediction_reader.h"
+
+namespace mcinfer::testing {
+
+struct Table {
+  std::vector<std::string> columns;
+  std::vector<std::string> ids;
+  std::vector<std::vector<double>> values;
+};
+
+inline Table read_table(const std::filesystem::path& path) {
+  auto reader = data::PredictionReader::open(path, std::nullopt);
+  Table t;
+  if (reader->has_schema()) t.columns = reader->schema().columns;
+  data::PredictionRow row;
+  while (reader->next(row)) {
+    t.ids.emplace_back(row.id);
+    t.values.emplace_back(row.values.begin(), row.values.end());
+  }
+  return t;
+}
+
+// Largest absolute difference between two tables with the same ids in the same order.
+inline double max_abs_difference(const Table& a, const Table& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.values.size() && i < b.values.size(); ++i) {
+    for (std::size_t j = 0; j < a.values[i].size() && j < b.values[i].size(); ++j) {
+      worst = std::max(worst, std::abs(a.values[i][j] - b.values[i][j]));
+    }
+  }
+  return worst;
+}
+
+}  // namespace mcinfer::testing
