@@ -187,10 +187,16 @@ Json run_job(const RunOptions& o) {
   const fs::path run_record = shards_dir / "run.json";
   std::vector<bool> done;  // positions already durable in the shards
   std::uint64_t done_rows = 0;
-  if (o.resume) {
-    if (!fs::exists(run_record, ec)) {
-      fail("{}: no run.json here, so this is not the shards directory of an mcinfer run", shards_dir.string());
+  bool resume = o.resume;
+  if (resume && !fs::exists(run_record, ec)) {
+    // Killed before the run was recorded: nothing was computed, so start from the beginning.
+    if (!existing_shards(shards_dir).empty()) {
+      fail("{}: shards without a run.json: not the shards directory of an mcinfer run", shards_dir.string());
     }
+    warnings.push_back("nothing to resume in " + shards_dir.string() + ": started from the beginning");
+    resume = false;
+  }
+  if (resume) {
     Json recorded = read_json_file(run_record);
     auto differences = fingerprint_differences(recorded.value("fingerprint", Json::object()), fingerprint);
     if (!differences.empty()) {

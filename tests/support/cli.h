@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,9 +28,28 @@ inline std::filesystem::path cli_path() {
   return MCINFER_CLI_PATH;
 }
 
+struct CliOptions {
+  std::string stdin_path;              // default /dev/null
+  std::vector<std::string> env;        // extra NAME=VALUE entries
+  int signal_after_ms = 0;             // > 0: send `signal` after this long (if still running)
+  int signal = 9;
+  long file_size_limit = 0;            // > 0: RLIMIT_FSIZE in bytes for the child
+};
+
+CliResult run_cli(const std::vector<std::string>& args, const CliOptions& options);
+
 // Runs `mcinfer args...` with stdin from `stdin_path` (or /dev/null) and captures both outputs.
 inline CliResult run_cli(const std::vector<std::string>& args, const std::string& stdin_path = "",
                          const std::vector<std::string>& extra_env = {}) {
+  CliOptions options;
+  options.stdin_path = stdin_path;
+  options.env = extra_env;
+  return run_cli(args, options);
+}
+
+inline CliResult run_cli(const std::vector<std::string>& args, const CliOptions& options) {
+  const std::string& stdin_path = options.stdin_path;
+  const std::vector<std::string>& extra_env = options.env;
   auto dir = std::filesystem::temp_directory_path() /
              ("mcinfer_cli_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
   std::filesystem::create_directories(dir);
@@ -54,9 +74,28 @@ inline CliResult run_cli(const std::vector<std::string>& args, const std::string
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
   CliResult result;
-  if (posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv.data(), envp.data()) == 0) {
+  struct rlimit saved {};
+  if (options.file_size_limit > 0) {
+    // posix_spawn children inherit limits: set ours around the spawn.
+    getrlimit(RLIMIT_FSIZE, &saved);
+    struct rlimit limit = saved;
+    limit.rlim_cur = static_cast<rlim_t>(options.file_size_limit);
+    setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  const int spawned = posix_spawn(&pid, cli.c_str(), &actions, nullptr, argv.data(), envp.data());
+  if (options.file_size_limit > 0) setrlimit(RLIMIT_FSIZE, &saved);
+  if (spawned == 0) {
     int status = 0;
-    waitpid(pid, &status, 0);
+    bool finished = false;
+    if (options.signal_after_ms > 0) {
+      // Poll so that a child that finishes early is not signalled after its pid is reused.
+      for (int waited = 0; waited < options.signal_after_ms && !finished; ++waited) {
+        finished = waitpid(pid, &status, WNOHANG) == pid;
+        if (!finished) usleep(1000);
+      }
+      if (!finished) kill(pid, options.signal);
+    }
+    if (!finished) waitpid(pid, &status, 0);
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   posix_spawn_file_actions_destroy(&actions);

@@ -1,6 +1,10 @@
 // mcinfer run: predictions for every row of an input file, on every core.
 
 #include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include "commands.h"
 #include "core/error.h"
@@ -8,6 +12,27 @@
 
 namespace mcinfer::cli {
 namespace {
+
+// The first SIGINT/SIGTERM asks the replicas to stop after their current batch; a second one
+// ends the process at once (the manifests keep --resume possible either way). Signal handlers
+// can only reach process-wide state, hence these two variables.
+std::atomic<bool> g_stop_requested{false};
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_requested.exchange(true)) _exit(128 + sig);
+  g_stop_signal = sig;
+  const char message[] = "\nmcinfer: stopping after the batches in progress (signal again to stop at once)\n";
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, message, sizeof(message) - 1);
+}
+
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
 
 struct RunFlags {
   sched::RunOptions options;
@@ -49,7 +74,14 @@ int run_run(RunFlags& f) {
   if (!f.shards_dir.empty()) o.shards_dir = f.shards_dir;
   if (!f.report.empty()) o.report_path = f.report;
   o.command_line = f.argv;
-  sched::run_job(o);
+  o.stop = &g_stop_requested;
+  install_stop_handlers();
+  try {
+    sched::run_job(o);
+  } catch (const sched::StoppedError& e) {
+    fmt::print(stderr, "mcinfer: {}\n", e.what());
+    return 128 + g_stop_signal.load();
+  }
   return kExitOk;
 }
 
@@ -85,6 +117,8 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("--batch-tokens", f->options.batch_tokens, "Padded tokens per batch (dynamic)")
       ->capture_default_str();
   sub->add_option("--shards-dir", f->shards_dir, "Keep the per-replica shards here (default: temporary)");
+  sub->add_flag("--resume", f->options.resume,
+                "Continue the interrupted run whose shards are in --shards-dir: only rows not yet durable are run");
   sub->add_option("--on-bad-row", f->on_bad_row, "error: stop at the first bad row; skip: count and go on")
       ->check(CLI::IsMember({"error", "skip"}))->capture_default_str();
   sub->add_option("--report", f->report, "Write a JSON run report here");
