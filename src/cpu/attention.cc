@@ -23,7 +23,7 @@ float* AttentionScratch::block(int thread, std::int64_t max_len) {
 
 void attention(const KernelTable& kernels, const float* qkv, float* ctx,
                std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
-               AttentionScratch& scratch, int threads) {
+               AttentionScratch& scratch, int threads, std::int64_t own_kernel_max_len) {
   const std::int64_t head_dim = hidden / heads;
   const std::int64_t ld_qkv = 3 * hidden;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
@@ -31,7 +31,9 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
   for (const auto& s : sequences) max_len = std::max(max_len, s.length);
   if (max_len == 0) return;
   // Reserve every thread's block up front: growing inside the parallel loop would race.
-  for (int t = threads - 1; t >= 0; --t) scratch.block(t, max_len);
+  const std::int64_t block_side =
+      static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(attention_head_scratch(max_len, head_dim)))));
+  for (int t = threads - 1; t >= 0; --t) scratch.block(t, std::max(max_len, block_side));
   const std::int64_t pairs = static_cast<std::int64_t>(sequences.size()) * heads;
 
   // Exceptions must not cross the OpenMP region: failures are collected and raised after it.
@@ -43,7 +45,13 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
     const float* q = qkv + seq.offset * ld_qkv + h * head_dim;
     const float* k = q + hidden;
     const float* v = q + 2 * hidden;
-    float* scores = scratch.block(thread, max_len);  // [len, len], row stride len
+    float* scores = scratch.block(thread, std::max(max_len, block_side));
+    if (len <= own_kernel_max_len) {
+      kernels.attention_head(q, k, v, ld_qkv, ctx + seq.offset * hidden + h * head_dim, hidden, len, head_dim,
+                             scale, scores);
+      return;
+    }
+    // Long sequences: the GEMM library's blocking wins. scores is [len, len], row stride len.
     // scores = Q Kᵀ (row-major sgemm; the 1/√d scale is applied inside the softmax).
     dnnl_status_t st = dnnl_sgemm('N', 'T', len, len, head_dim, 1.0f, q, ld_qkv, k, ld_qkv, 0.0f,
                                   scores, len);

@@ -28,8 +28,11 @@ class AttentionScratch {
 // For each sequence and head h: ctx[s, h·d:(h+1)·d] = softmax(Q_h K_hᵀ / √d) V_h, where Q, K, V are
 // the three hidden-wide column blocks of qkv [tokens, 3·hidden] and d = hidden / heads.
 // ctx is [tokens, hidden].
+// Sequences up to own_kernel_max_len tokens use our fused per-head kernel; longer ones two
+// GEMM-library calls around our softmax.
+inline constexpr std::int64_t kOwnAttentionMaxLen = 1 << 30;
 void attention(const KernelTable& kernels, const float* qkv, float* ctx,
                std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
-               AttentionScratch& scratch, int threads);
+               AttentionScratch& scratch, int threads, std::int64_t own_kernel_max_len = kOwnAttentionMaxLen);
 
 }  // namespace mcinfer::cpu

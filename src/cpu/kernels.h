@@ -27,7 +27,16 @@ struct KernelTable {
                         const std::int32_t* ids, const float* position,
                         const std::int32_t* positions, const float* type,
                         const std::int32_t* types);
+  // One head of one sequence: out[i, :d] = softmax(q_i · K^T · scale) V for i < len, where row i
+  // of q, k and v is at q + i·ld (likewise k, v) and of out at out + i·ld_out. scratch needs
+  // attention_head_scratch(len, d) floats.
+  void (*attention_head)(const float* q, const float* k, const float* v, std::int64_t ld,
+                         float* out, std::int64_t ld_out, std::int64_t len, std::int64_t d,
+                         float scale, float* scratch);
 };
+
+// Floats of scratch one attention_head call needs.
+std::int64_t attention_head_scratch(std::int64_t len, std::int64_t d);
 
 const KernelTable& kernels_for(Isa isa);
 

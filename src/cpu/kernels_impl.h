@@ -261,9 +261,107 @@ void embedding_sum(float* out, std::int64_t tokens, std::int64_t cols, const flo
   }
 }
 
+// scores[i, :] for R queries at once: R × 2 vectors of keys in registers, one FMA per key
+// column and query (K transposed, so keys are contiguous).
+template <int W, int R>
+void score_rows(const float* q, std::int64_t ld, const float* kt, std::int64_t padded, std::int64_t d,
+                float* scores) {
+  using S = Simd<W>;
+  using F = typename S::F;
+  std::int64_t j = 0;
+  for (; j + 2 * W <= padded; j += 2 * W) {
+    F acc[R][2] = {};
+    for (std::int64_t c = 0; c < d; ++c) {
+      const F k0 = S::load(kt + c * padded + j);
+      const F k1 = S::load(kt + c * padded + j + W);
+      for (int r = 0; r < R; ++r) {
+        const F qv = S::splat(q[r * ld + c]);
+        acc[r][0] += qv * k0;
+        acc[r][1] += qv * k1;
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      S::store(scores + r * padded + j, acc[r][0]);
+      S::store(scores + r * padded + j + W, acc[r][1]);
+    }
+  }
+  for (; j < padded; j += W) {
+    F acc[R] = {};
+    for (std::int64_t c = 0; c < d; ++c) {
+      const F k0 = S::load(kt + c * padded + j);
+      for (int r = 0; r < R; ++r) acc[r] += S::splat(q[r * ld + c]) * k0;
+    }
+    for (int r = 0; r < R; ++r) S::store(scores + r * padded + j, acc[r]);
+  }
+}
+
+// out[i, :d] = Σ_j p[i, j] · v[j, :d] for R queries at once.
+template <int W, int R>
+void weighted_values(const float* p, std::int64_t padded, const float* v, std::int64_t ld, std::int64_t len,
+                     std::int64_t d, float* out, std::int64_t ld_out) {
+  using S = Simd<W>;
+  using F = typename S::F;
+  std::int64_t c = 0;
+  for (; c + 2 * W <= d; c += 2 * W) {
+    F acc[R][2] = {};
+    for (std::int64_t j = 0; j < len; ++j) {
+      const F v0 = S::load(v + j * ld + c);
+      const F v1 = S::load(v + j * ld + c + W);
+      for (int r = 0; r < R; ++r) {
+        const F pv = S::splat(p[r * padded + j]);
+        acc[r][0] += pv * v0;
+        acc[r][1] += pv * v1;
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      S::store(out + r * ld_out + c, acc[r][0]);
+      S::store(out + r * ld_out + c + W, acc[r][1]);
+    }
+  }
+  for (; c < d; c += W) {
+    const std::int64_t n = d - c < W ? d - c : W;
+    F acc[R] = {};
+    for (std::int64_t j = 0; j < len; ++j) {
+      const F v0 = n == W ? S::load(v + j * ld + c) : S::load_partial(v + j * ld + c, n);
+      for (int r = 0; r < R; ++r) acc[r] += S::splat(p[r * padded + j]) * v0;
+    }
+    for (int r = 0; r < R; ++r) {
+      if (n == W) {
+        S::store(out + r * ld_out + c, acc[r]);
+      } else {
+        S::store_partial(out + r * ld_out + c, acc[r], n);
+      }
+    }
+  }
+}
+
+template <int W>
+void attention_head(const float* q, const float* k, const float* v, std::int64_t ld, float* out,
+                    std::int64_t ld_out, std::int64_t len, std::int64_t d, float scale, float* scratch) {
+  const std::int64_t padded = (len + 15) / 16 * 16;
+  float* kt = scratch;                 // [d, padded]: keys transposed, zero past len
+  float* scores = kt + padded * d;     // [len, padded]
+  for (std::int64_t c = 0; c < d; ++c) {
+    float* row = kt + c * padded;
+    for (std::int64_t j = 0; j < len; ++j) row[j] = k[j * ld + c];
+    for (std::int64_t j = len; j < padded; ++j) row[j] = 0.0f;
+  }
+  constexpr int kRows = 4;
+  std::int64_t i = 0;
+  for (; i + kRows <= len; i += kRows) score_rows<W, kRows>(q + i * ld, ld, kt, padded, d, scores + i * padded);
+  for (; i < len; ++i) score_rows<W, 1>(q + i * ld, ld, kt, padded, d, scores + i * padded);
+  softmax<W>(scores, len, len, padded, scale);
+  i = 0;
+  for (; i + kRows <= len; i += kRows) {
+    weighted_values<W, kRows>(scores + i * padded, padded, v, ld, len, d, out + i * ld_out, ld_out);
+  }
+  for (; i < len; ++i) weighted_values<W, 1>(scores + i * padded, padded, v, ld, len, d, out + i * ld_out, ld_out);
+}
+
 template <int W>
 KernelTable make_kernel_table(Isa isa) {
-  return KernelTable{isa, &bias_activation<W>, &residual_layer_norm<W>, &softmax<W>, &embedding_sum<W>};
+  return KernelTable{isa,          &bias_activation<W>, &residual_layer_norm<W>, &softmax<W>,
+                     &embedding_sum<W>, &attention_head<W>};
 }
 
 }  // namespace
