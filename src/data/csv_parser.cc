@@ -80,6 +80,7 @@ CsvParser::Scan CsvParser::scan(CsvRecord& record, std::size_t& record_bytes) {
   const bool eof = in_.eof();
   const char* p = s;
   spans_.clear();
+  unclosed_line_ = 0;
   record.problem = CsvRecord::Problem::kNone;
   record.terminated = true;
   auto note = [&](CsvRecord::Problem problem, char c, std::uint64_t line) {
@@ -112,9 +113,10 @@ CsvParser::Scan CsvParser::scan(CsvRecord& record, std::size_t& record_bytes) {
       }
       if (close == nullptr) {
         if (!eof) return Scan::kNeedMore;
-        note(CsvRecord::Problem::kUnclosedQuote, 0, record.line + count_lines(s, p));
-        spans_.push_back({static_cast<std::size_t>(p + 1 - s), static_cast<std::size_t>(e - s),
-                          span.escapes});
+        unclosed_line_ = record.line + count_lines(s, p);
+        note(CsvRecord::Problem::kUnclosedQuote, 0, unclosed_line_);
+        spans_.push_back(
+            {static_cast<std::size_t>(p + 1 - s), static_cast<std::size_t>(e - s), span.escapes});
         record.terminated = false;
         p = e;
         break;
@@ -237,7 +239,7 @@ bool CsvParser::next(CsvRecord& record) {
     record.lines = count_lines(s, s + record_bytes);
     record.problem = CsvRecord::Problem::kTooLarge;
     record.problem_field = 0;
-    record.problem_line = 0;
+    record.problem_line = unclosed_line_;
     record.fields.clear();
     line_ += record.lines;
     in_.consume(record_bytes);
@@ -278,7 +280,8 @@ std::string describe_csv_problem(const CsvRecord& record, const std::vector<std:
                           ? fmt::format("field '{}'", names[record.problem_field])
                           : fmt::format("field {}", record.problem_field + 1);
   switch (record.problem) {
-    case CsvRecord::Problem::kNone: return "";
+    case CsvRecord::Problem::kNone:
+      return "";
     case CsvRecord::Problem::kNul:
       return fmt::format("{}: NUL byte (is this a binary or UTF-16 file?)", field);
     case CsvRecord::Problem::kAfterQuote:

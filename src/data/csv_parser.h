@@ -63,6 +63,7 @@ class CsvParser {
   std::size_t max_record_;
   std::size_t window_;
   std::uint64_t line_ = 1;
+  std::uint64_t unclosed_line_ = 0;  // set by scan() when a quote runs to the end
   std::vector<Span> spans_;
 };
 

@@ -2,10 +2,13 @@
 // Prediction tables: what `run` writes (shards and output) and `merge` reads and writes.
 // CSV: header `id,<col>,...`, one row per prediction. JSONL: {"id": ..., "<col>": v, ...}, or
 // for embeddings {"id": ..., "embedding": [v, ...]} (CSV then names the columns e0..e{d-1}).
-// Floats are printed in the shortest form that round-trips.
+// Floats are printed in the shortest form that round-trips. A NaN or infinity (a model
+// failure, never a prediction) is written as nan/inf/-inf in CSV and null in JSONL, so that
+// merge stops on it with the file and line.
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/rows.h"
@@ -26,5 +29,15 @@ void append_prediction(const PredictionSchema& schema, Format format, const RowI
                        std::span<const float> values, std::string& out);
 void append_prediction(const PredictionSchema& schema, Format format, const RowId& id,
                        std::span<const double> values, std::string& out);
+// The same with the id as a view (no RowId to build per row).
+void append_prediction(const PredictionSchema& schema, Format format, std::string_view id,
+                       bool id_is_string, std::span<const double> values, std::string& out);
+
+// CSV field quoting: only when the text has a comma, quote, CR or LF, or starts or ends with
+// a space or tab (which some readers would trim).
+void append_csv_field(std::string_view text, std::string& out);
+// A JSON string literal: quotes, backslash and control characters escaped; other bytes as
+// they are (invalid UTF-8 included, which mcinfer's readers pass through).
+void append_json_string(std::string_view text, std::string& out);
 
 }  // namespace mcinfer::data

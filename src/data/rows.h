@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mcinfer::data {
@@ -22,13 +23,22 @@ struct ColumnSpec {
   std::string id_col = "id";
   std::string text_col = "text";
   std::optional<std::string> text_pair_col;
+  // false: only ids are wanted (merge --expect); text columns are neither required nor read.
+  bool read_text = true;
+};
+
+struct ReaderOptions {
+  // A row longer than this is a bad row ("row larger than 64 MiB"); the reader never buffers
+  // much more than one such row.
+  std::size_t max_row_bytes = std::size_t{64} << 20;
+  std::size_t chunk_bytes = std::size_t{1} << 20;  // read(2) size
 };
 
 // An id exactly as read: CSV fields are strings; JSON ids keep their kind and, for numbers,
 // their original spelling. Ids compare as exact text.
 struct RowId {
-  std::string text;      // the string's content, or the number's text as written
-  bool is_string = true; // false for JSON numbers and for row-number ids
+  std::string text;       // the string's content, or the number's text as written
+  bool is_string = true;  // false for JSON numbers and for row-number ids
 };
 
 struct Row {
@@ -59,11 +69,28 @@ class RowReader {
   // naming the file and the column. Rows without an id column get their row number as id.
   static std::unique_ptr<RowReader> open(const std::filesystem::path& path, Format format,
                                          const ColumnSpec& columns);
+  static std::unique_ptr<RowReader> open(const std::filesystem::path& path, Format format,
+                                         const ColumnSpec& columns, const ReaderOptions& options);
+  // Reads `bytes` (which must outlive the reader) as if it were the file `name`: for tests
+  // and fuzzing.
+  static std::unique_ptr<RowReader> open_bytes(std::string_view bytes,
+                                               const std::filesystem::path& name, Format format,
+                                               const ColumnSpec& columns,
+                                               const ReaderOptions& options);
 
   enum class Result { kRow, kBadRow, kEnd };
   // Reads the next row into `row` (kRow), or describes a malformed one in `bad` (kBadRow; the
   // caller decides whether to stop, --on-bad-row error, or go on, skip), or kEnd.
-  // I/O failures throw Error.
+  // I/O failures throw Error. Blank lines are not rows.
+  //
+  // CSV: the first non-blank record is the header (a UTF-8 BOM is skipped); an empty file is
+  // an Error ("no header"), a header-only file has zero rows. A quote inside an unquoted
+  // field is kept as an ordinary byte (as pandas and Python's csv do).
+  // JSONL: one object per non-blank line; an empty file has zero rows. Whether rows carry
+  // ids is decided by the first well-formed row: after it, a row without (or with) the id
+  // field, where the first had it (or not), is a bad row. A row with `input_ids` (an array
+  // of int32) is pre-tokenised; `attention_mask` and `token_type_ids` must then match its
+  // length. Duplicate keys among the fields read are a bad row.
   virtual Result next(Row& row, BadRow& bad) = 0;
 
   virtual const std::filesystem::path& path() const = 0;

@@ -4,6 +4,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include <unistd.h>
 
 namespace mcinfer::testing {
 
@@ -16,11 +19,22 @@ inline std::filesystem::path fixture(const std::string& relative) {
   return source_dir() / "tests" / "fixtures" / relative;
 }
 
-// A fresh, empty directory for one test; removed by the next run of the same test.
+// Removes the scratch directories a test process made when it exits.
+struct ScratchCleaner {
+  std::vector<std::filesystem::path> dirs;
+  ~ScratchCleaner() {
+    std::error_code ec;
+    for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
+  }
+};
+inline ScratchCleaner scratch_cleaner;
+
+// A fresh, empty directory for one test, private to this process (ctest runs tests in parallel).
 inline std::filesystem::path scratch_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("mcinfer_test_" + name);
+  auto dir = std::filesystem::temp_directory_path() / ("mcinfer_test_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  scratch_cleaner.dirs.push_back(dir);
   return dir;
 }
 

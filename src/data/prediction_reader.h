@@ -1,0 +1,58 @@
+#pragma once
+// Reads prediction tables back (what predictions.h writes, or any CSV with an id column and
+// numeric columns): shards and outputs for `merge`, and shards for `run --resume`.
+//
+// Every value must be a finite number. A malformed row throws Error "file:line: reason",
+// except the last line of a file that does not end with a line break: that is a row torn by
+// a killed writer, and it is dropped with a warning (when it spans one line; a record that
+// runs over several lines to the end of the file is an error). A last line without a line
+// break that does parse is kept, with a warning, since it may have lost trailing digits.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "data/predictions.h"
+#include "data/rows.h"
+
+namespace mcinfer::data {
+
+struct PredictionRow {
+  std::uint64_t line = 0;
+  std::string_view id;             // valid until the next call
+  bool id_is_string = true;        // false for JSON numbers (kept as spelled)
+  std::span<const double> values;  // in schema().columns order; valid until the next call
+};
+
+class PredictionReader {
+ public:
+  virtual ~PredictionReader() = default;
+
+  // The format comes from `format`, else the extension. CSV: the header's `id` column holds
+  // ids and every other column values (columns named e0..e{d-1} are an embedding). JSONL:
+  // the first row's keys define the columns (or its "embedding" array); later rows must
+  // have the same keys, in any order.
+  static std::unique_ptr<PredictionReader> open(const std::filesystem::path& path,
+                                                std::optional<Format> format,
+                                                const ReaderOptions& options = {});
+  static std::unique_ptr<PredictionReader> open_bytes(std::string_view bytes,
+                                                      const std::filesystem::path& name,
+                                                      Format format,
+                                                      const ReaderOptions& options = {});
+
+  // False for an empty file (or one whose only line is torn): no columns and no rows.
+  virtual bool has_schema() const = 0;
+  virtual const PredictionSchema& schema() const = 0;
+  virtual Format format() const = 0;
+  virtual const std::filesystem::path& path() const = 0;
+  // The next row, or false at the end.
+  virtual bool next(PredictionRow& row) = 0;
+  // Set once the end is reached when the last line was torn (dropped) or unterminated.
+  virtual const std::optional<std::string>& warning() const = 0;
+};
+
+}  // namespace mcinfer::data

@@ -1,0 +1,150 @@
+#include "data/predictions.h"
+
+#include <fmt/compile.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace mcinfer::data {
+namespace {
+
+template <typename T>
+void append_number(T value, Format format, std::string& out) {
+  if (!std::isfinite(value) && format == Format::kJsonl) {
+    out.append("null");
+    return;
+  }
+  char buf[48];
+  char* end = fmt::format_to(buf, FMT_COMPILE("{}"), value);  // shortest round-trip form
+  out.append(buf, end);
+}
+
+template <typename T>
+void append_row(const PredictionSchema& schema, Format format, std::string_view id,
+                bool id_is_string, std::span<const T> values, std::string& out) {
+  if (format == Format::kCsv) {
+    append_csv_field(id, out);
+    for (T v : values) {
+      out.push_back(',');
+      append_number(v, format, out);
+    }
+    out.push_back('\n');
+    return;
+  }
+  out.append("{\"id\":");
+  if (id_is_string) {
+    append_json_string(id, out);
+  } else {
+    out.append(id);
+  }
+  if (schema.embedding) {
+    out.append(",\"embedding\":[");
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (i > 0) out.push_back(',');
+      append_number(values[i], format, out);
+    }
+    out.append("]}\n");
+    return;
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    out.push_back(',');
+    append_json_string(
+        i < schema.columns.size() ? std::string_view(schema.columns[i]) : std::string_view("?"),
+        out);
+    out.push_back(':');
+    append_number(values[i], format, out);
+  }
+  out.append("}\n");
+}
+
+}  // namespace
+
+void append_csv_field(std::string_view text, std::string& out) {
+  bool quote = !text.empty() && (text.front() == ' ' || text.front() == '\t' ||
+                                 text.back() == ' ' || text.back() == '\t');
+  if (!quote) {
+    for (char c : text) {
+      if (c == ',' || c == '"' || c == '\n' || c == '\r') {
+        quote = true;
+        break;
+      }
+    }
+  }
+  if (!quote) {
+    out.append(text);
+    return;
+  }
+  out.push_back('"');
+  for (char c : text) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+}
+
+void append_json_string(std::string_view text, std::string& out) {
+  out.push_back('"');
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        out.append("\\\"");
+        break;
+      case '\\':
+        out.append("\\\\");
+        break;
+      case '\n':
+        out.append("\\n");
+        break;
+      case '\r':
+        out.append("\\r");
+        break;
+      case '\t':
+        out.append("\\t");
+        break;
+      case '\b':
+        out.append("\\b");
+        break;
+      case '\f':
+        out.append("\\f");
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          char* end = fmt::format_to(buf, "\\u{:04x}", static_cast<unsigned>(c));
+          out.append(buf, end);
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+std::string prediction_header(const PredictionSchema& schema, Format format) {
+  if (format != Format::kCsv) return "";
+  std::string out = "id";
+  for (const auto& c : schema.columns) {
+    out.push_back(',');
+    append_csv_field(c, out);
+  }
+  out.push_back('\n');
+  return out;
+}
+
+void append_prediction(const PredictionSchema& schema, Format format, const RowId& id,
+                       std::span<const float> values, std::string& out) {
+  append_row(schema, format, id.text, id.is_string, values, out);
+}
+
+void append_prediction(const PredictionSchema& schema, Format format, const RowId& id,
+                       std::span<const double> values, std::string& out) {
+  append_row(schema, format, id.text, id.is_string, values, out);
+}
+
+void append_prediction(const PredictionSchema& schema, Format format, std::string_view id,
+                       bool id_is_string, std::span<const double> values, std::string& out) {
+  append_row(schema, format, id, id_is_string, values, out);
+}
+
+}  // namespace mcinfer::data

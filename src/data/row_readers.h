@@ -1,0 +1,22 @@
+#pragma once
+// The two RowReader implementations, behind RowReader::open.
+
+#include <filesystem>
+#include <memory>
+
+#include "data/rows.h"
+#include "data/stream_buffer.h"
+
+namespace mcinfer::data {
+
+std::unique_ptr<RowReader> make_csv_row_reader(StreamBuffer in, std::filesystem::path name,
+                                               const ColumnSpec& columns,
+                                               const ReaderOptions& options);
+std::unique_ptr<RowReader> make_jsonl_row_reader(StreamBuffer in, std::filesystem::path name,
+                                                 const ColumnSpec& columns,
+                                                 const ReaderOptions& options);
+
+// The decimal text of a row number, for rows without an id.
+void set_row_number_id(std::uint64_t index, RowId& id);
+
+}  // namespace mcinfer::data
