@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Writes the benchmark checkpoints (random weights, never committed) into bench/work/models/.
+
+  bert-base-cls   BertForSequenceClassification, bert-base shape (hidden 768, 12 layers, 12 heads,
+                  intermediate 3072, vocab 30522, 512 positions), 2 labels, seeded init, with
+                  all-MiniLM-L6-v2's tokenizer files copied in (same BERT uncased WordPiece vocab).
+  xlmr-base-cls   XLMRobertaForSequenceClassification, base shape (vocab 250002, 514 positions),
+                  2 labels. There is no XLM-R tokenizer here (sentencepiece model), so only
+                  pre-tokenised workloads can drive it; see the NOTE.txt written next to it.
+
+Weights are random: speed does not depend on their values, and the benchmark compares mcinfer's
+outputs with PyTorch's on the same checkpoint. Existing checkpoints are kept unless --force.
+
+    .venv/bin/python bench/make_models.py [--only bert-base-cls] [--force]
+"""
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+from transformers import BertConfig, BertForSequenceClassification, XLMRobertaConfig, XLMRobertaForSequenceClassification
+
+REPO = Path(__file__).resolve().parent.parent
+TOKENIZER_FILES = ["vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
+LABELS = {"id2label": {0: "negative", 1: "positive"}, "label2id": {"negative": 0, "positive": 1}}
+
+
+def bert_base(seed: int):
+    config = BertConfig(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                        intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2,
+                        num_labels=2, **LABELS)
+    torch.manual_seed(seed)
+    return BertForSequenceClassification(config)
+
+
+def xlmr_base(seed: int):
+    config = XLMRobertaConfig(vocab_size=250002, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                              intermediate_size=3072, max_position_embeddings=514, type_vocab_size=1,
+                              pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5,
+                              num_labels=2, **LABELS)
+    torch.manual_seed(seed)
+    return XLMRobertaForSequenceClassification(config)
+
+
+XLMR_NOTE = """Random-weight XLMRobertaForSequenceClassification, base shape (vocab 250002), written by
+bench/make_models.py. It has no tokenizer: the XLM-R sentencepiece model is not available on this
+machine, so this checkpoint can only be driven with pre-tokenised input (token ids), not with text.
+Not committed; regenerate with `.venv/bin/python bench/make_models.py --only xlmr-base-cls`.
+"""
+
+
+def write(name: str, out_root: Path, seed: int, force: bool, tokenizer_dir: Path) -> None:
+    dest = out_root / name
+    if (dest / "config.json").is_file() and (dest / "model.safetensors").is_file() and not force:
+        print(f"make_models: {dest} exists, skipped (--force to rewrite)")
+        return
+    if name == "bert-base-cls":
+        missing = [f for f in TOKENIZER_FILES if not (tokenizer_dir / f).is_file()]
+        if missing:
+            sys.exit(f"make_models: {tokenizer_dir} lacks {missing} (run scripts/get_minilm.sh)")
+    # Write into a sibling folder and rename at the end, so an interrupted run leaves no
+    # half-written checkpoint that a later run would skip.
+    tmp = out_root / f".{name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model = bert_base(seed) if name == "bert-base-cls" else xlmr_base(seed)
+    model.eval()
+    model.save_pretrained(tmp, safe_serialization=True)
+    if name == "bert-base-cls":
+        for f in TOKENIZER_FILES:
+            shutil.copy2(tokenizer_dir / f, tmp / f)
+    else:
+        (tmp / "NOTE.txt").write_text(XLMR_NOTE)
+    (tmp / "bench_provenance.json").write_text(json.dumps(
+        {"written_by": "bench/make_models.py", "seed": seed, "weights": "random (transformers default init)",
+         "parameters": sum(p.numel() for p in model.parameters()),
+         "torch": torch.__version__, "tokenizer_from": str(tokenizer_dir) if name == "bert-base-cls" else None},
+        indent=2) + "\n")
+    if dest.exists():
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+    print(f"make_models: wrote {dest}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=REPO / "bench/work/models")
+    ap.add_argument("--only", choices=["bert-base-cls", "xlmr-base-cls"], action="append",
+                    help="write only this checkpoint (repeatable)")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--force", action="store_true", help="rewrite existing checkpoints")
+    ap.add_argument("--tokenizer", type=Path, default=REPO / "models/all-MiniLM-L6-v2")
+    args = ap.parse_args()
+    torch.set_num_threads(1)  # init is cheap; leave the other cores alone
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.only or ["bert-base-cls", "xlmr-base-cls"]:
+        write(name, args.out, args.seed, args.force, args.tokenizer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
