@@ -1,0 +1,178 @@
+// Exact parity with Hugging Face on the committed corpus, for every committed tokenizer:
+// tools/gen_tokenizer_fixtures.py wrote the ids transformers/tokenizers produce.
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/json.h"
+#include "support/paths.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mcinfer::tokenizer {
+namespace {
+
+using testing::fixture;
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t end = s.find(sep, start);
+    if (end == std::string::npos) {
+      out.push_back(s.substr(start));
+      return out;
+    }
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+std::vector<std::string> read_lines(const std::filesystem::path& path) {
+  std::string data = testing::read_file(path);
+  EXPECT_FALSE(data.empty()) << path;
+  if (!data.empty() && data.back() == '\n') data.pop_back();
+  return split(data, '\n');
+}
+
+std::string from_hex(const std::string& hex) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  }
+  return out;
+}
+
+// The fixture's compact ids: base 32, last digit from the first 32 symbols of the alphabet.
+std::vector<std::int32_t> decode_ids(const std::string& s) {
+  static const std::string kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::vector<std::int32_t> out;
+  std::int64_t acc = 0;
+  for (char c : s) {
+    auto v = static_cast<std::int64_t>(kAlphabet.find(c));
+    EXPECT_GE(v, 0) << "bad id character " << c;
+    if (v >= 32) {
+      acc = acc * 32 + (v - 32);
+    } else {
+      out.push_back(static_cast<std::int32_t>(acc * 32 + v));
+      acc = 0;
+    }
+  }
+  return out;
+}
+
+std::string show(const std::vector<std::int32_t>& ids) {
+  std::ostringstream o;
+  o << '[';
+  for (std::size_t i = 0; i < ids.size(); ++i) o << (i ? " " : "") << ids[i];
+  o << ']';
+  return o.str();
+}
+
+struct Corpus {
+  std::vector<std::string> lines;
+  std::vector<std::string> byte_cases;
+};
+
+const Corpus& corpus() {
+  static const Corpus c = [] {
+    Corpus c;
+    c.lines = read_lines(fixture("tokenizer/corpus.txt"));
+    for (const std::string& h : read_lines(fixture("tokenizer/byte_cases.txt"))) {
+      c.byte_cases.push_back(from_hex(h));
+    }
+    return c;
+  }();
+  return c;
+}
+
+std::string expected_set(const std::string& variant) {
+  for (const std::string& line : read_lines(fixture("tokenizer/expected/variants.tsv"))) {
+    if (line.empty() || line[0] == '#') continue;
+    auto f = split(line, '\t');
+    if (f.size() == 2 && f[0] == variant) return f[1];
+  }
+  ADD_FAILURE() << variant << " is not in expected/variants.tsv";
+  return variant;
+}
+
+struct Tally {
+  std::map<char, std::size_t> checked, failed;
+  std::vector<std::string> reports;
+  void record(char kind, bool ok, const std::string& what) {
+    ++checked[kind];
+    if (ok) return;
+    ++failed[kind];
+    if (reports.size() < 25) reports.push_back(what);
+  }
+};
+
+class Parity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Parity, MatchesHuggingFaceOnTheCorpus) {
+  const std::string variant = GetParam();
+  const Corpus& c = corpus();
+  ASSERT_GE(c.lines.size(), 5000u);
+  auto tok = Tokenizer::load(fixture("tokenizer/models/" + variant));
+  Tally t;
+  const std::string set = expected_set(variant);
+  for (const std::string& rec : read_lines(fixture("tokenizer/expected/" + set + ".tsv"))) {
+    if (rec.empty() || rec[0] == '#') continue;
+    auto f = split(rec, '\t');
+    const char kind = f[0][0];
+    if (kind == 'S' || kind == 'T') {
+      std::size_t line = std::stoul(f[1]);
+      std::size_t max_len = kind == 'T' ? std::stoul(f[2]) : 0;
+      auto want = decode_ids(f[kind == 'T' ? 3 : 2]);
+      auto got = tok->encode(c.lines.at(line), std::nullopt, max_len).ids;
+      t.record(kind, got == want,
+               fmt::format("{} line {} max_length {}: expected {} got {}", kind, line + 1, max_len,
+                           show(want), show(got)));
+    } else if (kind == 'P') {
+      std::size_t a = std::stoul(f[1]), b = std::stoul(f[2]), max_len = std::stoul(f[3]);
+      auto want = decode_ids(f[4]);
+      std::vector<std::int32_t> want_types;
+      for (char ch : f[5]) want_types.push_back(ch - '0');
+      Encoding e = tok->encode(c.lines.at(a), c.lines.at(b), max_len);
+      t.record(kind, e.ids == want && e.type_ids == want_types,
+               fmt::format("pair lines {}+{} max_length {}: expected {} {} got {} {}", a + 1, b + 1,
+                           max_len, show(want), f[5], show(e.ids), show(e.type_ids)));
+    } else if (kind == 'B') {
+      std::size_t k = std::stoul(f[1]);
+      std::size_t invalid = std::stoul(f[2]);
+      auto want = decode_ids(f[3]);
+      Encoding e = tok->encode(c.byte_cases.at(k), std::nullopt, 0);
+      t.record(kind, e.ids == want && e.invalid_utf8 == invalid,
+               fmt::format("byte case {}: expected {} ({} invalid) got {} ({} invalid)", k + 1,
+                           show(want), invalid, show(e.ids), e.invalid_utf8));
+    } else if (kind == 'K') {
+      std::size_t line = std::stoul(f[1]);
+      Json want = parse_json(f[2], "expected tokens");
+      auto got = tok->tokens(tok->encode(c.lines.at(line), std::nullopt, 0));
+      t.record(kind, Json(got) == want,
+               fmt::format("tokens of line {}: expected {} got {}", line + 1, want.dump(),
+                           Json(got).dump()));
+    }
+  }
+  std::size_t failures = 0;
+  for (const auto& [kind, n] : t.checked) {
+    std::size_t bad = t.failed[kind];
+    failures += bad;
+    std::cout << variant << ": " << kind << " " << n << " checked, " << bad << " mismatches\n";
+  }
+  EXPECT_GE(t.checked['S'], c.lines.size());
+  for (const std::string& r : t.reports) ADD_FAILURE() << variant << ": " << r;
+  EXPECT_EQ(failures, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, Parity,
+                         ::testing::Values("minilm_json", "minilm_vocab", "wp_cased_json",
+                                           "wp_cased_vocab", "wp_uncased_json", "wp_uncased_vocab",
+                                           "unigram_json", "unigram_spm", "bpe_json", "bpe_files"));
+
+}  // namespace
+}  // namespace mcinfer::tokenizer
