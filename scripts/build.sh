@@ -3,5 +3,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${MCINFER_BUILD_DIR:-$root/build}"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+# MCINFER_CMAKE_ARGS: extra CMake options, e.g. "-DMCINFER_SANITIZE=address,undefined".
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${MCINFER_CMAKE_ARGS:-} "$@" >/dev/null
 cmake --build "$build" -j"$(nproc)"

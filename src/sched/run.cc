@@ -23,6 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+}  // namespace
+
 bool has_tokenizer_files(const fs::path& dir) {
   for (const char* name : {"tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model"}) {
     std::error_code ec;
@@ -30,6 +32,30 @@ bool has_tokenizer_files(const fs::path& dir) {
   }
   return false;
 }
+
+std::size_t resolve_max_len(const fs::path& model_dir, const model::ModelConfig& config,
+                            const tokenizer::Tokenizer* tokenizer, std::optional<std::size_t> requested) {
+  const auto model_limit = static_cast<std::size_t>(config.max_sequence_length());
+  if (requested) {
+    if (*requested < 2 || *requested > model_limit) {
+      fail_usage("--max-len {} is outside [2, {}] (the model's position table)", *requested, model_limit);
+    }
+    return *requested;
+  }
+  std::size_t max_len = model_limit;
+  if (tokenizer && tokenizer->model_max_length()) max_len = std::min(max_len, *tokenizer->model_max_length());
+  // A sentence-transformers model truncates at its own max_seq_length (256 for all-MiniLM-L6-v2).
+  std::error_code ec;
+  const fs::path st_config = model_dir / "sentence_bert_config.json";
+  if (fs::exists(st_config, ec)) {
+    Json j = read_json_file(st_config);
+    JsonObject obj(j, st_config.string());
+    if (auto n = obj.opt_int("max_seq_length"); n && *n >= 2) max_len = std::min(max_len, static_cast<std::size_t>(*n));
+  }
+  return max_len;
+}
+
+namespace {
 
 data::Format output_format(const fs::path& output) {
   const std::string ext = output.extension().string();
@@ -118,15 +144,7 @@ Json run_job(const RunOptions& o) {
   task.normalize = o.normalize;
   task.activation = o.activation;
 
-  const auto model_limit = static_cast<std::size_t>(config.max_sequence_length());
-  std::size_t max_len = model_limit;
-  if (tokenizer && tokenizer->model_max_length()) max_len = std::min(max_len, *tokenizer->model_max_length());
-  if (o.max_len) {
-    if (*o.max_len < 2 || *o.max_len > model_limit) {
-      fail_usage("--max-len {} is outside [2, {}] (the model's position table)", *o.max_len, model_limit);
-    }
-    max_len = *o.max_len;
-  }
+  const std::size_t max_len = resolve_max_len(o.model_dir, config, tokenizer.get(), o.max_len);
 
   // Memory plan: one copy of the weights + every replica's activations for the largest batch.
   const std::int64_t batch_rows_tokens = o.schedule == Schedule::kStatic

@@ -14,6 +14,7 @@
 #include "core/json.h"
 #include "data/rows.h"
 #include "model/encoder.h"
+#include "tokenizer/tokenizer.h"
 
 namespace mcinfer::sched {
 
@@ -51,6 +52,15 @@ class StoppedError : public Error {
  public:
   explicit StoppedError(const std::string& message) : Error(message) {}
 };
+
+// True when the model directory holds tokenizer files of a kind Tokenizer::load reads.
+bool has_tokenizer_files(const std::filesystem::path& model_dir);
+
+// Tokens per sequence: `requested` (checked against the model's position table), else the
+// smallest of the model's limit, the tokenizer's model_max_length and, for sentence-transformers
+// models, max_seq_length from sentence_bert_config.json.
+std::size_t resolve_max_len(const std::filesystem::path& model_dir, const model::ModelConfig& config,
+                            const tokenizer::Tokenizer* tokenizer, std::optional<std::size_t> requested);
 
 // Runs the job; throws Error (nothing at --output) on any failure. Returns the report.
 Json run_job(const RunOptions& options);

@@ -1,12 +1,122 @@
-// Placeholder until the subcommand lands; keeps the binary linkable while modules are built.
+// mcinfer tokenize: the token ids (or pieces) a model's tokenizer gives, one JSON array per
+// line; the same tokenizer and truncation `run` uses.
+
+#include <fmt/format.h>
+
+#include <iostream>
+
 #include "commands.h"
 #include "core/error.h"
+#include "core/json.h"
+#include "data/rows.h"
+#include "model/config.h"
+#include "sched/run.h"
+#include "tokenizer/tokenizer.h"
 
 namespace mcinfer::cli {
+namespace {
 
-Action add_tokenize_command(CLI::App& app) {
-  app.add_subcommand("tokenize", "(not built yet)")->allow_extras();
-  return [] () -> int { fail("'tokenize' is not built yet"); };
+struct TokenizeFlags {
+  std::string model_dir, input, format, text_pair_col;
+  data::ColumnSpec columns;
+  std::size_t max_len = 0;
+  bool pair = false;
+  bool tokens = false;
+  bool no_truncation = false;
+};
+
+void print_encoding(const tokenizer::Tokenizer& tok, const tokenizer::Encoding& enc, bool as_tokens, std::string& out) {
+  out.clear();
+  out.push_back('[');
+  if (as_tokens) {
+    auto pieces = tok.tokens(enc);
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      if (i) out.push_back(',');
+      out += Json(pieces[i]).dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
+  } else {
+    for (std::size_t i = 0; i < enc.ids.size(); ++i) {
+      if (i) out.push_back(',');
+      out += std::to_string(enc.ids[i]);
+    }
+  }
+  out += "]\n";
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+int run_tokenize(TokenizeFlags& f) {
+  if (!sched::has_tokenizer_files(f.model_dir)) fail("{}: no tokenizer files", f.model_dir);
+  auto tok = tokenizer::Tokenizer::load(f.model_dir);
+  std::size_t max_len = 0;  // 0: no truncation
+  if (!f.no_truncation) {
+    std::error_code ec;
+    const std::filesystem::path config = std::filesystem::path(f.model_dir) / "config.json";
+    if (std::filesystem::exists(config, ec)) {
+      max_len = sched::resolve_max_len(f.model_dir, model::ModelConfig::load(config), tok.get(),
+                                       f.max_len ? std::optional<std::size_t>(f.max_len) : std::nullopt);
+    } else {
+      max_len = f.max_len ? f.max_len : tok->model_max_length().value_or(0);
+    }
+  }
+  std::string out;
+  std::size_t invalid = 0;
+  if (!f.input.empty()) {
+    if (f.pair && f.text_pair_col.empty()) fail_usage("--pair with --input needs --text-pair-col");
+    if (!f.text_pair_col.empty()) f.columns.text_pair_col = f.text_pair_col;
+    auto reader = data::RowReader::open(f.input, data::resolve_format(f.input, f.format.empty() ? std::nullopt
+                                                                                             : std::optional(f.format)),
+                                        f.columns);
+    data::Row row;
+    data::BadRow bad;
+    for (;;) {
+      auto r = reader->next(row, bad);
+      if (r == data::RowReader::Result::kEnd) break;
+      if (r == data::RowReader::Result::kBadRow) fail("{}:{}: {}", f.input, bad.line, bad.reason);
+      std::optional<std::string_view> pair;
+      if (row.text_pair) pair = *row.text_pair;
+      auto enc = tok->encode(row.text, pair, max_len);
+      invalid += enc.invalid_utf8;
+      print_encoding(*tok, enc, f.tokens, out);
+    }
+  } else {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      std::optional<std::string_view> pair;
+      std::string_view text = line;
+      if (f.pair) {
+        const auto tab = line.find('\t');
+        if (tab == std::string::npos) fail_usage("--pair: a line without a tab between the two texts");
+        text = std::string_view(line).substr(0, tab);
+        pair = std::string_view(line).substr(tab + 1);
+      }
+      auto enc = tok->encode(text, pair, max_len);
+      invalid += enc.invalid_utf8;
+      print_encoding(*tok, enc, f.tokens, out);
+    }
+  }
+  std::fflush(stdout);
+  if (invalid) fmt::print(stderr, "mcinfer: replaced {} invalid UTF-8 sequence(s) with U+FFFD\n", invalid);
+  return kExitOk;
+}
+
+}  // namespace
+
+Action add_tokenize_command(CLI::App& app, const Invocation&) {
+  auto f = std::make_shared<TokenizeFlags>();
+  CLI::App* sub = app.add_subcommand("tokenize", "Print the token ids of each line (stdin) or row (--input)");
+  sub->add_option("model_dir", f->model_dir, "Hugging Face model directory with tokenizer files")->required();
+  sub->add_option("--max-len", f->max_len, "Truncate to N tokens, special tokens included (default: as run)");
+  sub->add_flag("--no-truncation", f->no_truncation, "Do not truncate");
+  sub->add_flag("--pair", f->pair, "Two texts per line, separated by a tab (or --text-pair-col with --input)");
+  sub->add_flag("--tokens", f->tokens, "Print the token strings instead of ids");
+  sub->add_option("--input", f->input, "Read rows from a CSV or JSONL file instead of lines from stdin");
+  sub->add_option("--format", f->format, "Input format when the extension does not say")
+      ->check(CLI::IsMember({"csv", "jsonl"}));
+  sub->add_option("--id-col", f->columns.id_col, "Id column")->capture_default_str();
+  sub->add_option("--text-col", f->columns.text_col, "Text column")->capture_default_str();
+  sub->add_option("--text-pair-col", f->text_pair_col, "Second text column");
+  return [f] { return run_tokenize(*f); };
 }
 
 }  // namespace mcinfer::cli

@@ -1,0 +1,84 @@
+// `mcinfer tokenize` prints exactly what the tokenizer library produces (which parity_test checks
+// against Hugging Face), for stdin lines, pairs, and rows of an input file.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/json.h"
+#include "support/cli.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mcinfer {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> corpus_lines(std::size_t n) {
+  std::ifstream in(testing::fixture("tokenizer/corpus.txt"), std::ios::binary);
+  std::vector<std::string> lines;
+  std::string line;
+  while (lines.size() < n && std::getline(in, line)) {
+    if (line.find('\t') == std::string::npos && line.find('\r') == std::string::npos) lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<std::string> output_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+std::string ids_json(const tokenizer::Encoding& e) { return Json(e.ids).dump(); }
+
+TEST(TokenizeCli, StdinLinesAndPairsMatchTheLibrary) {
+  auto dir = testing::scratch_dir("tokenize_cli");
+  auto lines = corpus_lines(300);
+  for (const char* variant : {"minilm_json", "unigram_spm", "bpe_files"}) {
+    SCOPED_TRACE(variant);
+    const fs::path model = testing::fixture(std::string("tokenizer/models/") + variant);
+    auto tok = tokenizer::Tokenizer::load(model);
+    std::ofstream(dir / "in.txt", std::ios::binary | std::ios::trunc) << [&] {
+      std::string all;
+      for (const auto& l : lines) all += l + "\n";
+      return all;
+    }();
+    auto r = testing::run_cli({"tokenize", model.string(), "--max-len", "40"}, (dir / "in.txt").string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto got = output_lines(r.out);
+    ASSERT_EQ(got.size(), lines.size());
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      ASSERT_EQ(got[i], ids_json(tok->encode(lines[i], std::nullopt, 40))) << "line " << i;
+    }
+    // Pairs: two texts per line, tab-separated, truncated longest-first.
+    std::string pairs;
+    for (std::size_t i = 0; i + 1 < 100; i += 2) pairs += lines[i] + "\t" + lines[i + 1] + "\n";
+    std::ofstream(dir / "pairs.txt", std::ios::binary | std::ios::trunc) << pairs;
+    r = testing::run_cli({"tokenize", model.string(), "--pair", "--max-len", "24"}, (dir / "pairs.txt").string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    got = output_lines(r.out);
+    ASSERT_EQ(got.size(), 50u);
+    for (std::size_t i = 0; i < 50; ++i) {
+      ASSERT_EQ(got[i], ids_json(tok->encode(lines[2 * i], lines[2 * i + 1], 24))) << "pair " << i;
+    }
+  }
+}
+
+TEST(TokenizeCli, InputFileRowsAndTokens) {
+  auto dir = testing::scratch_dir("tokenize_cli_input");
+  const fs::path model = testing::fixture("tokenizer/models/minilm_vocab");
+  std::ofstream(dir / "in.csv") << "id,text\n1,\"Hello, world!\"\n2,\"multi\nline\"\n";
+  auto r = testing::run_cli({"tokenize", model.string(), "--input", (dir / "in.csv").string(), "--tokens"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[\"[CLS]\",\"hello\",\",\",\"world\",\"!\",\"[SEP]\"]\n[\"[CLS]\",\"multi\",\"line\",\"[SEP]\"]\n");
+  std::ofstream(dir / "bad.csv") << "id,text\n1,a,b\n";
+  r = testing::run_cli({"tokenize", model.string(), "--input", (dir / "bad.csv").string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("bad.csv:2:"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace mcinfer
