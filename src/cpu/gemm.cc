@@ -51,7 +51,11 @@ struct GemmEngine::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
 };
 
-GemmEngine::GemmEngine() : impl_(std::make_unique<Impl>()) {}
+GemmEngine::GemmEngine() : impl_(std::make_unique<Impl>()) {
+  // Each GemmRunner caches its compiled kernels itself. oneDNN 2.6's own process-wide cache is
+  // turned off: ThreadSanitizer reports races in it when replicas create kernels at once.
+  dnnl::set_primitive_cache_capacity(0);
+}
 GemmEngine::~GemmEngine() = default;
 
 struct PackedLinear::Impl {

@@ -82,6 +82,7 @@ bool RowFeeder::next(WorkItem& item) {
   data::BadRow bad;
   while (true) {
     auto result = reader_->next(row_, bad);
+    bytes_read_.store(reader_->bytes_read(), std::memory_order_relaxed);
     if (result == data::RowReader::Result::kEnd) return false;
     std::string reason;
     std::uint64_t line = 0;

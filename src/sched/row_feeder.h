@@ -2,6 +2,7 @@
 // Input rows -> validated, tokenised work items. Owns the bad-row policy and the counts the run
 // report needs; keeps the ids of all good rows in input order for the final merge.
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -55,7 +56,8 @@ class RowFeeder {
   const std::vector<BadRowRecord>& bad_rows() const { return bad_rows_; }  // the first 1,000
   // Ids of the good rows so far, in input order.
   std::vector<data::RowId>& ids() { return ids_; }
-  std::uint64_t bytes_read() const { return reader_->bytes_read(); }
+  // Safe to call from any thread, while another reads.
+  std::uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
   std::uint64_t file_size() const { return reader_->file_size(); }
 
  private:
@@ -69,6 +71,7 @@ class RowFeeder {
   std::vector<BadRowRecord> bad_rows_;
   std::vector<data::RowId> ids_;
   const std::vector<bool>* done_ = nullptr;
+  std::atomic<std::uint64_t> bytes_read_{0};
 };
 
 }  // namespace mcinfer::sched

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# ThreadSanitizer pass over the concurrent parts: the schedules and queues (sched_test) and whole
+# multi-replica runs, resumes and kills through the CLI (run_cli_test, resume_cli_test).
+# Replicas run one thread each here: libgomp is not instrumented, so multi-threaded replicas
+# would only produce false reports.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="${MCINFER_TSAN_BUILD_DIR:-$root/build-tsan}"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCINFER_SANITIZE=thread >/dev/null
+cmake --build "$build" -j"$(nproc)" --target sched_test mcinfer run_cli_test resume_cli_test
+export TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}"
+export MCINFER_CLI="$build/tools/mcinfer/mcinfer"
+export MCINFER_MINILM_DIR="$("$root/scripts/get_minilm.sh")"
+"$build/src/sched/sched_test"
+"$build/tests/e2e/run_cli_test"
+"$build/tests/e2e/resume_cli_test"
