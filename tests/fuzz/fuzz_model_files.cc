@@ -1,0 +1,89 @@
+// Arbitrary bytes as model files. Loading works or throws mcinfer::Error naming the file; it
+// never crashes or reads outside the mapping.
+//
+// Input: byte 0 picks what the rest is (mod 4):
+//   0: a model.safetensors, opened and validated alone;
+//   1: a model.safetensors beside a fixed tiny BERT config.json: the whole weight loader (shape
+//      checks, dtype conversion, packing);
+//   2: a model.safetensors.index.json beside two fixed valid parts;
+//   3: a config.json (ModelConfig::load).
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char kConfig[] = R"({"model_type": "bert", "architectures": ["BertForSequenceClassification"],
+  "vocab_size": 8, "hidden_size": 4, "num_hidden_layers": 1, "num_attention_heads": 2,
+  "intermediate_size": 8, "max_position_embeddings": 6, "type_vocab_size": 2, "id2label": {"0": "a", "1": "b"}})";
+
+// A small valid safetensors file holding one F32 tensor named `name`.
+std::string tiny_part(const std::string& name) {
+  std::string header = "{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+  while (header.size() % 8) header += ' ';
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  return out + header + std::string("\0\0\x80\x3f", 4);
+}
+
+const fs::path& work_dir() {
+  static const fs::path dir = [] {
+    fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
+    fs::path d = base / ("mcinfer_fuzz_model_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    std::ofstream(d / "part1.safetensors", std::ios::binary) << tiny_part("a");
+    std::ofstream(d / "part2.safetensors", std::ios::binary) << tiny_part("b");
+    return d;
+  }();
+  return dir;
+}
+
+void write(const fs::path& path, std::string_view bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 1) return 0;
+  std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  const fs::path& dir = work_dir();
+  static auto device = mcinfer::ops::Device::cpu();
+  std::error_code ec;
+  try {
+    switch (data[0] % 4) {
+      case 0:
+        write(dir / "alone.safetensors", body);
+        mcinfer::io::SafetensorsFile::open(dir / "alone.safetensors");
+        break;
+      case 1: {
+        const fs::path model = dir / "model";
+        fs::create_directories(model, ec);
+        write(model / "config.json", kConfig);
+        write(model / "model.safetensors", body);
+        mcinfer::model::Weights::load(model, *device);
+        break;
+      }
+      case 2:
+        write(dir / "model.safetensors.index.json", body);
+        mcinfer::io::Checkpoint::open(dir);
+        break;
+      default:
+        write(dir / "config.json", body);
+        mcinfer::model::ModelConfig::load(dir / "config.json");
+        break;
+    }
+  } catch (const mcinfer::Error&) {
+  }
+  return 0;
+}
