@@ -373,6 +373,12 @@ Json run_job(const RunOptions& o) {
     computed = Clock::now();
     feed_stats = feeder.stats();
     bad_rows = feeder.bad_rows();
+    if (feed_stats.rows == 0) {
+      fail("{}: no rows to run ({}); nothing written at {}", o.input.string(),
+           feed_stats.bad_rows ? fmt::format("all {} rows were bad and skipped", feed_stats.bad_rows)
+                               : std::string(in_format == data::Format::kCsv ? "only a header" : "no objects"),
+           o.output.string());
+    }
     merge::Options mo;
     mo.reduce = merge::Reduce::kMean;
     mo.order = merge::Order::kInput;
