@@ -1,5 +1,7 @@
 #include "sched/row_feeder.h"
 
+#include <chrono>
+
 #include "core/error.h"
 
 namespace mcinfer::sched {
@@ -70,7 +72,9 @@ bool RowFeeder::to_item(data::Row& row, WorkItem& item, std::string& reason) {
   }
   std::optional<std::string_view> pair;
   if (row.text_pair) pair = *row.text_pair;
+  const auto t0 = std::chrono::steady_clock::now();
   tokenizer::Encoding enc = tokenizer_->encode(row.text, pair, options_.max_len);
+  stats_.tokenize_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_.invalid_utf8 += enc.invalid_utf8;
   stats_.truncated += enc.truncated ? 1 : 0;
   item.ids = std::move(enc.ids);
@@ -81,7 +85,9 @@ bool RowFeeder::to_item(data::Row& row, WorkItem& item, std::string& reason) {
 bool RowFeeder::next(WorkItem& item) {
   data::BadRow bad;
   while (true) {
+    const auto t0 = std::chrono::steady_clock::now();
     auto result = reader_->next(row_, bad);
+    stats_.read_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     bytes_read_.store(reader_->bytes_read(), std::memory_order_relaxed);
     if (result == data::RowReader::Result::kEnd) return false;
     std::string reason;

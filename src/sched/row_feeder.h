@@ -37,6 +37,8 @@ struct FeedStats {
   std::uint64_t invalid_utf8 = 0;  // U+FFFD replacements in texts
   std::uint64_t truncated = 0;     // rows cut to max_len
   std::uint64_t tokens = 0;        // tokens of all good rows
+  double read_seconds = 0;         // reading and parsing the input
+  double tokenize_seconds = 0;
 };
 
 class RowFeeder {

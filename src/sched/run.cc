@@ -286,6 +286,8 @@ Json run_job(const RunOptions& o) {
   feed.type_vocab_size = config.type_vocab_size;
 
   RunCounters counters(replicas);
+  std::vector<ops::OpProfile> profiles(static_cast<std::size_t>(replicas));
+  std::vector<double> write_seconds(static_cast<std::size_t>(replicas), 0.0);
   Clock::time_point computed;
   FeedStats feed_stats;
   std::vector<BadRowRecord> bad_rows;
@@ -326,6 +328,7 @@ Json run_job(const RunOptions& o) {
               sys::pin_current_thread(cpus[static_cast<std::size_t>(r) % cpus.size()]);
             }
             model::Encoder encoder(weights, *device, o.threads_per_replica);
+          if (o.profile) encoder.context().attach_profile(&profiles[static_cast<std::size_t>(r)]);
             ShardWriter shard(shards_dir, r, out_format, schema);
             std::vector<model::SequenceInput> inputs;
             std::vector<float> values;
@@ -455,6 +458,27 @@ Json run_job(const RunOptions& o) {
       {"warnings", warnings},
   };
   for (const auto& w : merged.warnings) report["warnings"].push_back(w);
+  if (o.profile) {
+    // Where the time went, summed over every thread that did the work.
+    Json seconds_by = Json::object();
+    for (std::size_t k = 0; k < static_cast<std::size_t>(ops::OpKind::kCount); ++k) {
+      double total = 0;
+      for (const auto& p : profiles) total += p.seconds[k];
+      seconds_by[std::string(ops::op_kind_name(static_cast<ops::OpKind>(k)))] = total;
+    }
+    double writes = 0;
+    for (double w : write_seconds) writes += w;
+    seconds_by["tokenization"] = feed_stats.tokenize_seconds;
+    seconds_by["input_io"] = feed_stats.read_seconds;
+    seconds_by["shard_io"] = writes;
+    seconds_by["merge_io"] = seconds(computed, finished);
+    double all = 0;
+    for (const auto& [k, v] : seconds_by.items()) all += v.get<double>();
+    Json share = Json::object();
+    for (const auto& [k, v] : seconds_by.items()) share[k] = all > 0 ? v.get<double>() / all : 0.0;
+    report["time_seconds"] = seconds_by;
+    report["time_share"] = share;
+  }
   if (o.report_path) {
     AtomicFile file(*o.report_path);
     file.writer().write(report.dump(2) + "\n");

@@ -43,6 +43,7 @@ struct RunOptions {
   std::optional<std::filesystem::path> report_path;
   bool quiet = false;
   bool pin_threads = true;
+  bool profile = false;  // time every op; the report then has time_seconds and time_share
   std::vector<std::string> command_line;  // for the report
   const std::atomic<bool>* stop = nullptr;  // set by a signal handler: stop taking batches
 };

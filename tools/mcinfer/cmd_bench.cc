@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <barrier>
+#include <filesystem>
 #include <chrono>
 #include <optional>
 #include <random>
@@ -14,12 +17,14 @@
 #include "core/json.h"
 #include "core/system.h"
 #include "model/encoder.h"
+#include "sched/run.h"
 
 namespace mcinfer::cli {
 namespace {
 
 struct BenchOptions {
   std::string model_dir;
+  std::string input;  // end-to-end mode: a whole run over this file, profiled
   std::string shape;
   std::int64_t batch = 32;
   std::int64_t seq = 128;
@@ -65,7 +70,53 @@ double run_concurrently(int replicas, bool pin, Body&& body) {
   return seconds;
 }
 
+// A profiled `run` over a real input: where the time goes end to end, tokenization and I/O
+// included.
+int run_end_to_end(const BenchOptions& o) {
+  if (o.model_dir.empty()) fail_usage("--input needs MODEL_DIR (a model with its tokenizer)");
+  const std::filesystem::path out_dir = std::filesystem::temp_directory_path() / fmt::format("mcinfer_bench_{}", ::getpid());
+  std::filesystem::create_directories(out_dir);
+  sched::RunOptions ro;
+  ro.model_dir = o.model_dir;
+  ro.input = o.input;
+  ro.output = out_dir / "out.csv";
+  ro.replicas = o.replicas;
+  ro.threads_per_replica = o.threads;
+  ro.quiet = true;
+  ro.profile = true;
+  ro.pin_threads = o.pin;
+  Json report;
+  try {
+    report = sched::run_job(ro);
+  } catch (...) {
+    std::filesystem::remove_all(out_dir);
+    throw;
+  }
+  std::filesystem::remove_all(out_dir);
+  Json summary = {{"model", o.model_dir},
+                  {"input", o.input},
+                  {"replicas", report["replicas"]},
+                  {"rows", report["rows"]},
+                  {"rows_per_s", report["rows_per_second"]},
+                  {"tokens_per_s", report["real_tokens"].get<double>() / report["wall_seconds"].get<double>()},
+                  {"wall_seconds", report["wall_seconds"]},
+                  {"time_share", report["time_share"]}};
+  if (o.json) {
+    fmt::print("{}\n", summary.dump());
+    return kExitOk;
+  }
+  fmt::print("end to end   {} rows of {} in {:.2f} s: {:.1f} rows/s, {:.0f} tokens/s, {} replica(s)\n",
+             summary["rows"].get<std::uint64_t>(), o.input, summary["wall_seconds"].get<double>(),
+             summary["rows_per_s"].get<double>(), summary["tokens_per_s"].get<double>(), report["replicas"].get<int>());
+  fmt::print("time per stage and op (all threads):\n");
+  for (const auto& [name, share] : report["time_share"].items()) {
+    if (share.get<double>() > 0) fmt::print("  {:<13} {:5.1f}%\n", name, 100.0 * share.get<double>());
+  }
+  return kExitOk;
+}
+
 int run_bench(const BenchOptions& o) {
+  if (!o.input.empty()) return run_end_to_end(o);
   if (o.model_dir.empty() == o.shape.empty()) fail_usage("give either MODEL_DIR or --shape NAME");
   if (o.batch < 1 || o.seq < 2 || o.threads < 1 || o.replicas < 1 || o.iters < 1 || o.warmup < 0) {
     fail_usage("--batch, --threads, --replicas and --iters must be positive, --seq at least 2");
@@ -207,6 +258,8 @@ Action add_bench_command(CLI::App& app, const Invocation& invocation) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand("bench", "Measure forward-pass throughput against the GEMM library's own speed");
   sub->add_option("model_dir", o->model_dir, "Hugging Face model directory");
+  sub->add_option("--input", o->input,
+                  "Profile a whole run over this CSV/JSONL instead (tokenization and I/O included)");
   sub->add_option("--shape", o->shape, "Random weights of a known shape instead of a model directory")
       ->check(CLI::IsMember({"bert-base", "bert-large", "xlm-r-base", "distilbert-base", "minilm-l6"}));
   sub->add_option("--batch", o->batch, "Sequences per batch")->capture_default_str();

@@ -124,6 +124,7 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("--report", f->report, "Write a JSON run report here");
   sub->add_flag("--quiet", f->options.quiet, "No progress or summary on stderr");
   sub->add_flag("!--no-pin", f->options.pin_threads, "Do not pin replica threads to cores");
+  sub->add_flag("--profile", f->options.profile, "Time every op and stage; the report gets time_share");
   f->argv = invocation.argv;
   return [f] { return run_run(*f); };
 }
