@@ -18,7 +18,7 @@ struct FaultPlan {
 
 // Read once from the environment: a test hook, deliberately process-wide.
 FaultPlan* plan() {
-  static FaultPlan* p = [] () -> FaultPlan* {
+  static FaultPlan* p = []() -> FaultPlan* {
     const char* env = std::getenv("MCINFER_FAULT");
     if (env == nullptr) return nullptr;
     std::string spec(env);

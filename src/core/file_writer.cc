@@ -91,7 +91,8 @@ void FileWriter::flush() {
 
 void FileWriter::sync() {
   flush();
-  if (fd_ >= 0 && ::fsync(fd_) != 0) fail("{}: fsync failed: {}", path_.string(), std::strerror(errno));
+  if (fd_ >= 0 && ::fsync(fd_) != 0)
+    fail("{}: fsync failed: {}", path_.string(), std::strerror(errno));
 }
 
 void FileWriter::close() {
@@ -108,7 +109,8 @@ void sync_directory(const std::filesystem::path& dir) {
   int rc = ::fsync(fd);
   int err = errno;
   ::close(fd);
-  if (rc != 0 && err != EINVAL) fail("{}: fsync of directory failed: {}", d.string(), std::strerror(err));
+  if (rc != 0 && err != EINVAL)
+    fail("{}: fsync of directory failed: {}", d.string(), std::strerror(err));
 }
 
 AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)) {
@@ -131,7 +133,8 @@ void AtomicFile::commit() {
   writer_.close();
   std::error_code ec;
   std::filesystem::rename(temp_, target_, ec);
-  if (ec) fail("{}: cannot rename {} into place: {}", target_.string(), temp_.string(), ec.message());
+  if (ec)
+    fail("{}: cannot rename {} into place: {}", target_.string(), temp_.string(), ec.message());
   committed_ = true;
   sync_directory(target_.parent_path());
 }

@@ -27,7 +27,10 @@ TEST(AtomicFile, AppearsOnlyOnCommit) {
 TEST(AtomicFile, AbandonedLeavesNothing) {
   auto dir = testing::scratch_dir("atomic_abandon");
   auto target = dir / "out.csv";
-  { AtomicFile file(target); file.writer().write("partial"); }
+  {
+    AtomicFile file(target);
+    file.writer().write("partial");
+  }
   EXPECT_FALSE(std::filesystem::exists(target));
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 0);
 }

@@ -11,7 +11,8 @@ Json read_json_file(const std::filesystem::path& path, std::size_t max_bytes) {
   std::error_code ec;
   auto size = std::filesystem::file_size(path, ec);
   if (ec) fail("{}: cannot read: {}", path.string(), ec.message());
-  if (size > max_bytes) fail("{}: {} bytes is larger than the {} allowed", path.string(), size, max_bytes);
+  if (size > max_bytes)
+    fail("{}: {} bytes is larger than the {} allowed", path.string(), size, max_bytes);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open", path.string());
   std::string text(size, '\0');
@@ -30,20 +31,30 @@ Json parse_json(std::string_view text, std::string_view origin) {
 
 std::string_view json_type_name(const Json& value) {
   switch (value.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::object: return "object";
-    case Json::value_t::array: return "array";
-    case Json::value_t::string: return "string";
-    case Json::value_t::boolean: return "boolean";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::object:
+      return "object";
+    case Json::value_t::array:
+      return "array";
+    case Json::value_t::string:
+      return "string";
+    case Json::value_t::boolean:
+      return "boolean";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return "integer";
-    case Json::value_t::number_float: return "number";
-    default: return "value";
+    case Json::value_t::number_unsigned:
+      return "integer";
+    case Json::value_t::number_float:
+      return "number";
+    default:
+      return "value";
   }
 }
 
-JsonObject::JsonObject(const Json& json, std::string origin) : json_(json), origin_(std::move(origin)) {
-  if (!json_.is_object()) fail("{}: expected a JSON object, got {}", origin_, json_type_name(json_));
+JsonObject::JsonObject(const Json& json, std::string origin)
+    : json_(json), origin_(std::move(origin)) {
+  if (!json_.is_object())
+    fail("{}: expected a JSON object, got {}", origin_, json_type_name(json_));
 }
 
 const Json* JsonObject::find(std::string_view key) const {
@@ -87,7 +98,8 @@ std::int64_t JsonObject::get_int(std::string_view key) const {
 std::optional<double> JsonObject::opt_number(std::string_view key) const {
   const Json* v = find(key);
   if (v == nullptr || v->is_null()) return std::nullopt;
-  if (!v->is_number()) fail_field(key, fmt::format("expected a number, got {}", json_type_name(*v)));
+  if (!v->is_number())
+    fail_field(key, fmt::format("expected a number, got {}", json_type_name(*v)));
   return v->get<double>();
 }
 
@@ -100,7 +112,8 @@ double JsonObject::get_number(std::string_view key) const {
 std::optional<std::string> JsonObject::opt_string(std::string_view key) const {
   const Json* v = find(key);
   if (v == nullptr || v->is_null()) return std::nullopt;
-  if (!v->is_string()) fail_field(key, fmt::format("expected a string, got {}", json_type_name(*v)));
+  if (!v->is_string())
+    fail_field(key, fmt::format("expected a string, got {}", json_type_name(*v)));
   return v->get<std::string>();
 }
 
@@ -113,7 +126,8 @@ std::string JsonObject::get_string(std::string_view key) const {
 std::optional<bool> JsonObject::opt_bool(std::string_view key) const {
   const Json* v = find(key);
   if (v == nullptr || v->is_null()) return std::nullopt;
-  if (!v->is_boolean()) fail_field(key, fmt::format("expected true or false, got {}", json_type_name(*v)));
+  if (!v->is_boolean())
+    fail_field(key, fmt::format("expected true or false, got {}", json_type_name(*v)));
   return v->get<bool>();
 }
 

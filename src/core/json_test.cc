@@ -23,7 +23,8 @@ TEST(JsonObject, MessagesNameFileAndField) {
   EXPECT_DOUBLE_EQ(obj.get_number("eps"), 1e-12);
   EXPECT_EQ(error_of([&] { obj.get_int("hidden_size"); }),
             "m/config.json: field 'hidden_size': expected an integer, got string");
-  EXPECT_EQ(error_of([&] { obj.get_int("vocab_size"); }), "m/config.json: field 'vocab_size': missing");
+  EXPECT_EQ(error_of([&] { obj.get_int("vocab_size"); }),
+            "m/config.json: field 'vocab_size': missing");
   EXPECT_FALSE(obj.opt_int("vocab_size").has_value());
 }
 

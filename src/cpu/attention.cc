@@ -16,9 +16,11 @@ float* AttentionScratch::block(int thread, std::int64_t max_len) {
     block_floats_ = floats;
     buffer_.resize(0);
   }
-  const std::size_t need = static_cast<std::size_t>(block_floats_) * static_cast<std::size_t>(thread + 1);
+  const std::size_t need =
+      static_cast<std::size_t>(block_floats_) * static_cast<std::size_t>(thread + 1);
   if (buffer_.size() < need) buffer_.resize(need);
-  return buffer_.data() + static_cast<std::size_t>(block_floats_) * static_cast<std::size_t>(thread);
+  return buffer_.data() +
+         static_cast<std::size_t>(block_floats_) * static_cast<std::size_t>(thread);
 }
 
 void attention(const KernelTable& kernels, const float* qkv, float* ctx,
@@ -31,8 +33,8 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
   for (const auto& s : sequences) max_len = std::max(max_len, s.length);
   if (max_len == 0) return;
   // Reserve every thread's block up front: growing inside the parallel loop would race.
-  const std::int64_t block_side =
-      static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(attention_head_scratch(max_len, head_dim)))));
+  const std::int64_t block_side = static_cast<std::int64_t>(
+      std::ceil(std::sqrt(static_cast<double>(attention_head_scratch(max_len, head_dim)))));
   for (int t = threads - 1; t >= 0; --t) scratch.block(t, std::max(max_len, block_side));
   const std::int64_t pairs = static_cast<std::int64_t>(sequences.size()) * heads;
 
@@ -47,14 +49,14 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
     const float* v = q + 2 * hidden;
     float* scores = scratch.block(thread, std::max(max_len, block_side));
     if (len <= own_kernel_max_len) {
-      kernels.attention_head(q, k, v, ld_qkv, ctx + seq.offset * hidden + h * head_dim, hidden, len, head_dim,
-                             scale, scores);
+      kernels.attention_head(q, k, v, ld_qkv, ctx + seq.offset * hidden + h * head_dim, hidden, len,
+                             head_dim, scale, scores);
       return;
     }
     // Long sequences: the GEMM library's blocking wins. scores is [len, len], row stride len.
     // scores = Q Kᵀ (row-major sgemm; the 1/√d scale is applied inside the softmax).
-    dnnl_status_t st = dnnl_sgemm('N', 'T', len, len, head_dim, 1.0f, q, ld_qkv, k, ld_qkv, 0.0f,
-                                  scores, len);
+    dnnl_status_t st =
+        dnnl_sgemm('N', 'T', len, len, head_dim, 1.0f, q, ld_qkv, k, ld_qkv, 0.0f, scores, len);
     kernels.softmax(scores, len, len, len, scale);
     float* out = ctx + seq.offset * hidden + h * head_dim;
     dnnl_status_t st2 =

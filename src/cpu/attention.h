@@ -33,6 +33,7 @@ class AttentionScratch {
 inline constexpr std::int64_t kOwnAttentionMaxLen = 1 << 30;
 void attention(const KernelTable& kernels, const float* qkv, float* ctx,
                std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
-               AttentionScratch& scratch, int threads, std::int64_t own_kernel_max_len = kOwnAttentionMaxLen);
+               AttentionScratch& scratch, int threads,
+               std::int64_t own_kernel_max_len = kOwnAttentionMaxLen);
 
 }  // namespace mcinfer::cpu

@@ -58,7 +58,8 @@ TEST(Attention, PackedSequencesMatchReference) {
       for (std::int64_t own_max : {std::int64_t{0}, std::int64_t{5}, kOwnAttentionMaxLen}) {
         std::vector<float> ctx(static_cast<std::size_t>(tokens * hidden), -1.0f);
         AttentionScratch scratch;
-        attention(kernels_for(isa), qkv.data(), ctx.data(), seqs, heads, hidden, scratch, threads, own_max);
+        attention(kernels_for(isa), qkv.data(), ctx.data(), seqs, heads, hidden, scratch, threads,
+                  own_max);
         for (std::size_t i = 0; i < ctx.size(); ++i) {
           ASSERT_NEAR(ctx[i], want[i], 1e-5)
               << isa_name(isa) << " threads " << threads << " own<=" << own_max << " at " << i;

@@ -17,11 +17,16 @@ constexpr std::int64_t kRowQuantum = 16;
 
 dnnl::algorithm eltwise_for(Activation act) {
   switch (act) {
-    case Activation::kGeluErf: return dnnl::algorithm::eltwise_gelu_erf;
-    case Activation::kGeluTanh: return dnnl::algorithm::eltwise_gelu_tanh;
-    case Activation::kRelu: return dnnl::algorithm::eltwise_relu;
-    case Activation::kTanh: return dnnl::algorithm::eltwise_tanh;
-    case Activation::kNone: break;
+    case Activation::kGeluErf:
+      return dnnl::algorithm::eltwise_gelu_erf;
+    case Activation::kGeluTanh:
+      return dnnl::algorithm::eltwise_gelu_tanh;
+    case Activation::kRelu:
+      return dnnl::algorithm::eltwise_relu;
+    case Activation::kTanh:
+      return dnnl::algorithm::eltwise_tanh;
+    case Activation::kNone:
+      break;
   }
   return dnnl::algorithm::undef;
 }
@@ -110,7 +115,8 @@ struct GemmRunner::Impl {
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const {
-      return std::hash<const void*>()(k.weights) ^ (static_cast<std::size_t>(k.rows) * 0x9E3779B97F4A7C15ULL) ^
+      return std::hash<const void*>()(k.weights) ^
+             (static_cast<std::size_t>(k.rows) * 0x9E3779B97F4A7C15ULL) ^
              (static_cast<std::size_t>(k.act) << 1) ^ static_cast<std::size_t>(k.with_bias);
     }
   };
@@ -144,7 +150,8 @@ void GemmRunner::linear(const PackedLinear& w, const float* x, std::int64_t rows
   Impl::Key key{&wi, padded, act, bias};
   auto it = impl_->kernels.find(key);
   if (it == impl_->kernels.end()) {
-    auto pd = make_pd(*wi.engine, padded, w.in_features(), w.out_features(), wi.packed_desc, bias, act);
+    auto pd =
+        make_pd(*wi.engine, padded, w.in_features(), w.out_features(), wi.packed_desc, bias, act);
     if (pd.weights_desc() != wi.packed_desc) {
       fail("internal: GEMM weight layout differs for {} rows", padded);
     }

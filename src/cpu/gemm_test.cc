@@ -39,7 +39,8 @@ TEST(Gemm, PackedLinearMatchesReferenceForEveryRowCount) {
               double acc = bias ? b[o] : 0.0;
               for (std::int64_t i = 0; i < in; ++i) acc += double(x[r * in + i]) * w[o * in + i];
               if (act == Activation::kRelu) acc = acc > 0 ? acc : 0;
-              if (act == Activation::kGeluErf) acc = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
+              if (act == Activation::kGeluErf)
+                acc = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
               ASSERT_NEAR(y[r * out + o], acc, 1e-4 * (1 + std::fabs(acc)))
                   << in << "x" << out << " rows " << rows << " r " << r << " o " << o;
             }

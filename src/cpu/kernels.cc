@@ -9,9 +9,12 @@ std::int64_t attention_head_scratch(std::int64_t len, std::int64_t d) {
 
 const KernelTable& kernels_for(Isa isa) {
   switch (isa) {
-    case Isa::kAvx512: return avx512_kernels();
-    case Isa::kAvx2: return avx2_kernels();
-    case Isa::kGeneric: break;
+    case Isa::kAvx512:
+      return avx512_kernels();
+    case Isa::kAvx2:
+      return avx2_kernels();
+    case Isa::kGeneric:
+      break;
   }
   return generic_kernels();
 }

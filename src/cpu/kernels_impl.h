@@ -83,7 +83,7 @@ struct Simd {
   // e^x with relative error ~1e-7 (range reduction to [-ln2/2, ln2/2], Cephes-style polynomial).
   static F exp(F x) {
     x = vmin(vmax(x, splat(-87.3f)), splat(88.0f));  // keeps 2^n finite and normal
-    const F magic = splat(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+    const F magic = splat(12582912.0f);              // 1.5 * 2^23: adding it rounds to an integer
     F t = x * 1.44269504088896341f + magic;
     F n = t - magic;
     F r = x - n * 0.693359375f;
@@ -118,14 +118,18 @@ struct Simd {
   }
   static F activate(F x, Activation act) {
     switch (act) {
-      case Activation::kNone: return x;
-      case Activation::kGeluErf: return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f));
+      case Activation::kNone:
+        return x;
+      case Activation::kGeluErf:
+        return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f));
       case Activation::kGeluTanh: {
         F inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
         return 0.5f * x * (1.0f + tanh(inner));
       }
-      case Activation::kRelu: return vmax(x, F{});
-      case Activation::kTanh: return tanh(x);
+      case Activation::kRelu:
+        return vmax(x, F{});
+      case Activation::kTanh:
+        return tanh(x);
     }
     return x;
   }
@@ -201,7 +205,8 @@ void residual_layer_norm(float* x, const float* y, const float* bias, std::int64
     }
     if (tail) {
       F v = (S::load_partial(xr + full, tail) - m) * vinv;
-      S::store_partial(xr + full, v * S::load_partial(gamma + full, tail) + S::load_partial(beta + full, tail),
+      S::store_partial(xr + full,
+                       v * S::load_partial(gamma + full, tail) + S::load_partial(beta + full, tail),
                        tail);
     }
   }
@@ -264,8 +269,8 @@ void embedding_sum(float* out, std::int64_t tokens, std::int64_t cols, const flo
 // scores[i, :] for R queries at once: R × 2 vectors of keys in registers, one FMA per key
 // column and query (K transposed, so keys are contiguous).
 template <int W, int R>
-void score_rows(const float* q, std::int64_t ld, const float* kt, std::int64_t padded, std::int64_t d,
-                float* scores) {
+void score_rows(const float* q, std::int64_t ld, const float* kt, std::int64_t padded,
+                std::int64_t d, float* scores) {
   using S = Simd<W>;
   using F = typename S::F;
   std::int64_t j = 0;
@@ -297,8 +302,8 @@ void score_rows(const float* q, std::int64_t ld, const float* kt, std::int64_t p
 
 // out[i, :d] = Σ_j p[i, j] · v[j, :d] for R queries at once.
 template <int W, int R>
-void weighted_values(const float* p, std::int64_t padded, const float* v, std::int64_t ld, std::int64_t len,
-                     std::int64_t d, float* out, std::int64_t ld_out) {
+void weighted_values(const float* p, std::int64_t padded, const float* v, std::int64_t ld,
+                     std::int64_t len, std::int64_t d, float* out, std::int64_t ld_out) {
   using S = Simd<W>;
   using F = typename S::F;
   std::int64_t c = 0;
@@ -337,10 +342,11 @@ void weighted_values(const float* p, std::int64_t padded, const float* v, std::i
 
 template <int W>
 void attention_head(const float* q, const float* k, const float* v, std::int64_t ld, float* out,
-                    std::int64_t ld_out, std::int64_t len, std::int64_t d, float scale, float* scratch) {
+                    std::int64_t ld_out, std::int64_t len, std::int64_t d, float scale,
+                    float* scratch) {
   const std::int64_t padded = (len + 15) / 16 * 16;
-  float* kt = scratch;                 // [d, padded]: keys transposed, zero past len
-  float* scores = kt + padded * d;     // [len, padded]
+  float* kt = scratch;              // [d, padded]: keys transposed, zero past len
+  float* scores = kt + padded * d;  // [len, padded]
   for (std::int64_t c = 0; c < d; ++c) {
     float* row = kt + c * padded;
     for (std::int64_t j = 0; j < len; ++j) row[j] = k[j * ld + c];
@@ -348,20 +354,22 @@ void attention_head(const float* q, const float* k, const float* v, std::int64_t
   }
   constexpr int kRows = 4;
   std::int64_t i = 0;
-  for (; i + kRows <= len; i += kRows) score_rows<W, kRows>(q + i * ld, ld, kt, padded, d, scores + i * padded);
+  for (; i + kRows <= len; i += kRows)
+    score_rows<W, kRows>(q + i * ld, ld, kt, padded, d, scores + i * padded);
   for (; i < len; ++i) score_rows<W, 1>(q + i * ld, ld, kt, padded, d, scores + i * padded);
   softmax<W>(scores, len, len, padded, scale);
   i = 0;
   for (; i + kRows <= len; i += kRows) {
     weighted_values<W, kRows>(scores + i * padded, padded, v, ld, len, d, out + i * ld_out, ld_out);
   }
-  for (; i < len; ++i) weighted_values<W, 1>(scores + i * padded, padded, v, ld, len, d, out + i * ld_out, ld_out);
+  for (; i < len; ++i)
+    weighted_values<W, 1>(scores + i * padded, padded, v, ld, len, d, out + i * ld_out, ld_out);
 }
 
 template <int W>
 KernelTable make_kernel_table(Isa isa) {
-  return KernelTable{isa,          &bias_activation<W>, &residual_layer_norm<W>, &softmax<W>,
-                     &embedding_sum<W>, &attention_head<W>};
+  return KernelTable{isa,         &bias_activation<W>, &residual_layer_norm<W>,
+                     &softmax<W>, &embedding_sum<W>,   &attention_head<W>};
 }
 
 }  // namespace

@@ -21,12 +21,16 @@ std::vector<float> random_vector(std::size_t n, float scale, std::uint32_t seed)
 
 double reference_activation(double x, Activation act) {
   switch (act) {
-    case Activation::kNone: return x;
-    case Activation::kGeluErf: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kNone:
+      return x;
+    case Activation::kGeluErf:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     case Activation::kGeluTanh:
       return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-    case Activation::kRelu: return x > 0 ? x : 0;
-    case Activation::kTanh: return std::tanh(x);
+    case Activation::kRelu:
+      return x > 0 ? x : 0;
+    case Activation::kTanh:
+      return std::tanh(x);
   }
   return x;
 }
@@ -66,11 +70,12 @@ TEST_P(KernelsTest, BiasActivationMatchesDefinition) {
 }
 
 TEST_P(KernelsTest, ActivationsOnExtremeInputs) {
-  std::vector<float> x = {-100.f, -20.f, -9.5f, -1e-6f, 0.f, 1e-6f, 9.5f, 20.f, 100.f, 1e-30f, -88.5f, 88.5f};
+  std::vector<float> x = {-100.f, -20.f, -9.5f, -1e-6f, 0.f,    1e-6f,
+                          9.5f,   20.f,  100.f, 1e-30f, -88.5f, 88.5f};
   for (Activation act : {Activation::kGeluErf, Activation::kGeluTanh, Activation::kTanh}) {
     auto y = x;
-    k.bias_activation(y.data(), 1, static_cast<std::int64_t>(y.size()), static_cast<std::int64_t>(y.size()),
-                      nullptr, act);
+    k.bias_activation(y.data(), 1, static_cast<std::int64_t>(y.size()),
+                      static_cast<std::int64_t>(y.size()), nullptr, act);
     for (std::size_t i = 0; i < x.size(); ++i) {
       double want = reference_activation(x[i], act);
       ASSERT_TRUE(std::isfinite(y[i])) << x[i];
@@ -107,7 +112,8 @@ TEST_P(KernelsTest, ResidualLayerNormMatchesDefinition) {
         for (std::int64_t c = 0; c < cols; ++c) {
           double want = (t[c] - mean) / std::sqrt(var + 1e-12) * gamma[c] + beta[c];
           if (cols == 1) want = beta[c];
-          ASSERT_NEAR(out[static_cast<std::size_t>(r * cols + c)], want, 2e-5 * (1 + std::fabs(want)))
+          ASSERT_NEAR(out[static_cast<std::size_t>(r * cols + c)], want,
+                      2e-5 * (1 + std::fabs(want)))
               << "cols " << cols << " r " << r << " c " << c;
         }
       }
@@ -125,7 +131,8 @@ TEST_P(KernelsTest, SoftmaxMatchesDefinition) {
     for (std::int64_t r = 0; r < rows; ++r) {
       double mx = -1e300, total = 0;
       for (std::int64_t c = 0; c < cols; ++c) mx = std::max(mx, double(orig[r * ld + c]) * scale);
-      for (std::int64_t c = 0; c < cols; ++c) total += std::exp(double(orig[r * ld + c]) * scale - mx);
+      for (std::int64_t c = 0; c < cols; ++c)
+        total += std::exp(double(orig[r * ld + c]) * scale - mx);
       for (std::int64_t c = 0; c < cols; ++c) {
         double want = std::exp(double(orig[r * ld + c]) * scale - mx) / total;
         ASSERT_NEAR(s[r * ld + c], want, 1e-6 * (1 + want)) << "cols " << cols;
@@ -146,7 +153,8 @@ TEST_P(KernelsTest, EmbeddingSumGathersRows) {
                     with_type ? type.data() : nullptr, tids.data());
     for (std::size_t t = 0; t < ids.size(); ++t) {
       for (std::int64_t c = 0; c < cols; ++c) {
-        float want = word[ids[t] * cols + c] + pos[pids[t] * cols + c] + (with_type ? type[tids[t] * cols + c] : 0.f);
+        float want = word[ids[t] * cols + c] + pos[pids[t] * cols + c] +
+                     (with_type ? type[tids[t] * cols + c] : 0.f);
         ASSERT_FLOAT_EQ(out[t * cols + c], want);
       }
     }

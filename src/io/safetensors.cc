@@ -16,8 +16,8 @@ constexpr std::size_t kMaxRank = 8;
 
 bool parse_dtype(std::string_view s, DType& out) {
   static constexpr std::pair<std::string_view, DType> kNames[] = {
-      {"F64", DType::kF64}, {"F32", DType::kF32}, {"F16", DType::kF16}, {"BF16", DType::kBF16},
-      {"I64", DType::kI64}, {"I32", DType::kI32}, {"I16", DType::kI16}, {"I8", DType::kI8},
+      {"F64", DType::kF64}, {"F32", DType::kF32},  {"F16", DType::kF16}, {"BF16", DType::kBF16},
+      {"I64", DType::kI64}, {"I32", DType::kI32},  {"I16", DType::kI16}, {"I8", DType::kI8},
       {"U8", DType::kU8},   {"BOOL", DType::kBool}};
   for (auto [name, dtype] : kNames) {
     if (name == s) {
@@ -32,16 +32,26 @@ bool parse_dtype(std::string_view s, DType& out) {
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kF64: return "F64";
-    case DType::kF32: return "F32";
-    case DType::kF16: return "F16";
-    case DType::kBF16: return "BF16";
-    case DType::kI64: return "I64";
-    case DType::kI32: return "I32";
-    case DType::kI16: return "I16";
-    case DType::kI8: return "I8";
-    case DType::kU8: return "U8";
-    case DType::kBool: return "BOOL";
+    case DType::kF64:
+      return "F64";
+    case DType::kF32:
+      return "F32";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
+    case DType::kI64:
+      return "I64";
+    case DType::kI32:
+      return "I32";
+    case DType::kI16:
+      return "I16";
+    case DType::kI8:
+      return "I8";
+    case DType::kU8:
+      return "U8";
+    case DType::kBool:
+      return "BOOL";
   }
   return "?";
 }
@@ -49,15 +59,19 @@ std::string_view dtype_name(DType dtype) {
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::kF64:
-    case DType::kI64: return 8;
+    case DType::kI64:
+      return 8;
     case DType::kF32:
-    case DType::kI32: return 4;
+    case DType::kI32:
+      return 4;
     case DType::kF16:
     case DType::kBF16:
-    case DType::kI16: return 2;
+    case DType::kI16:
+      return 2;
     case DType::kI8:
     case DType::kU8:
-    case DType::kBool: return 1;
+    case DType::kBool:
+      return 1;
   }
   return 1;
 }
@@ -82,14 +96,17 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
   st->file_ = MappedFile::open(path);
   const std::string file_name = path.string();
   const std::uint64_t file_size = st->file_.size();
-  if (file_size < 8) fail("{}: truncated safetensors file ({} bytes, no header length)", file_name, file_size);
+  if (file_size < 8)
+    fail("{}: truncated safetensors file ({} bytes, no header length)", file_name, file_size);
   std::uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<std::uint8_t>(st->file_.data()[i]);
+  for (int i = 7; i >= 0; --i)
+    header_len = (header_len << 8) | static_cast<std::uint8_t>(st->file_.data()[i]);
   if (header_len > kMaxHeaderBytes) {
     fail("{}: header length {} exceeds the {}-byte limit", file_name, header_len, kMaxHeaderBytes);
   }
   if (header_len > file_size - 8) {
-    fail("{}: header length {} runs past the end of the file ({} bytes)", file_name, header_len, file_size);
+    fail("{}: header length {} runs past the end of the file ({} bytes)", file_name, header_len,
+         file_size);
   }
   const std::uint64_t data_start = 8 + header_len;
   const std::uint64_t data_size = file_size - data_start;
@@ -108,12 +125,15 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
     if (name == "__metadata__") {
       if (!entry.is_object()) fail("{}: '__metadata__' is not an object", file_name);
       for (auto m = entry.begin(); m != entry.end(); ++m) {
-        if (!m.value().is_string()) fail("{}: '__metadata__' field '{}' is not a string", file_name, m.key());
+        if (!m.value().is_string())
+          fail("{}: '__metadata__' field '{}' is not a string", file_name, m.key());
         st->metadata_[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
-    auto bad = [&](std::string_view what) -> void { fail("{}: tensor '{}': {}", file_name, name, what); };
+    auto bad = [&](std::string_view what) -> void {
+      fail("{}: tensor '{}': {}", file_name, name, what);
+    };
     if (!entry.is_object()) bad("entry is not an object");
     TensorView view;
     view.name = name;
@@ -124,14 +144,16 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
     }
     auto shape_it = entry.find("shape");
     if (shape_it == entry.end() || !shape_it->is_array()) bad("missing or non-array 'shape'");
-    if (shape_it->size() > kMaxRank) bad(fmt::format("rank {} is more than {}", shape_it->size(), kMaxRank));
+    if (shape_it->size() > kMaxRank)
+      bad(fmt::format("rank {} is more than {}", shape_it->size(), kMaxRank));
     std::uint64_t elements = 1;
     bool overflow = false;
     for (const auto& d : *shape_it) {
       if (!d.is_number_integer() && !d.is_number_unsigned()) bad("shape holds a non-integer");
       if (d.is_number_integer() && d.get<std::int64_t>() < 0) bad("shape holds a negative size");
       std::uint64_t dim = d.get<std::uint64_t>();
-      if (dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) bad("shape size out of range");
+      if (dim > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        bad("shape size out of range");
       view.shape.push_back(static_cast<std::int64_t>(dim));
       if (dim != 0 && elements > std::numeric_limits<std::uint64_t>::max() / dim) overflow = true;
       elements *= dim;
@@ -153,14 +175,16 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
     const std::uint64_t end = (*off_it)[1].get<std::uint64_t>();
     if (begin > end) bad(fmt::format("data_offsets [{}, {}] are reversed", begin, end));
     if (end > data_size) {
-      bad(fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes)", begin, end, data_size));
+      bad(fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes)", begin, end,
+                      data_size));
     }
     if (end - begin != elements * esize) {
       bad(fmt::format("{} × {} needs {} bytes but data_offsets give {}", dtype_name(view.dtype),
                       view.shape_string(), elements * esize, end - begin));
     }
     if ((data_start + begin) % esize != 0) {
-      bad(fmt::format("data at file offset {} is not aligned to its {}-byte elements", data_start + begin, esize));
+      bad(fmt::format("data at file offset {} is not aligned to its {}-byte elements",
+                      data_start + begin, esize));
     }
     view.bytes = static_cast<std::size_t>(end - begin);
     view.file_offset = static_cast<std::size_t>(data_start + begin);
@@ -211,11 +235,13 @@ Checkpoint Checkpoint::open(const std::filesystem::path& model_dir) {
     std::map<std::string, std::size_t> file_index;
     std::map<std::string, std::string> expected;  // tensor -> part file
     for (auto it = map.begin(); it != map.end(); ++it) {
-      if (!it.value().is_string()) obj.fail_field("weight_map", fmt::format("entry '{}' is not a file name", it.key()));
+      if (!it.value().is_string())
+        obj.fail_field("weight_map", fmt::format("entry '{}' is not a file name", it.key()));
       std::string part = it.value().get<std::string>();
       if (part.empty() || part.find('/') != std::string::npos || part == "." || part == "..") {
-        obj.fail_field("weight_map", fmt::format("entry '{}' names '{}', not a file in the model directory",
-                                                 it.key(), part));
+        obj.fail_field("weight_map",
+                       fmt::format("entry '{}' names '{}', not a file in the model directory",
+                                   it.key(), part));
       }
       expected[it.key()] = part;
       if (!file_index.count(part)) {
@@ -226,25 +252,28 @@ Checkpoint Checkpoint::open(const std::filesystem::path& model_dir) {
     for (const auto& [name, part] : expected) {
       const auto& file = ck.files_[file_index[part]];
       const TensorView* t = file->find(name);
-      if (t == nullptr) fail("{}: tensor '{}' is listed for {} but that file lacks it", index.string(), name, part);
+      if (t == nullptr)
+        fail("{}: tensor '{}' is listed for {} but that file lacks it", index.string(), name, part);
       ck.by_name_.emplace(name, t);
     }
     for (const auto& file : ck.files_) {
       for (const auto& t : file->tensors()) {
         auto it = expected.find(t.name);
         if (it == expected.end()) {
-          fail("{}: tensor '{}' is not listed in {}", file->path().string(), t.name, index.filename().string());
+          fail("{}: tensor '{}' is not listed in {}", file->path().string(), t.name,
+               index.filename().string());
         }
       }
     }
     return ck;
   }
   if (fs::exists(model_dir / "pytorch_model.bin", ec)) {
-    fail("{}: only pytorch_model.bin found. mcinfer does not load pickle files (unpickling can run "
-         "arbitrary code). Convert it once to model.safetensors with transformers: "
-         "CLS.from_pretrained(DIR).save_pretrained(DIR, safe_serialization=True), where CLS is the "
-         "class named in config.json's \"architectures\" (e.g. BertForSequenceClassification)",
-         model_dir.string());
+    fail(
+        "{}: only pytorch_model.bin found. mcinfer does not load pickle files (unpickling can run "
+        "arbitrary code). Convert it once to model.safetensors with transformers: "
+        "CLS.from_pretrained(DIR).save_pretrained(DIR, safe_serialization=True), where CLS is the "
+        "class named in config.json's \"architectures\" (e.g. BertForSequenceClassification)",
+        model_dir.string());
   }
   fail("{}: no model.safetensors or model.safetensors.index.json", model_dir.string());
 }

@@ -27,7 +27,7 @@ struct TensorView {
   std::vector<std::int64_t> shape;
   const std::byte* data = nullptr;  // inside the mapping; aligned to dtype_size
   std::size_t bytes = 0;
-  std::size_t file_offset = 0;      // offset of data from the start of the file
+  std::size_t file_offset = 0;  // offset of data from the start of the file
   const std::filesystem::path* file = nullptr;
 
   std::int64_t numel() const;

@@ -50,7 +50,8 @@ class SafetensorsTest : public ::testing::Test {
 
 TEST_F(SafetensorsTest, ReadsValidFileWithoutCopy) {
   // Header padded with spaces to 8 bytes, as the reference writer does.
-  std::string header = R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},"b":{"dtype":"I64","shape":[1],"data_offsets":[16,24]}})";
+  std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},"b":{"dtype":"I64","shape":[1],"data_offsets":[16,24]}})";
   while (header.size() % 8) header += ' ';
   std::string data = floats({1, 2, 3, 4}) + std::string("\x07\0\0\0\0\0\0\0", 8);
   write_raw(file, header, data);
@@ -81,16 +82,27 @@ TEST_F(SafetensorsTest, RefusesEveryInconsistency) {
       {"absurd header length", "{}", "", 1ull << 40, "exceeds"},
       {"invalid json", "{\"a\": ", "", 0, "invalid JSON"},
       {"not an object", "[1,2]", "", 0, "not a JSON object"},
-      {"unknown dtype", R"({"a":{"dtype":"F8","shape":[1],"data_offsets":[0,1]}})", "x", 0, "tensor 'a': unknown dtype 'F8'"},
-      {"negative shape", R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", f16, 0, "tensor 'a': shape holds a negative size"},
-      {"overflowing shape", R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,4]}})", f16, 0, "overflows"},
-      {"offsets past data", R"({"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}})", f16, 0, "run past the end of the data"},
-      {"size mismatch", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", f16, 0, "needs 12 bytes but data_offsets give 16"},
-      {"reversed offsets", R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", f16, 0, "reversed"},
-      {"misaligned", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})", f16, 0, "not aligned"},
-      {"overlap", R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", f16, 0, "overlap"},
+      {"unknown dtype", R"({"a":{"dtype":"F8","shape":[1],"data_offsets":[0,1]}})", "x", 0,
+       "tensor 'a': unknown dtype 'F8'"},
+      {"negative shape", R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", f16, 0,
+       "tensor 'a': shape holds a negative size"},
+      {"overflowing shape",
+       R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,4]}})", f16, 0,
+       "overflows"},
+      {"offsets past data", R"({"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}})", f16, 0,
+       "run past the end of the data"},
+      {"size mismatch", R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,16]}})", f16, 0,
+       "needs 12 bytes but data_offsets give 16"},
+      {"reversed offsets", R"({"a":{"dtype":"F32","shape":[0],"data_offsets":[8,4]}})", f16, 0,
+       "reversed"},
+      {"misaligned", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})", f16, 0,
+       "not aligned"},
+      {"overlap",
+       R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+       f16, 0, "overlap"},
       {"missing offsets", R"({"a":{"dtype":"F32","shape":[1]}})", f16, 0, "data_offsets"},
-      {"non-integer shape", R"({"a":{"dtype":"F32","shape":["x"],"data_offsets":[0,4]}})", f16, 0, "non-integer"},
+      {"non-integer shape", R"({"a":{"dtype":"F32","shape":["x"],"data_offsets":[0,4]}})", f16, 0,
+       "non-integer"},
       {"metadata not strings", R"({"__metadata__":{"a":1}})", "", 0, "__metadata__"},
   };
   for (const auto& c : cases) {
@@ -143,10 +155,13 @@ TEST_F(SafetensorsTest, ShardedIndexIsCheckedBothWays) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
     }
   };
-  expect_error(R"({"weight_map":{"a":"part1.safetensors","b":"part1.safetensors"}})", "tensor 'b' is listed for part1");
-  expect_error(R"({"weight_map":{"a":"../part1.safetensors"}})", "not a file in the model directory");
+  expect_error(R"({"weight_map":{"a":"part1.safetensors","b":"part1.safetensors"}})",
+               "tensor 'b' is listed for part1");
+  expect_error(R"({"weight_map":{"a":"../part1.safetensors"}})",
+               "not a file in the model directory");
   expect_error(R"({"weight_map":{"a":"part1.safetensors","b":7}})", "is not a file name");
-  std::string h3 = R"({"c":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"d":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+  std::string h3 =
+      R"({"c":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"d":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
   write_raw(dir / "part3.safetensors", padded(h3), floats({3, 4}));
   expect_error(R"({"weight_map":{"c":"part3.safetensors"}})", "tensor 'd' is not listed");
 }

@@ -31,42 +31,56 @@ std::int64_t bounded(const JsonObject& obj, std::string_view key, std::int64_t l
   return *v;
 }
 
-ops::Activation parse_activation(const JsonObject& obj, std::string_view key, const std::string& name) {
+ops::Activation parse_activation(const JsonObject& obj, std::string_view key,
+                                 const std::string& name) {
   if (name == "gelu") return ops::Activation::kGeluErf;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return ops::Activation::kGeluTanh;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
+    return ops::Activation::kGeluTanh;
   if (name == "relu") return ops::Activation::kRelu;
-  obj.fail_field(key, fmt::format("activation '{}' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)", name));
+  obj.fail_field(
+      key, fmt::format("activation '{}' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)",
+                       name));
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
 
 std::string_view problem_type_name(ProblemType type) {
   switch (type) {
-    case ProblemType::kSingleLabel: return "single_label_classification";
-    case ProblemType::kMultiLabel: return "multi_label_classification";
-    case ProblemType::kRegression: return "regression";
+    case ProblemType::kSingleLabel:
+      return "single_label_classification";
+    case ProblemType::kMultiLabel:
+      return "multi_label_classification";
+    case ProblemType::kRegression:
+      return "regression";
   }
   return "?";
 }
 
 std::string ModelConfig::base_prefix() const {
   switch (family) {
-    case Family::kBert: return "bert";
-    case Family::kRoberta: return "roberta";  // XLM-R checkpoints use "roberta." too
-    case Family::kDistilBert: return "distilbert";
+    case Family::kBert:
+      return "bert";
+    case Family::kRoberta:
+      return "roberta";  // XLM-R checkpoints use "roberta." too
+    case Family::kDistilBert:
+      return "distilbert";
   }
   return "";
 }
 
 std::string ModelConfig::family_name() const {
   switch (family) {
-    case Family::kBert: return "BERT";
-    case Family::kRoberta: return model_type == "xlm-roberta" ? "XLM-RoBERTa" : "RoBERTa";
-    case Family::kDistilBert: return "DistilBERT";
+    case Family::kBert:
+      return "BERT";
+    case Family::kRoberta:
+      return model_type == "xlm-roberta" ? "XLM-RoBERTa" : "RoBERTa";
+    case Family::kDistilBert:
+      return "DistilBERT";
   }
   return "?";
 }
@@ -119,12 +133,16 @@ ModelConfig ModelConfig::shape(std::string_view name, std::int64_t num_labels) {
     c.num_layers = 6;
     c.intermediate_size = 1536;
   } else {
-    fail_usage("unknown --shape '{}' (bert-base, bert-large, xlm-r-base, distilbert-base, minilm-l6)", name);
+    fail_usage(
+        "unknown --shape '{}' (bert-base, bert-large, xlm-r-base, distilbert-base, minilm-l6)",
+        name);
   }
-  const char* stem = c.family == Family::kBert ? "Bert" : c.family == Family::kDistilBert ? "DistilBert"
-                    : c.model_type == "xlm-roberta"  ? "XLMRoberta"
-                                                     : "Roberta";
-  c.architecture = std::string(stem) + (c.head == Head::kNone ? "Model" : "ForSequenceClassification");
+  const char* stem = c.family == Family::kBert         ? "Bert"
+                     : c.family == Family::kDistilBert ? "DistilBert"
+                     : c.model_type == "xlm-roberta"   ? "XLMRoberta"
+                                                       : "Roberta";
+  c.architecture =
+      std::string(stem) + (c.head == Head::kNone ? "Model" : "ForSequenceClassification");
   return c;
 }
 
@@ -140,7 +158,9 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
   } else if (c.model_type == "distilbert") {
     c.family = Family::kDistilBert;
   } else {
-    obj.fail_field("model_type", fmt::format("'{}' is not supported (bert, roberta, xlm-roberta, distilbert)", c.model_type));
+    obj.fail_field("model_type",
+                   fmt::format("'{}' is not supported (bert, roberta, xlm-roberta, distilbert)",
+                               c.model_type));
   }
 
   if (obj.has("architectures")) {
@@ -148,18 +168,22 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
     if (!archs.is_array() || archs.empty() || !archs[0].is_string()) {
       obj.fail_field("architectures", "expected a non-empty list of class names");
     }
-    if (archs.size() > 1) obj.fail_field("architectures", "more than one architecture is not supported");
+    if (archs.size() > 1)
+      obj.fail_field("architectures", "more than one architecture is not supported");
     c.architecture = archs[0].get<std::string>();
   }
   if (ends_with(c.architecture, "ForSequenceClassification")) {
     c.head = Head::kSequenceClassification;
   } else if (c.architecture.empty() || ends_with(c.architecture, "Model") ||
-             ends_with(c.architecture, "ForMaskedLM") || ends_with(c.architecture, "ForPreTraining")) {
+             ends_with(c.architecture, "ForMaskedLM") ||
+             ends_with(c.architecture, "ForPreTraining")) {
     // Base encoders, and pre-training checkpoints whose LM head we leave unused.
     c.head = Head::kNone;
   } else {
-    obj.fail_field("architectures", fmt::format("'{}' is not supported (the base model or *ForSequenceClassification)",
-                                                c.architecture));
+    obj.fail_field(
+        "architectures",
+        fmt::format("'{}' is not supported (the base model or *ForSequenceClassification)",
+                    c.architecture));
   }
 
   if (c.family == Family::kDistilBert) {
@@ -183,11 +207,13 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
     c.intermediate_size = bounded(obj, "intermediate_size", 1, kMaxIntermediate);
     c.max_position_embeddings = bounded(obj, "max_position_embeddings", 1, kMaxPositions);
     c.type_vocab_size = bounded(obj, "type_vocab_size", 1, kMaxTypeVocab, 2);
-    c.pad_token_id = bounded(obj, "pad_token_id", 0, kMaxVocab, c.family == Family::kRoberta ? 1 : 0);
+    c.pad_token_id =
+        bounded(obj, "pad_token_id", 0, kMaxVocab, c.family == Family::kRoberta ? 1 : 0);
     c.hidden_act_name = obj.opt_string("hidden_act").value_or("gelu");
     c.hidden_act = parse_activation(obj, "hidden_act", c.hidden_act_name);
     double eps = obj.opt_number("layer_norm_eps").value_or(1e-12);
-    if (!(eps > 0 && eps < 1)) obj.fail_field("layer_norm_eps", fmt::format("{} is not in (0, 1)", eps));
+    if (!(eps > 0 && eps < 1))
+      obj.fail_field("layer_norm_eps", fmt::format("{} is not in (0, 1)", eps));
     c.layer_norm_eps = static_cast<float>(eps);
     std::string pos = obj.opt_string("position_embedding_type").value_or("absolute");
     if (pos != "absolute") {
@@ -196,43 +222,54 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
     }
   }
   if (c.pad_token_id >= c.vocab_size) {
-    obj.fail_field("pad_token_id", fmt::format("{} is not below vocab_size {}", c.pad_token_id, c.vocab_size));
+    obj.fail_field("pad_token_id",
+                   fmt::format("{} is not below vocab_size {}", c.pad_token_id, c.vocab_size));
   }
   if (c.hidden_size % c.num_heads != 0) {
-    obj.fail_field(c.family == Family::kDistilBert ? "n_heads" : "num_attention_heads",
-                   fmt::format("{} heads do not divide the hidden size {}", c.num_heads, c.hidden_size));
+    obj.fail_field(
+        c.family == Family::kDistilBert ? "n_heads" : "num_attention_heads",
+        fmt::format("{} heads do not divide the hidden size {}", c.num_heads, c.hidden_size));
   }
   if (c.max_sequence_length() < 2) {
-    obj.fail_field("max_position_embeddings", fmt::format("{} leaves no room for a sequence", c.max_position_embeddings));
+    obj.fail_field("max_position_embeddings",
+                   fmt::format("{} leaves no room for a sequence", c.max_position_embeddings));
   }
   c.torch_dtype = obj.opt_string("torch_dtype").value_or("");
 
   if (c.head == Head::kSequenceClassification) {
-    // transformers derives num_labels from id2label; num_labels alone appears in hand-written configs.
+    // transformers derives num_labels from id2label; num_labels alone appears in hand-written
+    // configs.
     if (obj.has("id2label")) {
       const Json& map = obj.raw("id2label");
-      if (!map.is_object() || map.empty()) obj.fail_field("id2label", "expected a non-empty object of id -> name");
-      if (static_cast<std::int64_t>(map.size()) > kMaxLabels) obj.fail_field("id2label", "too many labels");
+      if (!map.is_object() || map.empty())
+        obj.fail_field("id2label", "expected a non-empty object of id -> name");
+      if (static_cast<std::int64_t>(map.size()) > kMaxLabels)
+        obj.fail_field("id2label", "too many labels");
       c.labels.assign(map.size(), "");
       for (auto it = map.begin(); it != map.end(); ++it) {
         std::size_t id = 0;
         const std::string& key = it.key();
-        bool numeric = !key.empty() && key.size() < 10 &&
-                       std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+        bool numeric =
+            !key.empty() && key.size() < 10 &&
+            std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
         if (numeric) id = std::stoul(key);
         if (!numeric || id >= map.size()) {
-          obj.fail_field("id2label", fmt::format("key '{}' is not an id in [0, {})", key, map.size()));
+          obj.fail_field("id2label",
+                         fmt::format("key '{}' is not an id in [0, {})", key, map.size()));
         }
-        if (!it.value().is_string()) obj.fail_field("id2label", fmt::format("label of id {} is not a string", key));
+        if (!it.value().is_string())
+          obj.fail_field("id2label", fmt::format("label of id {} is not a string", key));
         c.labels[id] = it.value().get<std::string>();
       }
       c.num_labels = static_cast<std::int64_t>(c.labels.size());
       if (auto n = obj.opt_int("num_labels"); n && *n != c.num_labels) {
-        obj.fail_field("num_labels", fmt::format("{} disagrees with the {} entries of id2label", *n, c.num_labels));
+        obj.fail_field("num_labels", fmt::format("{} disagrees with the {} entries of id2label", *n,
+                                                 c.num_labels));
       }
     } else {
       c.num_labels = bounded(obj, "num_labels", 1, kMaxLabels, 2);
-      for (std::int64_t i = 0; i < c.num_labels; ++i) c.labels.push_back(fmt::format("LABEL_{}", i));
+      for (std::int64_t i = 0; i < c.num_labels; ++i)
+        c.labels.push_back(fmt::format("LABEL_{}", i));
     }
     std::optional<std::string> pt = obj.opt_string("problem_type");
     if (!pt) {

@@ -25,9 +25,12 @@ void ensure(AlignedBuffer<float>& buffer, std::int64_t rows, std::int64_t cols) 
 OutputActivation resolve_activation(const ModelConfig& config, OutputActivation requested) {
   if (requested != OutputActivation::kAuto) return requested;
   switch (config.problem_type) {
-    case ProblemType::kSingleLabel: return OutputActivation::kSoftmax;
-    case ProblemType::kMultiLabel: return OutputActivation::kSigmoid;
-    case ProblemType::kRegression: return OutputActivation::kNone;
+    case ProblemType::kSingleLabel:
+      return OutputActivation::kSoftmax;
+    case ProblemType::kMultiLabel:
+      return OutputActivation::kSigmoid;
+    case ProblemType::kRegression:
+      return OutputActivation::kNone;
   }
   return OutputActivation::kNone;
 }
@@ -55,8 +58,9 @@ std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t token
 }
 
 std::size_t Encoder::workspace_bytes() const {
-  return x_.capacity_bytes() + qkv_.capacity_bytes() + ctx_buf_.capacity_bytes() + tmp_.capacity_bytes() +
-         ffn_.capacity_bytes() + head_in_.capacity_bytes() + head_mid_.capacity_bytes();
+  return x_.capacity_bytes() + qkv_.capacity_bytes() + ctx_buf_.capacity_bytes() +
+         tmp_.capacity_bytes() + ffn_.capacity_bytes() + head_in_.capacity_bytes() +
+         head_mid_.capacity_bytes();
 }
 
 void Encoder::pack(std::span<const SequenceInput> batch) {
@@ -73,32 +77,38 @@ void Encoder::pack(std::span<const SequenceInput> batch) {
       fail("sequence {} of the batch: {} token type ids for {} tokens", s, in.type_ids.size(), n);
     }
     if (!in.attention_mask.empty() && in.attention_mask.size() != n) {
-      fail("sequence {} of the batch: attention mask of {} for {} tokens", s, in.attention_mask.size(), n);
+      fail("sequence {} of the batch: attention mask of {} for {} tokens", s,
+           in.attention_mask.size(), n);
     }
     if (static_cast<std::int64_t>(n) > max_len) {
-      fail("sequence {} of the batch has {} tokens; the model's position table allows {}", s, n, max_len);
+      fail("sequence {} of the batch has {} tokens; the model's position table allows {}", s, n,
+           max_len);
     }
     const std::int64_t offset = static_cast<std::int64_t>(ids_.size());
     std::int32_t roberta_position = static_cast<std::int32_t>(c.pad_token_id);
     for (std::size_t i = 0; i < n; ++i) {
       const std::int32_t id = in.ids[i];
       if (id < 0 || id >= c.vocab_size) {
-        fail("sequence {} of the batch: token id {} at position {} is outside the vocabulary [0, {})", s, id, i,
-             c.vocab_size);
+        fail(
+            "sequence {} of the batch: token id {} at position {} is outside the vocabulary [0, "
+            "{})",
+            s, id, i, c.vocab_size);
       }
       // Position ids as transformers computes them, from the unpadded layout of the row.
       std::int32_t position;
       if (c.family == Family::kRoberta) {
         // Non-pad tokens are numbered from padding_idx + 1; pad tokens get padding_idx.
-        position = id != c.pad_token_id ? ++roberta_position : static_cast<std::int32_t>(c.pad_token_id);
+        position =
+            id != c.pad_token_id ? ++roberta_position : static_cast<std::int32_t>(c.pad_token_id);
       } else {
         position = static_cast<std::int32_t>(i);
       }
       if (!in.attention_mask.empty() && in.attention_mask[i] == 0) continue;
       const std::int32_t type = in.type_ids.empty() ? 0 : in.type_ids[i];
-      if (type < 0 || (c.type_vocab_size > 0 && type >= c.type_vocab_size) || (c.type_vocab_size == 0 && type != 0)) {
-        fail("sequence {} of the batch: token type id {} at position {} is outside [0, {})", s, type, i,
-             std::max<std::int64_t>(c.type_vocab_size, 1));
+      if (type < 0 || (c.type_vocab_size > 0 && type >= c.type_vocab_size) ||
+          (c.type_vocab_size == 0 && type != 0)) {
+        fail("sequence {} of the batch: token type id {} at position {} is outside [0, {})", s,
+             type, i, std::max<std::int64_t>(c.type_vocab_size, 1));
       }
       ids_.push_back(id);
       types_.push_back(type);
@@ -124,24 +134,26 @@ void Encoder::forward(std::span<const SequenceInput> batch) {
   ensure(ffn_, rows, inter);
 
   const EmbeddingWeights& e = w.embeddings();
-  ops::embedding_sum(ctx_, x_.data(), t, h, e.word, ids_.data(), e.position, positions_.data(), e.token_type,
-                     e.token_type ? types_.data() : nullptr);
-  ops::residual_layer_norm(ctx_, x_.data(), nullptr, t, h, e.norm.gamma, e.norm.beta, c.layer_norm_eps);
+  ops::embedding_sum(ctx_, x_.data(), t, h, e.word, ids_.data(), e.position, positions_.data(),
+                     e.token_type, e.token_type ? types_.data() : nullptr);
+  ops::residual_layer_norm(ctx_, x_.data(), nullptr, t, h, e.norm.gamma, e.norm.beta,
+                           c.layer_norm_eps);
 
   const int heads = static_cast<int>(c.num_heads);
   for (const LayerWeights& layer : w.layers()) {
     ops::linear(ctx_, layer.qkv, x_.data(), t, qkv_.data());
     ops::attention(ctx_, qkv_.data(), ctx_buf_.data(), spans_, heads, h);
     ops::linear(ctx_, layer.attn_out, ctx_buf_.data(), t, tmp_.data());
-    ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.attn_norm.gamma, layer.attn_norm.beta,
-                             c.layer_norm_eps);
+    ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.attn_norm.gamma,
+                             layer.attn_norm.beta, c.layer_norm_eps);
     ops::linear(ctx_, layer.ffn_in, x_.data(), t, ffn_.data(), c.hidden_act);
     ops::linear(ctx_, layer.ffn_out, ffn_.data(), t, tmp_.data());
-    ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.ffn_norm.gamma, layer.ffn_norm.beta,
-                             c.layer_norm_eps);
+    ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.ffn_norm.gamma,
+                             layer.ffn_norm.beta, c.layer_norm_eps);
   }
   double attention_flops = 0;
-  for (const auto& s : spans_) attention_flops += 4.0 * static_cast<double>(s.length) * s.length * h;
+  for (const auto& s : spans_)
+    attention_flops += 4.0 * static_cast<double>(s.length) * s.length * h;
   const double dense = 2.0 * static_cast<double>(t) * (4.0 * h * h + 2.0 * h * inter);
   last_flops_ = static_cast<double>(c.num_layers) * (dense + attention_flops);
 }
@@ -161,7 +173,8 @@ void Encoder::pool(Pooling pooling, bool normalize, float* out) {
         const float* row = first + r * h;
         for (std::int64_t j = 0; j < h; ++j) acc[j] += row[j];
       }
-      for (std::int64_t j = 0; j < h; ++j) o[j] = static_cast<float>(acc[j] / static_cast<double>(spans_[s].length));
+      for (std::int64_t j = 0; j < h; ++j)
+        o[j] = static_cast<float>(acc[j] / static_cast<double>(spans_[s].length));
     }
     if (normalize) {
       double norm = 0;
@@ -174,15 +187,17 @@ void Encoder::pool(Pooling pooling, bool normalize, float* out) {
 
 void Encoder::classify(float* logits) {
   const auto& head = weights_->classifier();
-  if (!head) fail("{}: the model has no classification head (architecture '{}'); use --task embed",
-                  weights_->directory().string(), weights_->config().architecture);
+  if (!head)
+    fail("{}: the model has no classification head (architecture '{}'); use --task embed",
+         weights_->directory().string(), weights_->config().architecture);
   const std::int64_t h = weights_->config().hidden_size;
   const std::int64_t batch = static_cast<std::int64_t>(spans_.size());
   const std::int64_t rows = ops::padded_rows(batch);
   ensure(head_in_, rows, h);
   ensure(head_mid_, rows, h);
   for (std::int64_t s = 0; s < batch; ++s) {
-    std::memcpy(head_in_.data() + s * h, x_.data() + spans_[s].offset * h, static_cast<std::size_t>(h) * sizeof(float));
+    std::memcpy(head_in_.data() + s * h, x_.data() + spans_[s].offset * h,
+                static_cast<std::size_t>(h) * sizeof(float));
   }
   ops::linear(ctx_, head->dense, head_in_.data(), batch, head_mid_.data(), head->dense_act);
   const std::int64_t labels = head->out.out_features();
@@ -196,7 +211,8 @@ void Encoder::classify(float* logits) {
   std::memcpy(logits, padded.data(), static_cast<std::size_t>(batch * labels) * sizeof(float));
 }
 
-void Encoder::predict(std::span<const SequenceInput> batch, const TaskSpec& task, std::vector<float>& out) {
+void Encoder::predict(std::span<const SequenceInput> batch, const TaskSpec& task,
+                      std::vector<float>& out) {
   forward(batch);
   const std::int64_t dim = output_dim(task);
   const std::int64_t n = static_cast<std::int64_t>(batch.size());
@@ -214,7 +230,8 @@ void Encoder::predict(std::span<const SequenceInput> batch, const TaskSpec& task
         const float mx = *std::max_element(row, row + dim);
         double total = 0;
         for (std::int64_t j = 0; j < dim; ++j) total += std::exp(static_cast<double>(row[j]) - mx);
-        for (std::int64_t j = 0; j < dim; ++j) row[j] = static_cast<float>(std::exp(static_cast<double>(row[j]) - mx) / total);
+        for (std::int64_t j = 0; j < dim; ++j)
+          row[j] = static_cast<float>(std::exp(static_cast<double>(row[j]) - mx) / total);
       }
       break;
     case OutputActivation::kSigmoid:

@@ -73,15 +73,15 @@ class Encoder {
   ops::Context ctx_;
   // Packed batch.
   std::vector<std::int32_t> ids_, types_, positions_;  // [tokens]
-  std::vector<ops::SequenceSpan> spans_;                // [batch]
+  std::vector<ops::SequenceSpan> spans_;               // [batch]
   std::int64_t tokens_ = 0;
   double last_flops_ = 0;
   // Activations, each with room for ops::padded_rows(tokens) rows.
-  AlignedBuffer<float> x_;    // [tokens, hidden]: the residual stream
-  AlignedBuffer<float> qkv_;  // [tokens, 3·hidden]
+  AlignedBuffer<float> x_;        // [tokens, hidden]: the residual stream
+  AlignedBuffer<float> qkv_;      // [tokens, 3·hidden]
   AlignedBuffer<float> ctx_buf_;  // [tokens, hidden]: attention output
-  AlignedBuffer<float> tmp_;  // [tokens, hidden]: projection outputs before residual+norm
-  AlignedBuffer<float> ffn_;  // [tokens, intermediate]
+  AlignedBuffer<float> tmp_;      // [tokens, hidden]: projection outputs before residual+norm
+  AlignedBuffer<float> ffn_;      // [tokens, intermediate]
   AlignedBuffer<float> head_in_, head_mid_;  // [batch, hidden]: first-token rows, head dense
 };
 

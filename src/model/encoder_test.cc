@@ -41,14 +41,16 @@ Inputs load_inputs(const testing::Reference& ref) {
   in.mask = ref.ints("attention_mask");
   in.types = ref.ints("token_type_ids");
   for (std::int64_t b = 0; b < in.batch; ++b) {
-    const std::size_t off = static_cast<std::size_t>(b * in.length), n = static_cast<std::size_t>(in.length);
+    const std::size_t off = static_cast<std::size_t>(b * in.length),
+                      n = static_cast<std::size_t>(in.length);
     in.sequences.push_back({std::span(in.ids).subspan(off, n), std::span(in.types).subspan(off, n),
                             std::span(in.mask).subspan(off, n)});
   }
   return in;
 }
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+void expect_close(const std::vector<float>& got, const std::vector<float>& want,
+                  const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   float worst = 0;
   for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
@@ -81,8 +83,8 @@ TEST_P(FixtureTest, MatchesTransformers) {
   const bool classify = meta["task"] == "classify";
 
   for (const Variant& v : variants()) {
-    SCOPED_TRACE(fmt::format("{} isa={} threads={} epilogue={}", GetParam(), cpu::isa_name(v.isa), v.threads,
-                             v.epilogue == ops::EpilogueMode::kInGemm ? "gemm" : "own"));
+    SCOPED_TRACE(fmt::format("{} isa={} threads={} epilogue={}", GetParam(), cpu::isa_name(v.isa),
+                             v.threads, v.epilogue == ops::EpilogueMode::kInGemm ? "gemm" : "own"));
     auto device = ops::Device::cpu(v.isa);
     auto weights = Weights::load(dir, *device);
     const ModelConfig& c = weights->config();
@@ -127,9 +129,11 @@ TEST_P(FixtureTest, MatchesTransformers) {
                                         : activation == "sigmoid" ? OutputActivation::kSigmoid
                                                                   : OutputActivation::kNone;
       EXPECT_EQ(resolve_activation(c, OutputActivation::kAuto), expected);
-      encoder.predict(in.sequences, {TaskKind::kClassify, Pooling::kCls, false, OutputActivation::kNone}, out);
+      encoder.predict(in.sequences,
+                      {TaskKind::kClassify, Pooling::kCls, false, OutputActivation::kNone}, out);
       expect_close(out, ref.floats("logits"), "logits");
-      encoder.predict(in.sequences, {TaskKind::kClassify, Pooling::kCls, false, OutputActivation::kAuto}, out);
+      encoder.predict(in.sequences,
+                      {TaskKind::kClassify, Pooling::kCls, false, OutputActivation::kAuto}, out);
       expect_close(out, ref.floats("probs"), "probs");
     } else {
       EXPECT_FALSE(weights->classifier().has_value());
@@ -165,7 +169,8 @@ TEST_P(FixtureTest, PaddingAndBatchmatesNeverChangeAnOutput) {
       padded_mask.push_back(0);
     }
     for (bool pad : {false, true}) {
-      SequenceInput one = pad ? SequenceInput{padded_ids, padded_types, padded_mask} : SequenceInput{ids, types, {}};
+      SequenceInput one = pad ? SequenceInput{padded_ids, padded_types, padded_mask}
+                              : SequenceInput{ids, types, {}};
       encoder.predict(std::span(&one, 1), task, alone);
       for (std::int64_t j = 0; j < h; ++j) {
         ASSERT_NEAR(alone[j], batch_out[b * h + j], 1e-5) << "row " << b << " pad " << pad;
@@ -192,10 +197,13 @@ TEST(Encoder, RejectsIdsOutsideTheModel) {
     }
     return std::string();
   };
-  EXPECT_NE(message({1, static_cast<std::int32_t>(c.vocab_size)}, {}).find("outside the vocabulary"), std::string::npos);
+  EXPECT_NE(
+      message({1, static_cast<std::int32_t>(c.vocab_size)}, {}).find("outside the vocabulary"),
+      std::string::npos);
   EXPECT_NE(message({1, -1}, {}).find("outside the vocabulary"), std::string::npos);
   EXPECT_NE(message({1, 2}, {0, 5}).find("token type id 5"), std::string::npos);
-  EXPECT_NE(message(std::vector<std::int32_t>(c.max_sequence_length() + 1, 1), {}).find("position table allows"),
+  EXPECT_NE(message(std::vector<std::int32_t>(c.max_sequence_length() + 1, 1), {})
+                .find("position table allows"),
             std::string::npos);
   EXPECT_NE(message({1, 2}, {0}).find("token type ids for 2 tokens"), std::string::npos);
 }

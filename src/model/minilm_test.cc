@@ -18,12 +18,14 @@ TEST(MiniLM, EmbeddingsMatchSentenceTransformers) {
   auto shape = ref.shape("input_ids");
   const std::int64_t n = shape[0], len = shape[1];
   ASSERT_GE(n, 50);
-  auto ids = ref.ints("input_ids"), mask = ref.ints("attention_mask"), types = ref.ints("token_type_ids");
+  auto ids = ref.ints("input_ids"), mask = ref.ints("attention_mask"),
+       types = ref.ints("token_type_ids");
   auto want = ref.floats("embeddings");
   std::vector<SequenceInput> batch;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::size_t off = static_cast<std::size_t>(i * len), l = static_cast<std::size_t>(len);
-    batch.push_back({std::span(ids).subspan(off, l), std::span(types).subspan(off, l), std::span(mask).subspan(off, l)});
+    batch.push_back({std::span(ids).subspan(off, l), std::span(types).subspan(off, l),
+                     std::span(mask).subspan(off, l)});
   }
   auto device = ops::Device::cpu();
   auto weights = Weights::load(testing::minilm_dir(), *device);

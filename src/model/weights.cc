@@ -93,7 +93,8 @@ class WeightLoader {
 
   // A Linear layer's weight [out, in] and bias [out], packed for the device (both copied there,
   // so neither stays in use from the mapping).
-  ops::Linear linear(const std::string& name, std::int64_t out, std::int64_t in, bool in_base = true) {
+  ops::Linear linear(const std::string& name, std::int64_t out, std::int64_t in,
+                     bool in_base = true) {
     const io::TensorView& wt = find(name + ".weight", {out, in}, in_base);
     const io::TensorView& bt = find(name + ".bias", {out}, in_base);
     const float* weight = as_f32(wt, temp_);
@@ -134,40 +135,45 @@ class WeightLoader {
     for (const auto* t : w_.checkpoint_.tensors()) {
       if (used_.count(t->name)) continue;
       std::string bare = t->name.rfind(base_, 0) == 0 ? t->name.substr(base_.size()) : t->name;
-      if (is_ignorable_extra(bare) || is_ignorable_extra(t->name) || bare.rfind("pooler.", 0) == 0) {
+      if (is_ignorable_extra(bare) || is_ignorable_extra(t->name) ||
+          bare.rfind("pooler.", 0) == 0) {
         ignored.push_back(t->name);
         continue;
       }
-      fail("{}: unexpected tensor '{}' for {} ({})", t->file->string(), t->name, w_.config_.architecture.empty()
-               ? w_.config_.family_name() : w_.config_.architecture,
+      fail("{}: unexpected tensor '{}' for {} ({})", t->file->string(), t->name,
+           w_.config_.architecture.empty() ? w_.config_.family_name() : w_.config_.architecture,
            "the checkpoint and config.json describe different models");
     }
     if (warnings && !ignored.empty()) {
-      warnings->push_back(fmt::format("ignored {} tensor(s) the task does not use (e.g. '{}')", ignored.size(),
-                                      ignored.front()));
+      warnings->push_back(fmt::format("ignored {} tensor(s) the task does not use (e.g. '{}')",
+                                      ignored.size(), ignored.front()));
     }
   }
 
  private:
-  const io::TensorView& find(const std::string& name, const std::vector<std::int64_t>& shape, bool in_base) {
+  const io::TensorView& find(const std::string& name, const std::vector<std::int64_t>& shape,
+                             bool in_base) {
     const std::string full = (in_base ? base_ : "") + name;
     const io::TensorView* t = w_.checkpoint_.find(full);
     if (t == nullptr) {
-      std::string where = w_.checkpoint_.files().size() == 1 ? w_.checkpoint_.files()[0]->path().string()
-                                                             : w_.directory_.string();
+      std::string where = w_.checkpoint_.files().size() == 1
+                              ? w_.checkpoint_.files()[0]->path().string()
+                              : w_.directory_.string();
       fail("{}: missing tensor '{}' (needed by {} with the sizes in config.json)", where, full,
            w_.config_.architecture.empty() ? w_.config_.family_name() : w_.config_.architecture);
     }
     if (t->shape != shape) {
       std::string want = "[";
-      for (std::size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
+      for (std::size_t i = 0; i < shape.size(); ++i)
+        want += (i ? ", " : "") + std::to_string(shape[i]);
       want += "]";
-      fail("{}: tensor '{}' has shape {} but config.json implies {}", t->file->string(), full, t->shape_string(), want);
+      fail("{}: tensor '{}' has shape {} but config.json implies {}", t->file->string(), full,
+           t->shape_string(), want);
     }
-    if (t->dtype != io::DType::kF32 && t->dtype != io::DType::kF16 && t->dtype != io::DType::kBF16 &&
-        t->dtype != io::DType::kF64) {
-      fail("{}: tensor '{}' has dtype {}; weights must be F32, F16, BF16 or F64", t->file->string(), full,
-           io::dtype_name(t->dtype));
+    if (t->dtype != io::DType::kF32 && t->dtype != io::DType::kF16 &&
+        t->dtype != io::DType::kBF16 && t->dtype != io::DType::kF64) {
+      fail("{}: tensor '{}' has dtype {}; weights must be F32, F16, BF16 or F64", t->file->string(),
+           full, io::dtype_name(t->dtype));
     }
     if (used_.insert(full).second) {
       w_.stats_.parameters += t->numel();
@@ -238,7 +244,8 @@ namespace {
 void fill_sinusoidal(float* out, std::int64_t positions, std::int64_t dim) {
   for (std::int64_t pos = 0; pos < positions; ++pos) {
     for (std::int64_t j = 0; j < dim; ++j) {
-      double angle = static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(j / 2) / dim);
+      double angle =
+          static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(j / 2) / dim);
       out[pos * dim + j] = static_cast<float>(j % 2 == 0 ? std::sin(angle) : std::cos(angle));
     }
   }
@@ -246,8 +253,8 @@ void fill_sinusoidal(float* out, std::int64_t positions, std::int64_t dim) {
 
 }  // namespace
 
-std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config, const ops::Device& device,
-                                                  std::uint32_t seed) {
+std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
+                                                  const ops::Device& device, std::uint32_t seed) {
   auto w = std::shared_ptr<Weights>(new Weights());
   w->config_ = config;
   w->directory_ = "(synthetic " + config.architecture + ")";
@@ -259,7 +266,8 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config, con
     float* p = w->owned_.back().data();
     for (std::size_t i = 0; i < count; ++i) {
       state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-      p[i] = offset + scale * (static_cast<float>(state >> 40) / static_cast<float>(1 << 24) - 0.5f);
+      p[i] =
+          offset + scale * (static_cast<float>(state >> 40) / static_cast<float>(1 << 24) - 0.5f);
     }
     w->stats_.parameters += static_cast<std::int64_t>(count);
     w->stats_.file_bytes += count * sizeof(float);
@@ -276,11 +284,15 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config, con
     w->stats_.packed_bytes += l.bytes();
     return l;
   };
-  auto norm = [&]() { return Norm{fill(static_cast<std::size_t>(h), 0.1f, 1.0f), fill(static_cast<std::size_t>(h), 0.1f)}; };
+  auto norm = [&]() {
+    return Norm{fill(static_cast<std::size_t>(h), 0.1f, 1.0f),
+                fill(static_cast<std::size_t>(h), 0.1f)};
+  };
   auto& e = w->embeddings_;
   e.word = fill(static_cast<std::size_t>(config.vocab_size * h), 0.1f);
   e.position = fill(static_cast<std::size_t>(config.max_position_embeddings * h), 0.1f);
-  if (config.type_vocab_size > 0) e.token_type = fill(static_cast<std::size_t>(config.type_vocab_size * h), 0.1f);
+  if (config.type_vocab_size > 0)
+    e.token_type = fill(static_cast<std::size_t>(config.type_vocab_size * h), 0.1f);
   e.norm = norm();
   for (std::int64_t i = 0; i < config.num_layers; ++i) {
     LayerWeights layer;
@@ -295,7 +307,8 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config, con
   if (config.head == Head::kSequenceClassification) {
     ClassifierWeights head;
     head.dense = linear(h, h);
-    head.dense_act = config.family == Family::kDistilBert ? ops::Activation::kRelu : ops::Activation::kTanh;
+    head.dense_act =
+        config.family == Family::kDistilBert ? ops::Activation::kRelu : ops::Activation::kTanh;
     head.out = linear(config.num_labels, h);
     w->classifier_ = std::move(head);
   }
@@ -309,7 +322,8 @@ std::shared_ptr<const Weights> Weights::load(const std::filesystem::path& model_
   w->directory_ = model_dir;
   const auto config_path = model_dir / "config.json";
   std::error_code ec;
-  if (!std::filesystem::exists(config_path, ec)) fail("{}: no config.json in the model directory", model_dir.string());
+  if (!std::filesystem::exists(config_path, ec))
+    fail("{}: no config.json in the model directory", model_dir.string());
   w->config_ = ModelConfig::load(config_path);
   w->checkpoint_ = io::Checkpoint::open(model_dir);
   w->stats_.file_bytes = w->checkpoint_.total_bytes();
@@ -345,7 +359,8 @@ std::shared_ptr<const Weights> Weights::load(const std::filesystem::path& model_
       layer.ffn_norm = L.norm(p + "output_layer_norm");
     } else {
       const std::string p = fmt::format("encoder.layer.{}.", i);
-      layer.qkv = L.fused_qkv(p + "attention.self.query", p + "attention.self.key", p + "attention.self.value");
+      layer.qkv = L.fused_qkv(p + "attention.self.query", p + "attention.self.key",
+                              p + "attention.self.value");
       layer.attn_out = L.linear(p + "attention.output.dense", h, h);
       layer.attn_norm = L.norm(p + "attention.output.LayerNorm");
       layer.ffn_in = L.linear(p + "intermediate.dense", inter, h);

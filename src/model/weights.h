@@ -47,14 +47,14 @@ struct ClassifierWeights {
 };
 
 struct WeightStats {
-  std::int64_t parameters = 0;       // elements of every tensor the model uses
-  std::uint64_t file_bytes = 0;      // bytes of all tensors in the checkpoint files
-  std::uint64_t packed_bytes = 0;    // GEMM weights in the device's layout
-  std::uint64_t converted_bytes = 0; // float32 copies of fp16/bf16 tensors kept for direct use
-  std::uint64_t mapped_bytes = 0;    // float32 tensors used in place from the file mapping
+  std::int64_t parameters = 0;        // elements of every tensor the model uses
+  std::uint64_t file_bytes = 0;       // bytes of all tensors in the checkpoint files
+  std::uint64_t packed_bytes = 0;     // GEMM weights in the device's layout
+  std::uint64_t converted_bytes = 0;  // float32 copies of fp16/bf16 tensors kept for direct use
+  std::uint64_t mapped_bytes = 0;     // float32 tensors used in place from the file mapping
   // What the weights occupy in memory once loaded: packed + converted + mapped.
   std::uint64_t resident_bytes() const { return packed_bytes + converted_bytes + mapped_bytes; }
-  std::string dtype;                 // dtype of the weight tensors ("F32", "F16", "BF16", mixed)
+  std::string dtype;  // dtype of the weight tensors ("F32", "F16", "BF16", mixed)
 };
 
 class Weights {
@@ -66,7 +66,8 @@ class Weights {
                                              std::vector<std::string>* warnings = nullptr);
 
   // A model of the given shape with seeded random weights and no files, for benchmarks.
-  static std::shared_ptr<const Weights> synthetic(const ModelConfig& config, const ops::Device& device,
+  static std::shared_ptr<const Weights> synthetic(const ModelConfig& config,
+                                                  const ops::Device& device,
                                                   std::uint32_t seed = 1);
 
   const ModelConfig& config() const { return config_; }
@@ -82,8 +83,8 @@ class Weights {
 
   std::filesystem::path directory_;
   ModelConfig config_;
-  io::Checkpoint checkpoint_;                  // keeps the mapping alive
-  std::vector<AlignedBuffer<float>> owned_;    // converted or computed float32 tensors
+  io::Checkpoint checkpoint_;                // keeps the mapping alive
+  std::vector<AlignedBuffer<float>> owned_;  // converted or computed float32 tensors
   EmbeddingWeights embeddings_;
   std::vector<LayerWeights> layers_;
   std::optional<ClassifierWeights> classifier_;

@@ -18,7 +18,9 @@ namespace fs = std::filesystem;
 class BadModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir = testing::scratch_dir("bad_model_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    dir = testing::scratch_dir(
+        "bad_model_" +
+        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     for (const auto& f : fs::directory_iterator(testing::fixture("models/bert_cls_single"))) {
       fs::copy(f.path(), dir / f.path().filename());
     }
@@ -50,9 +52,9 @@ class BadModelTest : public ::testing::Test {
   std::unique_ptr<ops::Device> device;
 };
 
-#define EXPECT_MESSAGE(message, ...)                                                   \
-  do {                                                                                 \
-    const std::string m = (message);                                                   \
+#define EXPECT_MESSAGE(message, ...)                                                        \
+  do {                                                                                      \
+    const std::string m = (message);                                                        \
     for (const char* part : {__VA_ARGS__}) EXPECT_NE(m.find(part), std::string::npos) << m; \
   } while (0)
 
@@ -103,7 +105,8 @@ TEST_F(BadModelTest, AbsurdSizes) {
 
 TEST_F(BadModelTest, ConfigDisagreesWithTensorShapes) {
   edit_config([](Json& j) { j["intermediate_size"] = 96; });
-  EXPECT_MESSAGE(load_error(), "model.safetensors", "intermediate.dense.weight", "has shape", "config.json implies");
+  EXPECT_MESSAGE(load_error(), "model.safetensors", "intermediate.dense.weight", "has shape",
+                 "config.json implies");
 }
 
 TEST_F(BadModelTest, UnknownArchitecture) {
@@ -113,14 +116,18 @@ TEST_F(BadModelTest, UnknownArchitecture) {
 
 TEST_F(BadModelTest, MissingTensor) {
   edit_tensors([](auto& t) {
-    std::erase_if(t, [](const auto& x) { return x.name == "bert.encoder.layer.1.output.dense.bias"; });
+    std::erase_if(t,
+                  [](const auto& x) { return x.name == "bert.encoder.layer.1.output.dense.bias"; });
   });
   EXPECT_MESSAGE(load_error(), "missing tensor 'bert.encoder.layer.1.output.dense.bias'");
 }
 
 TEST_F(BadModelTest, UnexpectedTensor) {
-  edit_tensors([](auto& t) { t.push_back({"bert.encoder.layer.9.output.dense.bias", "F32", {1}, std::string(4, '\0')}); });
-  EXPECT_MESSAGE(load_error(), "model.safetensors", "unexpected tensor 'bert.encoder.layer.9.output.dense.bias'");
+  edit_tensors([](auto& t) {
+    t.push_back({"bert.encoder.layer.9.output.dense.bias", "F32", {1}, std::string(4, '\0')});
+  });
+  EXPECT_MESSAGE(load_error(), "model.safetensors",
+                 "unexpected tensor 'bert.encoder.layer.9.output.dense.bias'");
 }
 
 TEST_F(BadModelTest, WrongDtype) {

@@ -30,7 +30,8 @@ std::unique_ptr<Device> Device::cpu(std::optional<cpu::Isa> isa) {
   cpu::Isa chosen = isa.value_or(cpu::best_isa());
   bool supported = false;
   for (cpu::Isa s : cpu::supported_isas()) supported |= (s == chosen);
-  if (!supported) fail_usage("this CPU does not support the {} instruction set", cpu::isa_name(chosen));
+  if (!supported)
+    fail_usage("this CPU does not support the {} instruction set", cpu::isa_name(chosen));
   device->kernels_ = &cpu::kernels_for(chosen);
   device->gemm_ = std::make_unique<cpu::GemmEngine>();
   return device;
@@ -49,13 +50,20 @@ Linear Linear::prepare(const Device& device, const float* weight, const float* b
 
 std::string_view op_kind_name(OpKind kind) {
   switch (kind) {
-    case OpKind::kGemm: return "gemm";
-    case OpKind::kAttention: return "attention";
-    case OpKind::kLayerNorm: return "layernorm";
-    case OpKind::kActivation: return "activation";
-    case OpKind::kEmbedding: return "embedding";
-    case OpKind::kPooling: return "pooling+head";
-    case OpKind::kCount: break;
+    case OpKind::kGemm:
+      return "gemm";
+    case OpKind::kAttention:
+      return "attention";
+    case OpKind::kLayerNorm:
+      return "layernorm";
+    case OpKind::kActivation:
+      return "activation";
+    case OpKind::kEmbedding:
+      return "embedding";
+    case OpKind::kPooling:
+      return "pooling+head";
+    case OpKind::kCount:
+      break;
   }
   return "?";
 }
@@ -76,7 +84,8 @@ ScopedOpTimer::ScopedOpTimer(Context& ctx, OpKind kind, double flops)
 ScopedOpTimer::~ScopedOpTimer() {
   if (!profile_) return;
   auto i = static_cast<std::size_t>(kind_);
-  profile_->seconds[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  profile_->seconds[i] +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   profile_->flops[i] += flops_;
 }
 
@@ -119,8 +128,8 @@ void attention(Context& ctx, const float* qkv, float* out, std::span<const Seque
   double flops = 0;
   for (const auto& s : sequences) flops += 4.0 * static_cast<double>(s.length) * s.length * hidden;
   ScopedOpTimer timer(ctx, OpKind::kAttention, flops);
-  cpu::attention(ctx.device().kernels(), qkv, out, sequences, heads, hidden, ctx.attention_scratch(),
-                 ctx.threads());
+  cpu::attention(ctx.device().kernels(), qkv, out, sequences, heads, hidden,
+                 ctx.attention_scratch(), ctx.threads());
 }
 
 void embedding_sum(Context& ctx, float* out, std::int64_t tokens, std::int64_t cols,

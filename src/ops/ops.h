@@ -64,7 +64,10 @@ std::string_view op_kind_name(OpKind kind);
 struct OpProfile {
   std::array<double, static_cast<std::size_t>(OpKind::kCount)> seconds{};
   std::array<double, static_cast<std::size_t>(OpKind::kCount)> flops{};
-  void clear() { seconds.fill(0); flops.fill(0); }
+  void clear() {
+    seconds.fill(0);
+    flops.fill(0);
+  }
 };
 
 // How a Linear's bias and activation are applied: inside the GEMM's epilogue (one pass over

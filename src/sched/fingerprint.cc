@@ -44,7 +44,8 @@ Json model_fingerprint(const fs::path& model_dir) {
     if (!entry.is_regular_file()) continue;
     const std::string name = entry.path().filename().string();
     const std::string ext = entry.path().extension().string();
-    if (ext == ".safetensors" || ext == ".json" || ext == ".txt" || ext == ".model") files.push_back(entry.path());
+    if (ext == ".safetensors" || ext == ".json" || ext == ".txt" || ext == ".model")
+      files.push_back(entry.path());
     (void)name;
   }
   std::sort(files.begin(), files.end());
@@ -54,7 +55,8 @@ Json model_fingerprint(const fs::path& model_dir) {
 
 Json input_fingerprint(const fs::path& input) { return file_fingerprint(input); }
 
-std::vector<std::string> fingerprint_differences(const Json& recorded, const Json& current, const std::string& prefix) {
+std::vector<std::string> fingerprint_differences(const Json& recorded, const Json& current,
+                                                 const std::string& prefix) {
   std::vector<std::string> out;
   if (recorded.is_object() && current.is_object()) {
     for (auto it = recorded.begin(); it != recorded.end(); ++it) {
@@ -69,13 +71,15 @@ std::vector<std::string> fingerprint_differences(const Json& recorded, const Jso
     }
     for (auto it = current.begin(); it != current.end(); ++it) {
       if (!recorded.contains(it.key())) {
-        out.push_back(fmt::format("{}: was absent, now {}", prefix.empty() ? it.key() : prefix + "." + it.key(),
+        out.push_back(fmt::format("{}: was absent, now {}",
+                                  prefix.empty() ? it.key() : prefix + "." + it.key(),
                                   it.value().dump()));
       }
     }
     return out;
   }
-  if (recorded != current) out.push_back(fmt::format("{}: was {}, now {}", prefix, recorded.dump(), current.dump()));
+  if (recorded != current)
+    out.push_back(fmt::format("{}: was {}, now {}", prefix, recorded.dump(), current.dump()));
   return out;
 }
 

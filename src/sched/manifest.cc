@@ -32,7 +32,8 @@ bool parse_record(std::string_view line, ManifestRecord& record) {
   const std::size_t hash = line.rfind(" #");
   if (hash == std::string_view::npos) return false;
   std::uint32_t line_crc = 0;
-  if (!parse_hex32(line.substr(hash + 2), line_crc) || crc32(line.substr(0, hash)) != line_crc) return false;
+  if (!parse_hex32(line.substr(hash + 2), line_crc) || crc32(line.substr(0, hash)) != line_crc)
+    return false;
   std::vector<std::string_view> fields;
   std::string_view body = line.substr(0, hash);
   while (!body.empty()) {
@@ -43,7 +44,8 @@ bool parse_record(std::string_view line, ManifestRecord& record) {
   }
   if (fields.size() < 3) return false;
   record = ManifestRecord();
-  if (!parse_u64(fields[0], record.batch) || !parse_u64(fields[1], record.end) || !parse_hex32(fields[2], record.crc)) {
+  if (!parse_u64(fields[0], record.batch) || !parse_u64(fields[1], record.end) ||
+      !parse_hex32(fields[2], record.crc)) {
     return false;
   }
   for (std::size_t i = 3; i < fields.size(); ++i) {
@@ -119,7 +121,8 @@ RecoveredShard recover_shard(const fs::path& shard, const std::string& header) {
   }
   if (manifest_valid < manifest_bytes.size()) {
     std::size_t lines = 0;
-    for (std::size_t i = manifest_valid; i < manifest_bytes.size(); ++i) lines += manifest_bytes[i] == '\n';
+    for (std::size_t i = manifest_valid; i < manifest_bytes.size(); ++i)
+      lines += manifest_bytes[i] == '\n';
     out.discarded_records = std::max<std::size_t>(lines, 1);
     truncate_to(manifest, manifest_valid);
   }

@@ -24,21 +24,24 @@ void ProgressPrinter::finish() {
 }
 
 std::string ProgressPrinter::line() const {
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const std::uint64_t rows = counters_.rows_done.load();
   const std::uint64_t total = counters_.rows_total.load();
   const double real = static_cast<double>(counters_.real_tokens.load());
   const double padded = static_cast<double>(counters_.padded_tokens.load());
   const double rate = elapsed > 0 ? rows / elapsed : 0;
   std::string out = total ? fmt::format("{}/{} rows", rows, total) : fmt::format("{} rows", rows);
-  out += fmt::format(" | {:.1f} rows/s | {:.0f} tok/s | padding {:.1f}%", rate, elapsed > 0 ? real / elapsed : 0,
+  out += fmt::format(" | {:.1f} rows/s | {:.0f} tok/s | padding {:.1f}%", rate,
+                     elapsed > 0 ? real / elapsed : 0,
                      padded > 0 ? 100.0 * (padded - real) / padded : 0.0);
   // ETA from rows when the total is known, else from the share of the input read.
   double fraction = 0;
   if (total) {
     fraction = static_cast<double>(rows) / static_cast<double>(total);
   } else if (counters_.input_size) {
-    fraction = static_cast<double>(counters_.input_bytes.load()) / static_cast<double>(counters_.input_size);
+    fraction = static_cast<double>(counters_.input_bytes.load()) /
+               static_cast<double>(counters_.input_size);
   }
   if (fraction > 0.01 && fraction < 1) {
     const double eta = elapsed / fraction - elapsed;
@@ -52,7 +55,8 @@ std::string ProgressPrinter::line() const {
 }
 
 void ProgressPrinter::loop() {
-  const auto period = interactive_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
+  const auto period =
+      interactive_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, period, [this] { return done_; })) {
     if (interactive_) {

@@ -9,7 +9,8 @@ namespace mcinfer::sched {
 void Batch::add(WorkItem item) {
   const auto length = static_cast<std::int64_t>(item.ids.size());
   real_tokens += length;
-  const std::int64_t longest = items.empty() ? 0 : padded_tokens / static_cast<std::int64_t>(items.size());
+  const std::int64_t longest =
+      items.empty() ? 0 : padded_tokens / static_cast<std::int64_t>(items.size());
   items.push_back(std::move(item));
   padded_tokens = static_cast<std::int64_t>(items.size()) * std::max(longest, length);
 }
@@ -36,15 +37,16 @@ bool RowFeeder::to_item(data::Row& row, WorkItem& item, std::string& reason) {
     }
     for (std::size_t i = 0; i < n; ++i) {
       if (row.input_ids[i] < 0 || row.input_ids[i] >= options_.vocab_size) {
-        reason = fmt::format("input_ids[{}] = {} is outside the vocabulary [0, {})", i, row.input_ids[i],
-                             options_.vocab_size);
+        reason = fmt::format("input_ids[{}] = {} is outside the vocabulary [0, {})", i,
+                             row.input_ids[i], options_.vocab_size);
         return false;
       }
     }
     const std::int64_t types = std::max<std::int64_t>(options_.type_vocab_size, 1);
     for (std::size_t i = 0; i < row.token_type_ids.size(); ++i) {
       if (row.token_type_ids[i] < 0 || row.token_type_ids[i] >= types) {
-        reason = fmt::format("token_type_ids[{}] = {} is outside [0, {})", i, row.token_type_ids[i], types);
+        reason = fmt::format("token_type_ids[{}] = {} is outside [0, {})", i, row.token_type_ids[i],
+                             types);
         return false;
       }
     }
@@ -74,7 +76,8 @@ bool RowFeeder::to_item(data::Row& row, WorkItem& item, std::string& reason) {
   if (row.text_pair) pair = *row.text_pair;
   const auto t0 = std::chrono::steady_clock::now();
   tokenizer::Encoding enc = tokenizer_->encode(row.text, pair, options_.max_len);
-  stats_.tokenize_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.tokenize_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_.invalid_utf8 += enc.invalid_utf8;
   stats_.truncated += enc.truncated ? 1 : 0;
   item.ids = std::move(enc.ids);
@@ -87,7 +90,8 @@ bool RowFeeder::next(WorkItem& item) {
   while (true) {
     const auto t0 = std::chrono::steady_clock::now();
     auto result = reader_->next(row_, bad);
-    stats_.read_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stats_.read_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     bytes_read_.store(reader_->bytes_read(), std::memory_order_relaxed);
     if (result == data::RowReader::Result::kEnd) return false;
     std::string reason;
@@ -119,7 +123,8 @@ bool RowFeeder::next(WorkItem& item) {
       reason = bad.reason;
     }
     if (!options_.skip_bad_rows) {
-      fail("{}:{}: {} (use --on-bad-row skip to skip such rows)", options_.input.string(), line, reason);
+      fail("{}:{}: {} (use --on-bad-row skip to skip such rows)", options_.input.string(), line,
+           reason);
     }
     ++stats_.bad_rows;
     if (bad_rows_.size() < 1000) bad_rows_.push_back({line, reason});

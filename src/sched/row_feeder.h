@@ -19,11 +19,11 @@ struct FeedOptions {
   std::filesystem::path input;
   data::Format format = data::Format::kCsv;
   data::ColumnSpec columns;
-  bool skip_bad_rows = false;    // --on-bad-row skip
-  std::size_t max_len = 512;     // tokens per sequence, special tokens included
-  std::int64_t vocab_size = 0;   // for checking pre-tokenised ids
+  bool skip_bad_rows = false;   // --on-bad-row skip
+  std::size_t max_len = 512;    // tokens per sequence, special tokens included
+  std::int64_t vocab_size = 0;  // for checking pre-tokenised ids
   std::int64_t type_vocab_size = 0;
-  bool tokenize = true;          // false: validate and count only (the static schedule's first pass)
+  bool tokenize = true;  // false: validate and count only (the static schedule's first pass)
 };
 
 struct BadRowRecord {

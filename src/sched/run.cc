@@ -26,7 +26,8 @@ using Clock = std::chrono::steady_clock;
 }  // namespace
 
 bool has_tokenizer_files(const fs::path& dir) {
-  for (const char* name : {"tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model"}) {
+  for (const char* name :
+       {"tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model"}) {
     std::error_code ec;
     if (fs::exists(dir / name, ec)) return true;
   }
@@ -34,23 +35,27 @@ bool has_tokenizer_files(const fs::path& dir) {
 }
 
 std::size_t resolve_max_len(const fs::path& model_dir, const model::ModelConfig& config,
-                            const tokenizer::Tokenizer* tokenizer, std::optional<std::size_t> requested) {
+                            const tokenizer::Tokenizer* tokenizer,
+                            std::optional<std::size_t> requested) {
   const auto model_limit = static_cast<std::size_t>(config.max_sequence_length());
   if (requested) {
     if (*requested < 2 || *requested > model_limit) {
-      fail_usage("--max-len {} is outside [2, {}] (the model's position table)", *requested, model_limit);
+      fail_usage("--max-len {} is outside [2, {}] (the model's position table)", *requested,
+                 model_limit);
     }
     return *requested;
   }
   std::size_t max_len = model_limit;
-  if (tokenizer && tokenizer->model_max_length()) max_len = std::min(max_len, *tokenizer->model_max_length());
+  if (tokenizer && tokenizer->model_max_length())
+    max_len = std::min(max_len, *tokenizer->model_max_length());
   // A sentence-transformers model truncates at its own max_seq_length (256 for all-MiniLM-L6-v2).
   std::error_code ec;
   const fs::path st_config = model_dir / "sentence_bert_config.json";
   if (fs::exists(st_config, ec)) {
     Json j = read_json_file(st_config);
     JsonObject obj(j, st_config.string());
-    if (auto n = obj.opt_int("max_seq_length"); n && *n >= 2) max_len = std::min(max_len, static_cast<std::size_t>(*n));
+    if (auto n = obj.opt_int("max_seq_length"); n && *n >= 2)
+      max_len = std::min(max_len, static_cast<std::size_t>(*n));
   }
   return max_len;
 }
@@ -59,7 +64,8 @@ namespace {
 
 data::Format output_format(const fs::path& output) {
   const std::string ext = output.extension().string();
-  return (ext == ".jsonl" || ext == ".ndjson" || ext == ".json") ? data::Format::kJsonl : data::Format::kCsv;
+  return (ext == ".jsonl" || ext == ".ndjson" || ext == ".json") ? data::Format::kJsonl
+                                                                 : data::Format::kCsv;
 }
 
 std::string human_bytes(std::uint64_t bytes) {
@@ -71,7 +77,8 @@ data::PredictionSchema make_schema(const model::ModelConfig& config, model::Task
   data::PredictionSchema schema;
   if (kind == model::TaskKind::kEmbed) {
     schema.embedding = true;
-    for (std::int64_t i = 0; i < config.hidden_size; ++i) schema.columns.push_back(fmt::format("e{}", i));
+    for (std::int64_t i = 0; i < config.hidden_size; ++i)
+      schema.columns.push_back(fmt::format("e{}", i));
     return schema;
   }
   std::set<std::string> seen = {"id"};
@@ -99,7 +106,9 @@ std::vector<fs::path> existing_shards(const fs::path& dir) {
     const std::string ext = entry.path().extension().string();
     if (name.rfind("shard_", 0) != 0 || (ext != ".csv" && ext != ".jsonl")) continue;
     const std::string number = name.substr(6, name.size() - 6 - ext.size());
-    if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos || number.size() > 9) continue;
+    if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos ||
+        number.size() > 9)
+      continue;
     found.emplace_back(std::stol(number), entry.path());
   }
   std::sort(found.begin(), found.end());
@@ -116,12 +125,15 @@ Json run_job(const RunOptions& o) {
   const data::Format out_format = output_format(o.output);
   const int replicas = o.replicas > 0 ? o.replicas : sys::physical_cores();
   if (o.threads_per_replica < 1) fail_usage("--threads-per-replica must be at least 1");
-  if (o.schedule == Schedule::kStatic && o.batch_size < 1) fail_usage("--batch-size must be at least 1");
-  if (o.schedule == Schedule::kDynamic && o.batch_tokens < 1) fail_usage("--batch-tokens must be at least 1");
+  if (o.schedule == Schedule::kStatic && o.batch_size < 1)
+    fail_usage("--batch-size must be at least 1");
+  if (o.schedule == Schedule::kDynamic && o.batch_tokens < 1)
+    fail_usage("--batch-tokens must be at least 1");
   {
     std::error_code ec;
     const fs::path parent = o.output.parent_path().empty() ? fs::path(".") : o.output.parent_path();
-    if (!fs::is_directory(parent, ec)) fail("{}: the output's directory does not exist", o.output.string());
+    if (!fs::is_directory(parent, ec))
+      fail("{}: the output's directory does not exist", o.output.string());
     if (fs::exists(o.output, ec) && fs::equivalent(o.output, o.input, ec)) {
       fail_usage("--output {} is the input file", o.output.string());
     }
@@ -135,7 +147,8 @@ Json run_job(const RunOptions& o) {
   if (has_tokenizer_files(o.model_dir)) tokenizer = tokenizer::Tokenizer::load(o.model_dir);
 
   model::TaskSpec task;
-  task.kind = o.task.value_or(weights->classifier() ? model::TaskKind::kClassify : model::TaskKind::kEmbed);
+  task.kind =
+      o.task.value_or(weights->classifier() ? model::TaskKind::kClassify : model::TaskKind::kEmbed);
   if (task.kind == model::TaskKind::kClassify && !weights->classifier()) {
     fail_usage("{}: {} has no classification head; use --task embed", o.model_dir.string(),
                config.architecture.empty() ? config.family_name() : config.architecture);
@@ -147,9 +160,10 @@ Json run_job(const RunOptions& o) {
   const std::size_t max_len = resolve_max_len(o.model_dir, config, tokenizer.get(), o.max_len);
 
   // Memory plan: one copy of the weights + every replica's activations for the largest batch.
-  const std::int64_t batch_rows_tokens = o.schedule == Schedule::kStatic
-                                             ? static_cast<std::int64_t>(o.batch_size) * static_cast<std::int64_t>(max_len)
-                                             : std::max<std::int64_t>(o.batch_tokens, static_cast<std::int64_t>(max_len));
+  const std::int64_t batch_rows_tokens =
+      o.schedule == Schedule::kStatic
+          ? static_cast<std::int64_t>(o.batch_size) * static_cast<std::int64_t>(max_len)
+          : std::max<std::int64_t>(o.batch_tokens, static_cast<std::int64_t>(max_len));
   const std::uint64_t per_replica = model::Encoder::activation_bytes(
       config, batch_rows_tokens, static_cast<std::int64_t>(max_len), o.threads_per_replica);
   const std::uint64_t weight_bytes = weights->stats().resident_bytes();
@@ -157,12 +171,15 @@ Json run_job(const RunOptions& o) {
   const std::uint64_t planned = static_cast<std::uint64_t>(replicas) * per_replica + input_bytes;
   const std::uint64_t available = sys::available_memory_bytes();
   if (available > 0 && planned > available) {
-    fail("memory plan does not fit: {} replicas x {} of activations (batches of up to {} tokens) + {} of "
-         "input read-ahead = {}, but only {} is available (the {} of weights are already loaded). Lower "
-         "--replicas or {}",
-         replicas, human_bytes(per_replica), batch_rows_tokens, human_bytes(input_bytes), human_bytes(planned),
-         human_bytes(available), human_bytes(weight_bytes),
-         o.schedule == Schedule::kStatic ? "--batch-size or --max-len" : "--batch-tokens");
+    fail(
+        "memory plan does not fit: {} replicas x {} of activations (batches of up to {} tokens) + "
+        "{} of "
+        "input read-ahead = {}, but only {} is available (the {} of weights are already loaded). "
+        "Lower "
+        "--replicas or {}",
+        replicas, human_bytes(per_replica), batch_rows_tokens, human_bytes(input_bytes),
+        human_bytes(planned), human_bytes(available), human_bytes(weight_bytes),
+        o.schedule == Schedule::kStatic ? "--batch-size or --max-len" : "--batch-tokens");
   }
 
   const data::PredictionSchema schema = make_schema(config, task.kind);
@@ -171,10 +188,12 @@ Json run_job(const RunOptions& o) {
 
   // Shards go to --shards-dir, or a private directory beside the output (same filesystem).
   if (o.resume && !o.shards_dir) {
-    fail_usage("--resume needs --shards-dir: the directory that holds the interrupted run's shards");
+    fail_usage(
+        "--resume needs --shards-dir: the directory that holds the interrupted run's shards");
   }
   const bool temporary_shards = !o.shards_dir.has_value();
-  fs::path shards_dir = o.shards_dir.value_or(o.output.string() + fmt::format(".shards-{}", ::getpid()));
+  fs::path shards_dir =
+      o.shards_dir.value_or(o.output.string() + fmt::format(".shards-{}", ::getpid()));
   std::error_code ec;
   fs::create_directories(shards_dir, ec);
   if (ec) fail("{}: cannot create the shards directory: {}", shards_dir.string(), ec.message());
@@ -209,31 +228,36 @@ Json run_job(const RunOptions& o) {
   if (resume && !fs::exists(run_record, ec)) {
     // Killed before the run was recorded: nothing was computed, so start from the beginning.
     if (!existing_shards(shards_dir).empty()) {
-      fail("{}: shards without a run.json: not the shards directory of an mcinfer run", shards_dir.string());
+      fail("{}: shards without a run.json: not the shards directory of an mcinfer run",
+           shards_dir.string());
     }
-    warnings.push_back("nothing to resume in " + shards_dir.string() + ": started from the beginning");
+    warnings.push_back("nothing to resume in " + shards_dir.string() +
+                       ": started from the beginning");
     resume = false;
   }
   if (resume) {
     Json recorded = read_json_file(run_record);
-    auto differences = fingerprint_differences(recorded.value("fingerprint", Json::object()), fingerprint);
+    auto differences =
+        fingerprint_differences(recorded.value("fingerprint", Json::object()), fingerprint);
     if (!differences.empty()) {
       std::string list;
       for (const auto& d : differences) list += "\n  - " + d;
-      fail("cannot resume the run in {}: its results would differ from this command's:{}", shards_dir.string(), list);
+      fail("cannot resume the run in {}: its results would differ from this command's:{}",
+           shards_dir.string(), list);
     }
     // Remains of an output whose writing was interrupted.
     const std::string prefix = o.output.filename().string() + ".tmp-";
-    const fs::path out_dir = o.output.parent_path().empty() ? fs::path(".") : o.output.parent_path();
+    const fs::path out_dir =
+        o.output.parent_path().empty() ? fs::path(".") : o.output.parent_path();
     for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
       if (entry.path().filename().string().rfind(prefix, 0) == 0) fs::remove(entry.path(), ec);
     }
     for (const auto& shard : existing_shards(shards_dir)) {
       RecoveredShard recovered = recover_shard(shard, shard_header);
       if (recovered.discarded_bytes || recovered.discarded_records) {
-        warnings.push_back(fmt::format("{}: discarded a torn tail of {} bytes ({} manifest records)",
-                                       shard.filename().string(), recovered.discarded_bytes,
-                                       recovered.discarded_records));
+        warnings.push_back(fmt::format(
+            "{}: discarded a torn tail of {} bytes ({} manifest records)",
+            shard.filename().string(), recovered.discarded_bytes, recovered.discarded_records));
       }
       for (const auto& record : recovered.records) {
         for (std::uint64_t p : record.positions) {
@@ -245,11 +269,14 @@ Json run_job(const RunOptions& o) {
     }
   } else {
     if (fs::exists(run_record, ec) || !existing_shards(shards_dir).empty()) {
-      fail("{} already holds the shards of a run: add --resume to continue it, or use an empty directory",
-           shards_dir.string());
+      fail(
+          "{} already holds the shards of a run: add --resume to continue it, or use an empty "
+          "directory",
+          shards_dir.string());
     }
     AtomicFile record(run_record);
-    record.writer().write(Json({{"fingerprint", fingerprint}, {"replicas", replicas}}).dump(2) + "\n");
+    record.writer().write(Json({{"fingerprint", fingerprint}, {"replicas", replicas}}).dump(2) +
+                          "\n");
     record.commit();
   }
   struct Cleanup {
@@ -271,9 +298,12 @@ Json run_job(const RunOptions& o) {
   auto resume_hint = [&] {
     std::string cmd;
     for (const auto& a : o.command_line) cmd += (cmd.empty() ? "" : " ") + a;
-    if (o.shards_dir) return fmt::format("rerun the same command with --resume:\n  {}{}", cmd, o.resume ? "" : " --resume");
-    return fmt::format("rerun the same command with --shards-dir {} --resume:\n  {} --shards-dir {} --resume",
-                       shards_dir.string(), cmd, shards_dir.string());
+    if (o.shards_dir)
+      return fmt::format("rerun the same command with --resume:\n  {}{}", cmd,
+                         o.resume ? "" : " --resume");
+    return fmt::format(
+        "rerun the same command with --shards-dir {} --resume:\n  {} --shards-dir {} --resume",
+        shards_dir.string(), cmd, shards_dir.string());
   };
 
   FeedOptions feed;
@@ -293,7 +323,7 @@ Json run_job(const RunOptions& o) {
   std::vector<BadRowRecord> bad_rows;
   merge::Report merged;
   try {
-      std::unique_ptr<WorkSource> source;
+    std::unique_ptr<WorkSource> source;
     RowFeeder feeder(feed, tokenizer.get());
     counters.input_size = feeder.file_size();
     counters.rows_done = done_rows;
@@ -310,15 +340,16 @@ Json run_job(const RunOptions& o) {
       source = std::move(s);
     } else {
       feeder.skip_done(&done);
-      source = std::make_unique<DynamicSource>(feeder, DynamicOptions{o.window_rows, o.batch_tokens}, replicas);
+      source = std::make_unique<DynamicSource>(
+          feeder, DynamicOptions{o.window_rows, o.batch_tokens}, replicas);
     }
-
 
     std::vector<ReplicaResult> results(static_cast<std::size_t>(replicas));
     std::atomic<bool> signalled{false};
     {
       std::unique_ptr<ProgressPrinter> progress;
-      if (!o.quiet) progress = std::make_unique<ProgressPrinter>(counters, ::isatty(STDERR_FILENO) == 1);
+      if (!o.quiet)
+        progress = std::make_unique<ProgressPrinter>(counters, ::isatty(STDERR_FILENO) == 1);
       const std::vector<int> cpus = sys::cpus_by_core();
       std::vector<std::thread> pool;
       for (int r = 0; r < replicas; ++r) {
@@ -328,7 +359,7 @@ Json run_job(const RunOptions& o) {
               sys::pin_current_thread(cpus[static_cast<std::size_t>(r) % cpus.size()]);
             }
             model::Encoder encoder(weights, *device, o.threads_per_replica);
-          if (o.profile) encoder.context().attach_profile(&profiles[static_cast<std::size_t>(r)]);
+            if (o.profile) encoder.context().attach_profile(&profiles[static_cast<std::size_t>(r)]);
             ShardWriter shard(shards_dir, r, out_format, schema);
             std::vector<model::SequenceInput> inputs;
             std::vector<float> values;
@@ -344,7 +375,8 @@ Json run_job(const RunOptions& o) {
               if (!batch) break;
               const auto t0 = Clock::now();
               inputs.clear();
-              for (const WorkItem& item : batch->items) inputs.push_back({item.ids, item.type_ids, item.mask});
+              for (const WorkItem& item : batch->items)
+                inputs.push_back({item.ids, item.type_ids, item.mask});
               encoder.predict(inputs, task, values);
               shard.write_batch(*batch, values, dim);
               mine.busy_ns += static_cast<std::uint64_t>(
@@ -368,9 +400,10 @@ Json run_job(const RunOptions& o) {
       if (r.error) std::rethrow_exception(r.error);
     }
     if (signalled) {
-      throw StoppedError(fmt::format("stopped before the end of the input: {} rows are durable in {} and nothing "
-                                     "was written at {}. To finish, {}",
-                                     counters.rows_done.load(), shards_dir.string(), o.output.string(), resume_hint()));
+      throw StoppedError(fmt::format(
+          "stopped before the end of the input: {} rows are durable in {} and nothing "
+          "was written at {}. To finish, {}",
+          counters.rows_done.load(), shards_dir.string(), o.output.string(), resume_hint()));
     }
 
     computed = Clock::now();
@@ -378,8 +411,9 @@ Json run_job(const RunOptions& o) {
     bad_rows = feeder.bad_rows();
     if (feed_stats.rows == 0) {
       fail("{}: no rows to run ({}); nothing written at {}", o.input.string(),
-           feed_stats.bad_rows ? fmt::format("all {} rows were bad and skipped", feed_stats.bad_rows)
-                               : std::string(in_format == data::Format::kCsv ? "only a header" : "no objects"),
+           feed_stats.bad_rows
+               ? fmt::format("all {} rows were bad and skipped", feed_stats.bad_rows)
+               : std::string(in_format == data::Format::kCsv ? "only a header" : "no objects"),
            o.output.string());
     }
     merge::Options mo;
@@ -390,18 +424,19 @@ Json run_job(const RunOptions& o) {
     try {
       merged = merge::merge_files(existing_shards(shards_dir), o.output, mo);
     } catch (const merge::MissingIdsError& e) {
-      fail("internal: the shards lack {} of the input's ids ({}); nothing written at {}", e.report().missing,
-           e.what(), o.output.string());
+      fail("internal: the shards lack {} of the input's ids ({}); nothing written at {}",
+           e.report().missing, e.what(), o.output.string());
     }
-} catch (const StoppedError&) {
+  } catch (const StoppedError&) {
     cleanup.remove = false;
     throw;
   } catch (const std::exception& e) {
     if (!resumable()) throw;
     cleanup.remove = false;
-    throw Error(fmt::format("{}\nmcinfer: nothing was written at {}; the batches finished so far are kept in {}. "
-                            "After fixing the cause, {}",
-                            e.what(), o.output.string(), shards_dir.string(), resume_hint()));
+    throw Error(fmt::format(
+        "{}\nmcinfer: nothing was written at {}; the batches finished so far are kept in {}. "
+        "After fixing the cause, {}",
+        e.what(), o.output.string(), shards_dir.string(), resume_hint()));
   }
   const auto finished = Clock::now();
   auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
@@ -437,16 +472,18 @@ Json run_job(const RunOptions& o) {
       {"resumed", o.resume},
       {"rows_from_earlier_run", done_rows},
       {"rows_computed", counters.rows_done.load() - done_rows},
-      {"padding_rows", counters.rows_done.load() - std::min<std::uint64_t>(counters.rows_done.load(), feed_stats.rows)},
+      {"padding_rows", counters.rows_done.load() -
+                           std::min<std::uint64_t>(counters.rows_done.load(), feed_stats.rows)},
       {"bad_rows", feed_stats.bad_rows},
       {"bad_row_list", bad},
       {"invalid_utf8_replacements", feed_stats.invalid_utf8},
       {"truncated_rows", feed_stats.truncated},
       {"real_tokens", counters.real_tokens.load()},
       {"padded_tokens", counters.padded_tokens.load()},
-      {"padding_fraction", counters.padded_tokens.load() > 0
-                               ? 1.0 - static_cast<double>(counters.real_tokens.load()) / counters.padded_tokens.load()
-                               : 0.0},
+      {"padding_fraction",
+       counters.padded_tokens.load() > 0
+           ? 1.0 - static_cast<double>(counters.real_tokens.load()) / counters.padded_tokens.load()
+           : 0.0},
       {"wall_seconds", wall},
       {"compute_seconds", seconds(started, computed)},
       {"merge_seconds", seconds(computed, finished)},
@@ -485,9 +522,12 @@ Json run_job(const RunOptions& o) {
     file.commit();
   }
   if (!o.quiet) {
-    fmt::print(stderr, "mcinfer: wrote {} rows ({} distinct ids) to {} in {:.1f} s ({:.1f} rows/s)\n",
-               merged.rows_written, merged.distinct_ids, o.output.string(), wall, wall > 0 ? feed_stats.rows / wall : 0.0);
-    if (feed_stats.bad_rows) fmt::print(stderr, "mcinfer: skipped {} bad rows (see --report)\n", feed_stats.bad_rows);
+    fmt::print(stderr,
+               "mcinfer: wrote {} rows ({} distinct ids) to {} in {:.1f} s ({:.1f} rows/s)\n",
+               merged.rows_written, merged.distinct_ids, o.output.string(), wall,
+               wall > 0 ? feed_stats.rows / wall : 0.0);
+    if (feed_stats.bad_rows)
+      fmt::print(stderr, "mcinfer: skipped {} bad rows (see --report)\n", feed_stats.bad_rows);
   }
   return report;
 }

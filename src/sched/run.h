@@ -34,17 +34,17 @@ struct RunOptions {
   int replicas = 0;  // 0: one per physical core
   int threads_per_replica = 1;
   Schedule schedule = Schedule::kDynamic;
-  int batch_size = 16;               // static
-  std::int64_t batch_tokens = 4096;  // dynamic
-  std::size_t window_rows = 8192;    // dynamic
+  int batch_size = 16;                              // static
+  std::int64_t batch_tokens = 4096;                 // dynamic
+  std::size_t window_rows = 8192;                   // dynamic
   std::optional<std::filesystem::path> shards_dir;  // default: a temporary directory
-  bool resume = false;  // continue the run recorded in shards_dir
+  bool resume = false;                              // continue the run recorded in shards_dir
   bool skip_bad_rows = false;
   std::optional<std::filesystem::path> report_path;
   bool quiet = false;
   bool pin_threads = true;
   bool profile = false;  // time every op; the report then has time_seconds and time_share
-  std::vector<std::string> command_line;  // for the report
+  std::vector<std::string> command_line;    // for the report
   const std::atomic<bool>* stop = nullptr;  // set by a signal handler: stop taking batches
 };
 
@@ -60,8 +60,9 @@ bool has_tokenizer_files(const std::filesystem::path& model_dir);
 // Tokens per sequence: `requested` (checked against the model's position table), else the
 // smallest of the model's limit, the tokenizer's model_max_length and, for sentence-transformers
 // models, max_seq_length from sentence_bert_config.json.
-std::size_t resolve_max_len(const std::filesystem::path& model_dir, const model::ModelConfig& config,
-                            const tokenizer::Tokenizer* tokenizer, std::optional<std::size_t> requested);
+std::size_t resolve_max_len(const std::filesystem::path& model_dir,
+                            const model::ModelConfig& config, const tokenizer::Tokenizer* tokenizer,
+                            std::optional<std::size_t> requested);
 
 // Runs the job; throws Error (nothing at --output) on any failure. Returns the report.
 Json run_job(const RunOptions& options);

@@ -7,8 +7,10 @@
 
 namespace mcinfer::sched {
 
-std::filesystem::path shard_path(const std::filesystem::path& dir, int replica, data::Format format) {
-  return dir / fmt::format("shard_{}.{}", replica, format == data::Format::kJsonl ? "jsonl" : "csv");
+std::filesystem::path shard_path(const std::filesystem::path& dir, int replica,
+                                 data::Format format) {
+  return dir /
+         fmt::format("shard_{}.{}", replica, format == data::Format::kJsonl ? "jsonl" : "csv");
 }
 
 ShardWriter::ShardWriter(const std::filesystem::path& dir, int replica, data::Format format,
@@ -27,8 +29,9 @@ void ShardWriter::write_batch(const Batch& batch, std::span<const float> values,
   ManifestRecord record;
   record.batch = batch.number;
   for (std::size_t i = 0; i < batch.items.size(); ++i) {
-    data::append_prediction(schema_, format_, batch.items[i].id,
-                            values.subspan(i * static_cast<std::size_t>(dim), static_cast<std::size_t>(dim)), buffer_);
+    data::append_prediction(
+        schema_, format_, batch.items[i].id,
+        values.subspan(i * static_cast<std::size_t>(dim), static_cast<std::size_t>(dim)), buffer_);
     record.positions.push_back(batch.items[i].position);
   }
   // Half the batch reaches the file before the fault point: a crash there leaves a torn tail.

@@ -14,7 +14,8 @@
 
 namespace mcinfer::sched {
 
-std::filesystem::path shard_path(const std::filesystem::path& dir, int replica, data::Format format);
+std::filesystem::path shard_path(const std::filesystem::path& dir, int replica,
+                                 data::Format format);
 
 class ShardWriter {
  public:

@@ -11,7 +11,8 @@ std::vector<std::uint64_t> distributed_sampler_indices(std::uint64_t n, int repl
   const std::uint64_t total = (n + r - 1) / r * r;
   std::vector<std::uint64_t> out;
   if (n == 0) return out;
-  for (std::uint64_t p = static_cast<std::uint64_t>(rank); p < total; p += r) out.push_back(p < n ? p : (p - n) % n);
+  for (std::uint64_t p = static_cast<std::uint64_t>(rank); p < total; p += r)
+    out.push_back(p < n ? p : (p - n) % n);
   return out;
 }
 
@@ -33,7 +34,8 @@ void StaticSource::produce_one() {
       fail("input changed while running: {} rows counted, only {} read", rows_, position_);
     }
     // The padding repeats the first rows; keep as many as can be needed.
-    if (head_.size() < static_cast<std::size_t>(replicas_) && head_.size() < rows_) head_.push_back(item);
+    if (head_.size() < static_cast<std::size_t>(replicas_) && head_.size() < rows_)
+      head_.push_back(item);
   } else {
     item = head_[static_cast<std::size_t>((position_ - rows_) % rows_)];
   }
@@ -83,24 +85,28 @@ bool DynamicSource::produce_window() {
   std::vector<WorkItem> window;
   window.reserve(options_.window_rows);
   WorkItem item;
-  while (window.size() < options_.window_rows && feeder_.next(item)) window.push_back(std::move(item));
+  while (window.size() < options_.window_rows && feeder_.next(item))
+    window.push_back(std::move(item));
   if (window.empty()) return false;
   // Stable: rows of equal length keep their input order, so batches are reproducible.
-  std::stable_sort(window.begin(), window.end(),
-                   [](const WorkItem& a, const WorkItem& b) { return a.ids.size() < b.ids.size(); });
+  std::stable_sort(window.begin(), window.end(), [](const WorkItem& a, const WorkItem& b) {
+    return a.ids.size() < b.ids.size();
+  });
   // A small window (a small input, or the input's end) is cut finer, so that every replica gets
   // several batches instead of one replica getting the whole window.
   std::int64_t window_tokens = 0;
   for (const auto& w : window) window_tokens += static_cast<std::int64_t>(w.ids.size());
-  const std::int64_t budget = std::min(
-      options_.batch_tokens, std::max<std::int64_t>(static_cast<std::int64_t>(window.back().ids.size()),
-                                                    window_tokens / (4 * static_cast<std::int64_t>(replicas_))));
+  const std::int64_t budget =
+      std::min(options_.batch_tokens,
+               std::max<std::int64_t>(static_cast<std::int64_t>(window.back().ids.size()),
+                                      window_tokens / (4 * static_cast<std::int64_t>(replicas_))));
   std::vector<Batch> batches;
   Batch current;
   for (auto& w : window) {
     // Ascending lengths: the row being added is the batch's longest.
     const auto longest = static_cast<std::int64_t>(w.ids.size());
-    if (!current.items.empty() && static_cast<std::int64_t>(current.items.size() + 1) * longest > budget) {
+    if (!current.items.empty() &&
+        static_cast<std::int64_t>(current.items.size() + 1) * longest > budget) {
       batches.push_back(std::move(current));
       current = Batch();
     }

@@ -43,9 +43,9 @@ class StaticSource : public WorkSource {
   const int replicas_;
   const int batch_size_;
   std::mutex mutex_;
-  std::uint64_t position_ = 0;         // next position in the padded stream
-  std::vector<WorkItem> head_;         // the first rows, reused for the padding
-  std::vector<Batch> pending_;         // per replica, filling
+  std::uint64_t position_ = 0;  // next position in the padded stream
+  std::vector<WorkItem> head_;  // the first rows, reused for the padding
+  std::vector<Batch> pending_;  // per replica, filling
   std::vector<std::deque<Batch>> ready_;
   std::uint64_t batches_ = 0;
   bool stopped_ = false;

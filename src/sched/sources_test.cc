@@ -25,7 +25,8 @@ TEST(DistributedSampler, MatchesTorch) {
     const int replicas = c["replicas"].get<int>();
     for (int r = 0; r < replicas; ++r) {
       auto want = c["ranks"][static_cast<std::size_t>(r)].get<std::vector<std::uint64_t>>();
-      EXPECT_EQ(distributed_sampler_indices(n, replicas, r), want) << "n=" << n << " R=" << replicas << " rank " << r;
+      EXPECT_EQ(distributed_sampler_indices(n, replicas, r), want)
+          << "n=" << n << " R=" << replicas << " rank " << r;
     }
   }
 }
@@ -83,8 +84,10 @@ TEST(StaticSource, ReplicaShardsAreTheSamplersIndexListsInFixedBatches) {
           }
         }
         for (int r = 0; r < replicas; ++r) {
-          EXPECT_EQ(got[r], distributed_sampler_indices(static_cast<std::uint64_t>(rows), replicas, r))
-              << "rows " << rows << " replicas " << replicas << " batch " << batch_size << " rank " << r;
+          EXPECT_EQ(got[r],
+                    distributed_sampler_indices(static_cast<std::uint64_t>(rows), replicas, r))
+              << "rows " << rows << " replicas " << replicas << " batch " << batch_size << " rank "
+              << r;
         }
         EXPECT_EQ(feeder.ids().size(), static_cast<std::size_t>(rows));
       }
@@ -148,8 +151,9 @@ TEST(DynamicSource, SameInputSameBatches) {
 
 TEST(RowFeeder, BadPretokenisedRowsNameFileAndLine) {
   auto path = testing::scratch_dir("feeder_bad") / "rows.jsonl";
-  std::ofstream(path) << "{\"id\": 1, \"input_ids\": [1, 2]}\n{\"id\": 2, \"input_ids\": [1, 500]}\n"
-                         "{\"id\": 3, \"input_ids\": [1, 2], \"attention_mask\": [0, 0]}\n";
+  std::ofstream(path)
+      << "{\"id\": 1, \"input_ids\": [1, 2]}\n{\"id\": 2, \"input_ids\": [1, 500]}\n"
+         "{\"id\": 3, \"input_ids\": [1, 2], \"attention_mask\": [0, 0]}\n";
   {
     RowFeeder feeder(feed_options(path), nullptr);
     WorkItem item;
@@ -158,8 +162,9 @@ TEST(RowFeeder, BadPretokenisedRowsNameFileAndLine) {
       feeder.next(item);
       FAIL() << "expected an error";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("rows.jsonl:2: input_ids[1] = 500 is outside the vocabulary"),
-                std::string::npos)
+      EXPECT_NE(
+          std::string(e.what()).find("rows.jsonl:2: input_ids[1] = 500 is outside the vocabulary"),
+          std::string::npos)
           << e.what();
     }
   }

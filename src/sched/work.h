@@ -28,7 +28,8 @@ struct Batch {
   std::vector<WorkItem> items;
   std::int64_t real_tokens = 0;
   // What a padded engine would compute: rows × the longest row. mcinfer computes only real
-  // tokens, but the budget (--batch-tokens) and the report count this, as the seed's recipe pays it.
+  // tokens, but the budget (--batch-tokens) and the report count this, as the seed's recipe pays
+  // it.
   std::int64_t padded_tokens = 0;
 
   void add(WorkItem item);

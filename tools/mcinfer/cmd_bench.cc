@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <barrier>
-#include <filesystem>
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <random>
 #include <thread>
@@ -51,7 +51,8 @@ double run_concurrently(int replicas, bool pin, Body&& body) {
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(replicas));
   for (int r = 0; r < replicas; ++r) {
     pool.emplace_back([&, r] {
-      if (pin && replicas > 1) sys::pin_current_thread(cpus[static_cast<std::size_t>(r) % cpus.size()]);
+      if (pin && replicas > 1)
+        sys::pin_current_thread(cpus[static_cast<std::size_t>(r) % cpus.size()]);
       start.arrive_and_wait();
       try {
         body(r);
@@ -74,7 +75,8 @@ double run_concurrently(int replicas, bool pin, Body&& body) {
 // included.
 int run_end_to_end(const BenchOptions& o) {
   if (o.model_dir.empty()) fail_usage("--input needs MODEL_DIR (a model with its tokenizer)");
-  const std::filesystem::path out_dir = std::filesystem::temp_directory_path() / fmt::format("mcinfer_bench_{}", ::getpid());
+  const std::filesystem::path out_dir =
+      std::filesystem::temp_directory_path() / fmt::format("mcinfer_bench_{}", ::getpid());
   std::filesystem::create_directories(out_dir);
   sched::RunOptions ro;
   ro.model_dir = o.model_dir;
@@ -93,24 +95,28 @@ int run_end_to_end(const BenchOptions& o) {
     throw;
   }
   std::filesystem::remove_all(out_dir);
-  Json summary = {{"model", o.model_dir},
-                  {"input", o.input},
-                  {"replicas", report["replicas"]},
-                  {"rows", report["rows"]},
-                  {"rows_per_s", report["rows_per_second"]},
-                  {"tokens_per_s", report["real_tokens"].get<double>() / report["wall_seconds"].get<double>()},
-                  {"wall_seconds", report["wall_seconds"]},
-                  {"time_share", report["time_share"]}};
+  Json summary = {
+      {"model", o.model_dir},
+      {"input", o.input},
+      {"replicas", report["replicas"]},
+      {"rows", report["rows"]},
+      {"rows_per_s", report["rows_per_second"]},
+      {"tokens_per_s", report["real_tokens"].get<double>() / report["wall_seconds"].get<double>()},
+      {"wall_seconds", report["wall_seconds"]},
+      {"time_share", report["time_share"]}};
   if (o.json) {
     fmt::print("{}\n", summary.dump());
     return kExitOk;
   }
-  fmt::print("end to end   {} rows of {} in {:.2f} s: {:.1f} rows/s, {:.0f} tokens/s, {} replica(s)\n",
-             summary["rows"].get<std::uint64_t>(), o.input, summary["wall_seconds"].get<double>(),
-             summary["rows_per_s"].get<double>(), summary["tokens_per_s"].get<double>(), report["replicas"].get<int>());
+  fmt::print(
+      "end to end   {} rows of {} in {:.2f} s: {:.1f} rows/s, {:.0f} tokens/s, {} replica(s)\n",
+      summary["rows"].get<std::uint64_t>(), o.input, summary["wall_seconds"].get<double>(),
+      summary["rows_per_s"].get<double>(), summary["tokens_per_s"].get<double>(),
+      report["replicas"].get<int>());
   fmt::print("time per stage and op (all threads):\n");
   for (const auto& [name, share] : report["time_share"].items()) {
-    if (share.get<double>() > 0) fmt::print("  {:<13} {:5.1f}%\n", name, 100.0 * share.get<double>());
+    if (share.get<double>() > 0)
+      fmt::print("  {:<13} {:5.1f}%\n", name, 100.0 * share.get<double>());
   }
   return kExitOk;
 }
@@ -127,15 +133,18 @@ int run_bench(const BenchOptions& o) {
     if (!isa) fail_usage("--isa must be generic, avx2 or avx512");
   }
   auto device = ops::Device::cpu(isa);
-  auto weights = o.shape.empty() ? model::Weights::load(o.model_dir, *device)
-                                 : model::Weights::synthetic(model::ModelConfig::shape(o.shape), *device);
+  auto weights = o.shape.empty()
+                     ? model::Weights::load(o.model_dir, *device)
+                     : model::Weights::synthetic(model::ModelConfig::shape(o.shape), *device);
   const model::ModelConfig& c = weights->config();
   if (o.seq > c.max_sequence_length()) {
     fail_usage("--seq {} is longer than the model allows ({})", o.seq, c.max_sequence_length());
   }
   model::TaskSpec task;
-  task.kind = (o.task == "classify" && weights->classifier()) ? model::TaskKind::kClassify : model::TaskKind::kEmbed;
-  const ops::EpilogueMode epilogue = o.epilogue == "kernel" ? ops::EpilogueMode::kOwnKernel : ops::EpilogueMode::kInGemm;
+  task.kind = (o.task == "classify" && weights->classifier()) ? model::TaskKind::kClassify
+                                                              : model::TaskKind::kEmbed;
+  const ops::EpilogueMode epilogue =
+      o.epilogue == "kernel" ? ops::EpilogueMode::kOwnKernel : ops::EpilogueMode::kInGemm;
 
   // Random ids (never the pad id, so RoBERTa positions run 2..seq+1 as for real text).
   std::mt19937 rng(42);
@@ -147,7 +156,10 @@ int run_bench(const BenchOptions& o) {
   }
   std::vector<model::SequenceInput> batch;
   for (std::int64_t b = 0; b < o.batch; ++b) {
-    batch.push_back({std::span(ids).subspan(static_cast<std::size_t>(b * o.seq), static_cast<std::size_t>(o.seq)), {}, {}});
+    batch.push_back({std::span(ids).subspan(static_cast<std::size_t>(b * o.seq),
+                                            static_cast<std::size_t>(o.seq)),
+                     {},
+                     {}});
   }
 
   std::vector<std::unique_ptr<model::Encoder>> encoders;
@@ -172,7 +184,8 @@ int run_bench(const BenchOptions& o) {
   const std::int64_t h = c.hidden_size, inter = c.intermediate_size, rows = o.batch * o.seq;
   const model::LayerWeights& layer = weights->layers()[0];
   const ops::Linear* shapes[] = {&layer.qkv, &layer.attn_out, &layer.ffn_in, &layer.ffn_out};
-  std::vector<AlignedBuffer<float>> in(static_cast<std::size_t>(o.replicas)), out(static_cast<std::size_t>(o.replicas));
+  std::vector<AlignedBuffer<float>> in(static_cast<std::size_t>(o.replicas)),
+      out(static_cast<std::size_t>(o.replicas));
   std::vector<std::unique_ptr<ops::Context>> gemm_ctx;
   for (int r = 0; r < o.replicas; ++r) {
     in[r].resize(static_cast<std::size_t>(ops::padded_rows(rows) * std::max(3 * h, inter)));
@@ -181,7 +194,8 @@ int run_bench(const BenchOptions& o) {
     gemm_ctx.push_back(std::make_unique<ops::Context>(*device, o.threads));
   }
   auto gemm_pass = [&](int r) {
-    for (const ops::Linear* l : shapes) ops::linear(*gemm_ctx[r], *l, in[r].data(), rows, out[r].data());
+    for (const ops::Linear* l : shapes)
+      ops::linear(*gemm_ctx[r], *l, in[r].data(), rows, out[r].data());
   };
   run_concurrently(o.replicas, o.pin, gemm_pass);
   const int gemm_iters = std::max(2, o.iters);
@@ -221,31 +235,37 @@ int run_bench(const BenchOptions& o) {
   if (o.profile) {
     Json shares = Json::object();
     for (std::size_t i = 0; i < total.seconds.size(); ++i) {
-      shares[std::string(ops::op_kind_name(static_cast<ops::OpKind>(i)))] = profiled > 0 ? total.seconds[i] / profiled : 0.0;
+      shares[std::string(ops::op_kind_name(static_cast<ops::OpKind>(i)))] =
+          profiled > 0 ? total.seconds[i] / profiled : 0.0;
     }
     report["op_share"] = shares;
     report["gemm_achieved_gflops_in_model"] =
-        total.seconds[0] > 0 ? total.flops[0] / total.seconds[0] * o.replicas / 1e9 / o.replicas : 0.0;
+        total.seconds[0] > 0 ? total.flops[0] / total.seconds[0] * o.replicas / 1e9 / o.replicas
+                             : 0.0;
   }
   if (o.json) {
     fmt::print("{}\n", report.dump());
     return kExitOk;
   }
-  fmt::print("model        {} ({}, {} layers, hidden {}, {} heads)\n", report["model"].get<std::string>(),
-             c.architecture, c.num_layers, c.hidden_size, c.num_heads);
+  fmt::print("model        {} ({}, {} layers, hidden {}, {} heads)\n",
+             report["model"].get<std::string>(), c.architecture, c.num_layers, c.hidden_size,
+             c.num_heads);
   fmt::print("device       {}\n", device->description());
-  fmt::print("workload     {} replica(s) x {} thread(s), batch {} x {} tokens, {} timed batches each\n", o.replicas,
-             o.threads, o.batch, o.seq, o.iters);
-  fmt::print("throughput   {:.2f} sequences/s, {:.1f} GFLOP/s ({:.2f} GFLOP per batch)\n", seq_per_s, gflops,
-             flops_per_batch / 1e9);
-  fmt::print("GEMM alone   {:.1f} GFLOP/s on the same shapes -> model runs at {:.1f}% of it\n", gemm_gflops,
-             100.0 * gflops / gemm_gflops);
+  fmt::print(
+      "workload     {} replica(s) x {} thread(s), batch {} x {} tokens, {} timed batches each\n",
+      o.replicas, o.threads, o.batch, o.seq, o.iters);
+  fmt::print("throughput   {:.2f} sequences/s, {:.1f} GFLOP/s ({:.2f} GFLOP per batch)\n",
+             seq_per_s, gflops, flops_per_batch / 1e9);
+  fmt::print("GEMM alone   {:.1f} GFLOP/s on the same shapes -> model runs at {:.1f}% of it\n",
+             gemm_gflops, 100.0 * gflops / gemm_gflops);
   if (o.profile) {
     fmt::print("time per op (all replicas):\n");
     for (std::size_t i = 0; i < total.seconds.size(); ++i) {
       if (total.seconds[i] == 0) continue;
-      fmt::print("  {:<13} {:5.1f}%", ops::op_kind_name(static_cast<ops::OpKind>(i)), 100.0 * total.seconds[i] / profiled);
-      if (total.flops[i] > 0) fmt::print("  {:7.1f} GFLOP/s", total.flops[i] / total.seconds[i] / 1e9);
+      fmt::print("  {:<13} {:5.1f}%", ops::op_kind_name(static_cast<ops::OpKind>(i)),
+                 100.0 * total.seconds[i] / profiled);
+      if (total.flops[i] > 0)
+        fmt::print("  {:7.1f} GFLOP/s", total.flops[i] / total.seconds[i] / 1e9);
       fmt::print("\n");
     }
   }
@@ -256,23 +276,32 @@ int run_bench(const BenchOptions& o) {
 
 Action add_bench_command(CLI::App& app, const Invocation& invocation) {
   auto o = std::make_shared<BenchOptions>();
-  CLI::App* sub = app.add_subcommand("bench", "Measure forward-pass throughput against the GEMM library's own speed");
+  CLI::App* sub = app.add_subcommand(
+      "bench", "Measure forward-pass throughput against the GEMM library's own speed");
   sub->add_option("model_dir", o->model_dir, "Hugging Face model directory");
-  sub->add_option("--input", o->input,
-                  "Profile a whole run over this CSV/JSONL instead (tokenization and I/O included)");
-  sub->add_option("--shape", o->shape, "Random weights of a known shape instead of a model directory")
-      ->check(CLI::IsMember({"bert-base", "bert-large", "xlm-r-base", "distilbert-base", "minilm-l6"}));
+  sub->add_option(
+      "--input", o->input,
+      "Profile a whole run over this CSV/JSONL instead (tokenization and I/O included)");
+  sub->add_option("--shape", o->shape,
+                  "Random weights of a known shape instead of a model directory")
+      ->check(
+          CLI::IsMember({"bert-base", "bert-large", "xlm-r-base", "distilbert-base", "minilm-l6"}));
   sub->add_option("--batch", o->batch, "Sequences per batch")->capture_default_str();
   sub->add_option("--seq", o->seq, "Tokens per sequence")->capture_default_str();
   sub->add_option("--threads", o->threads, "Threads per replica")->capture_default_str();
-  sub->add_option("--replicas", o->replicas, "Replicas running at once (one thread each by default)")->capture_default_str();
+  sub->add_option("--replicas", o->replicas,
+                  "Replicas running at once (one thread each by default)")
+      ->capture_default_str();
   sub->add_option("--warmup", o->warmup, "Untimed batches per replica")->capture_default_str();
   sub->add_option("--iters", o->iters, "Timed batches per replica")->capture_default_str();
   sub->add_option("--isa", o->isa, "Force the kernels' instruction set (generic, avx2, avx512)");
-  sub->add_option("--epilogue", o->epilogue, "Bias+activation in the GEMM epilogue or in our own kernel")
-      ->check(CLI::IsMember({"gemm", "kernel"}))->capture_default_str();
+  sub->add_option("--epilogue", o->epilogue,
+                  "Bias+activation in the GEMM epilogue or in our own kernel")
+      ->check(CLI::IsMember({"gemm", "kernel"}))
+      ->capture_default_str();
   sub->add_option("--task", o->task, "classify (when the model has a head) or embed")
-      ->check(CLI::IsMember({"classify", "embed"}))->capture_default_str();
+      ->check(CLI::IsMember({"classify", "embed"}))
+      ->capture_default_str();
   sub->add_flag("--profile", o->profile, "Print the share of time per op");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_flag("!--no-pin", o->pin, "Do not pin replica threads to cores");

@@ -62,17 +62,21 @@ int run_inspect(const InspectOptions& o) {
       {"activation_bytes_per_1000_tokens", activation},
       {"warnings", warnings},
   };
-  if (weights->classifier()) report["problem_type"] = std::string(model::problem_type_name(c.problem_type));
+  if (weights->classifier())
+    report["problem_type"] = std::string(model::problem_type_name(c.problem_type));
   if (o.json) {
     fmt::print("{}\n", report.dump(2));
     return kExitOk;
   }
   fmt::print("model            {}\n", o.model_dir);
-  fmt::print("architecture     {} (model_type {})\n", report["architecture"].get<std::string>(), c.model_type);
-  fmt::print("layers           {}, hidden {}, {} heads of {}, intermediate {}, {}\n", c.num_layers, c.hidden_size,
-             c.num_heads, c.head_dim(), c.intermediate_size, c.hidden_act_name);
-  fmt::print("vocabulary       {} tokens, sequences up to {} tokens\n", c.vocab_size, c.max_sequence_length());
-  fmt::print("parameters       {} ({:.1f} M), stored as {}\n", s.parameters, s.parameters / 1e6, s.dtype);
+  fmt::print("architecture     {} (model_type {})\n", report["architecture"].get<std::string>(),
+             c.model_type);
+  fmt::print("layers           {}, hidden {}, {} heads of {}, intermediate {}, {}\n", c.num_layers,
+             c.hidden_size, c.num_heads, c.head_dim(), c.intermediate_size, c.hidden_act_name);
+  fmt::print("vocabulary       {} tokens, sequences up to {} tokens\n", c.vocab_size,
+             c.max_sequence_length());
+  fmt::print("parameters       {} ({:.1f} M), stored as {}\n", s.parameters, s.parameters / 1e6,
+             s.dtype);
   fmt::print("weights          {} in the files; {} packed for the GEMM", human_bytes(s.file_bytes),
              human_bytes(s.packed_bytes));
   if (s.converted_bytes) fmt::print("; {} converted to float32", human_bytes(s.converted_bytes));
@@ -80,7 +84,8 @@ int run_inspect(const InspectOptions& o) {
   if (weights->classifier()) {
     fmt::print("head             sequence classification, {} labels, {}\n", c.num_labels,
                model::problem_type_name(c.problem_type));
-    for (std::size_t i = 0; i < c.labels.size() && i < 20; ++i) fmt::print("  {:>4}  {}\n", i, c.labels[i]);
+    for (std::size_t i = 0; i < c.labels.size() && i < 20; ++i)
+      fmt::print("  {:>4}  {}\n", i, c.labels[i]);
     if (c.labels.size() > 20) fmt::print("  ... {} more\n", c.labels.size() - 20);
   } else {
     fmt::print("head             none: embeddings (last hidden state, mean or CLS pooling)\n");
@@ -95,7 +100,8 @@ int run_inspect(const InspectOptions& o) {
 
 Action add_inspect_command(CLI::App& app, const Invocation& invocation) {
   auto o = std::make_shared<InspectOptions>();
-  CLI::App* sub = app.add_subcommand("inspect", "Describe a model directory and the memory one replica needs");
+  CLI::App* sub =
+      app.add_subcommand("inspect", "Describe a model directory and the memory one replica needs");
   sub->add_option("model_dir", o->model_dir, "Hugging Face model directory")->required();
   sub->add_flag("--json", o->json, "Print JSON");
   return [o] { return run_inspect(*o); };

@@ -22,7 +22,8 @@ std::atomic<int> g_stop_signal{0};
 extern "C" void on_stop_signal(int sig) {
   if (g_stop_requested.exchange(true)) _exit(128 + sig);
   g_stop_signal = sig;
-  const char message[] = "\nmcinfer: stopping after the batches in progress (signal again to stop at once)\n";
+  const char message[] =
+      "\nmcinfer: stopping after the batches in progress (signal again to stop at once)\n";
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, message, sizeof(message) - 1);
 }
 
@@ -37,7 +38,8 @@ void install_stop_handlers() {
 struct RunFlags {
   sched::RunOptions options;
   std::string model_dir, input, output;
-  std::string format, task, pooling = "mean", activation = "auto", replicas = "auto", schedule = "dynamic";
+  std::string format, task, pooling = "mean", activation = "auto", replicas = "auto",
+                            schedule = "dynamic";
   std::string on_bad_row = "error";
   std::string shards_dir, report;
   std::string text_pair_col;
@@ -90,41 +92,60 @@ int run_run(RunFlags& f) {
 Action add_run_command(CLI::App& app, const Invocation& invocation) {
   auto f = std::make_shared<RunFlags>();
   CLI::App* sub = app.add_subcommand("run", "Run a model over every row of a CSV or JSONL file");
-  sub->add_option("model_dir", f->model_dir, "Hugging Face model directory (config.json, *.safetensors, tokenizer)")
+  sub->add_option("model_dir", f->model_dir,
+                  "Hugging Face model directory (config.json, *.safetensors, tokenizer)")
       ->required();
   sub->add_option("--input", f->input, "Input rows: .csv (with a header) or .jsonl")->required();
-  sub->add_option("--output", f->output, "Predictions: .csv or .jsonl, written atomically at the end")->required();
+  sub->add_option("--output", f->output,
+                  "Predictions: .csv or .jsonl, written atomically at the end")
+      ->required();
   sub->add_option("--format", f->format, "Input format when the extension does not say")
       ->check(CLI::IsMember({"csv", "jsonl"}));
-  sub->add_option("--id-col", f->options.columns.id_col, "Id column (absent: row numbers)")->capture_default_str();
+  sub->add_option("--id-col", f->options.columns.id_col, "Id column (absent: row numbers)")
+      ->capture_default_str();
   sub->add_option("--text-col", f->options.columns.text_col, "Text column")->capture_default_str();
   sub->add_option("--text-pair-col", f->text_pair_col, "Second text column, for sentence pairs");
-  sub->add_option("--task", f->task, "classify or embed (default: classify when the model has a head)")
+  sub->add_option("--task", f->task,
+                  "classify or embed (default: classify when the model has a head)")
       ->check(CLI::IsMember({"classify", "embed"}));
-  sub->add_option("--pooling", f->pooling, "Sentence embedding: mean over tokens or the first token")
-      ->check(CLI::IsMember({"mean", "cls"}))->capture_default_str();
+  sub->add_option("--pooling", f->pooling,
+                  "Sentence embedding: mean over tokens or the first token")
+      ->check(CLI::IsMember({"mean", "cls"}))
+      ->capture_default_str();
   sub->add_flag("--normalize", f->options.normalize, "L2-normalise embeddings");
   sub->add_option("--activation", f->activation, "Classifier outputs (auto: from problem_type)")
-      ->check(CLI::IsMember({"auto", "softmax", "sigmoid", "none"}))->capture_default_str();
-  sub->add_option("--max-len", f->max_len, "Tokens per sequence, special tokens included (default: the model's)");
-  sub->add_option("--replicas", f->replicas, "Model replicas (threads), or auto: one per physical core")
+      ->check(CLI::IsMember({"auto", "softmax", "sigmoid", "none"}))
       ->capture_default_str();
-  sub->add_option("--threads-per-replica", f->options.threads_per_replica, "Threads inside each replica")
+  sub->add_option("--max-len", f->max_len,
+                  "Tokens per sequence, special tokens included (default: the model's)");
+  sub->add_option("--replicas", f->replicas,
+                  "Model replicas (threads), or auto: one per physical core")
       ->capture_default_str();
-  sub->add_option("--schedule", f->schedule, "dynamic (length-sorted, token budget) or static (DistributedSampler)")
-      ->check(CLI::IsMember({"dynamic", "static"}))->capture_default_str();
-  sub->add_option("--batch-size", f->options.batch_size, "Rows per batch (static)")->capture_default_str();
+  sub->add_option("--threads-per-replica", f->options.threads_per_replica,
+                  "Threads inside each replica")
+      ->capture_default_str();
+  sub->add_option("--schedule", f->schedule,
+                  "dynamic (length-sorted, token budget) or static (DistributedSampler)")
+      ->check(CLI::IsMember({"dynamic", "static"}))
+      ->capture_default_str();
+  sub->add_option("--batch-size", f->options.batch_size, "Rows per batch (static)")
+      ->capture_default_str();
   sub->add_option("--batch-tokens", f->options.batch_tokens, "Padded tokens per batch (dynamic)")
       ->capture_default_str();
-  sub->add_option("--shards-dir", f->shards_dir, "Keep the per-replica shards here (default: temporary)");
+  sub->add_option("--shards-dir", f->shards_dir,
+                  "Keep the per-replica shards here (default: temporary)");
   sub->add_flag("--resume", f->options.resume,
-                "Continue the interrupted run whose shards are in --shards-dir: only rows not yet durable are run");
-  sub->add_option("--on-bad-row", f->on_bad_row, "error: stop at the first bad row; skip: count and go on")
-      ->check(CLI::IsMember({"error", "skip"}))->capture_default_str();
+                "Continue the interrupted run whose shards are in --shards-dir: only rows not yet "
+                "durable are run");
+  sub->add_option("--on-bad-row", f->on_bad_row,
+                  "error: stop at the first bad row; skip: count and go on")
+      ->check(CLI::IsMember({"error", "skip"}))
+      ->capture_default_str();
   sub->add_option("--report", f->report, "Write a JSON run report here");
   sub->add_flag("--quiet", f->options.quiet, "No progress or summary on stderr");
   sub->add_flag("!--no-pin", f->options.pin_threads, "Do not pin replica threads to cores");
-  sub->add_flag("--profile", f->options.profile, "Time every op and stage; the report gets time_share");
+  sub->add_flag("--profile", f->options.profile,
+                "Time every op and stage; the report gets time_share");
   f->argv = invocation.argv;
   return [f] { return run_run(*f); };
 }

@@ -25,7 +25,8 @@ struct TokenizeFlags {
   bool no_truncation = false;
 };
 
-void print_encoding(const tokenizer::Tokenizer& tok, const tokenizer::Encoding& enc, bool as_tokens, std::string& out) {
+void print_encoding(const tokenizer::Tokenizer& tok, const tokenizer::Encoding& enc, bool as_tokens,
+                    std::string& out) {
   out.clear();
   out.push_back('[');
   if (as_tokens) {
@@ -52,8 +53,9 @@ int run_tokenize(TokenizeFlags& f) {
     std::error_code ec;
     const std::filesystem::path config = std::filesystem::path(f.model_dir) / "config.json";
     if (std::filesystem::exists(config, ec)) {
-      max_len = sched::resolve_max_len(f.model_dir, model::ModelConfig::load(config), tok.get(),
-                                       f.max_len ? std::optional<std::size_t>(f.max_len) : std::nullopt);
+      max_len =
+          sched::resolve_max_len(f.model_dir, model::ModelConfig::load(config), tok.get(),
+                                 f.max_len ? std::optional<std::size_t>(f.max_len) : std::nullopt);
     } else {
       max_len = f.max_len ? f.max_len : tok->model_max_length().value_or(0);
     }
@@ -63,9 +65,10 @@ int run_tokenize(TokenizeFlags& f) {
   if (!f.input.empty()) {
     if (f.pair && f.text_pair_col.empty()) fail_usage("--pair with --input needs --text-pair-col");
     if (!f.text_pair_col.empty()) f.columns.text_pair_col = f.text_pair_col;
-    auto reader = data::RowReader::open(f.input, data::resolve_format(f.input, f.format.empty() ? std::nullopt
-                                                                                             : std::optional(f.format)),
-                                        f.columns);
+    auto reader = data::RowReader::open(
+        f.input,
+        data::resolve_format(f.input, f.format.empty() ? std::nullopt : std::optional(f.format)),
+        f.columns);
     data::Row row;
     data::BadRow bad;
     for (;;) {
@@ -86,7 +89,8 @@ int run_tokenize(TokenizeFlags& f) {
       std::string_view text = line;
       if (f.pair) {
         const auto tab = line.find('\t');
-        if (tab == std::string::npos) fail_usage("--pair: a line without a tab between the two texts");
+        if (tab == std::string::npos)
+          fail_usage("--pair: a line without a tab between the two texts");
         text = std::string_view(line).substr(0, tab);
         pair = std::string_view(line).substr(tab + 1);
       }
@@ -96,7 +100,8 @@ int run_tokenize(TokenizeFlags& f) {
     }
   }
   std::fflush(stdout);
-  if (invalid) fmt::print(stderr, "mcinfer: replaced {} invalid UTF-8 sequence(s) with U+FFFD\n", invalid);
+  if (invalid)
+    fmt::print(stderr, "mcinfer: replaced {} invalid UTF-8 sequence(s) with U+FFFD\n", invalid);
   return kExitOk;
 }
 
@@ -104,13 +109,18 @@ int run_tokenize(TokenizeFlags& f) {
 
 Action add_tokenize_command(CLI::App& app, const Invocation&) {
   auto f = std::make_shared<TokenizeFlags>();
-  CLI::App* sub = app.add_subcommand("tokenize", "Print the token ids of each line (stdin) or row (--input)");
-  sub->add_option("model_dir", f->model_dir, "Hugging Face model directory with tokenizer files")->required();
-  sub->add_option("--max-len", f->max_len, "Truncate to N tokens, special tokens included (default: as run)");
+  CLI::App* sub =
+      app.add_subcommand("tokenize", "Print the token ids of each line (stdin) or row (--input)");
+  sub->add_option("model_dir", f->model_dir, "Hugging Face model directory with tokenizer files")
+      ->required();
+  sub->add_option("--max-len", f->max_len,
+                  "Truncate to N tokens, special tokens included (default: as run)");
   sub->add_flag("--no-truncation", f->no_truncation, "Do not truncate");
-  sub->add_flag("--pair", f->pair, "Two texts per line, separated by a tab (or --text-pair-col with --input)");
+  sub->add_flag("--pair", f->pair,
+                "Two texts per line, separated by a tab (or --text-pair-col with --input)");
   sub->add_flag("--tokens", f->tokens, "Print the token strings instead of ids");
-  sub->add_option("--input", f->input, "Read rows from a CSV or JSONL file instead of lines from stdin");
+  sub->add_option("--input", f->input,
+                  "Read rows from a CSV or JSONL file instead of lines from stdin");
   sub->add_option("--format", f->format, "Input format when the extension does not say")
       ->check(CLI::IsMember({"csv", "jsonl"}));
   sub->add_option("--id-col", f->columns.id_col, "Id column")->capture_default_str();
