@@ -24,7 +24,8 @@ struct Outcome {
 Outcome run_on(const fs::path& model, const fs::path& input, std::vector<std::string> extra = {}) {
   auto output = input.parent_path() / "out.csv";
   fs::remove(output);
-  std::vector<std::string> args = {"run", model.string(), "--input", input.string(), "--output", output.string(), "--quiet"};
+  std::vector<std::string> args = {"run",      model.string(),  "--input", input.string(),
+                                   "--output", output.string(), "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
   Outcome o{testing::run_cli(args), false};
   o.output_exists = fs::exists(output);
@@ -88,7 +89,8 @@ TEST(MalformedCsv, MixedLineEndingsAreReadAsRfc4180Allows) {
 TEST(MalformedCsv, HeaderOnlyAndEmptyFiles) {
   auto dir = testing::scratch_dir("malformed_empty");
   auto header_only = write(dir / "header.csv", "id,text\n");
-  expect_refused(run_on(kModel, header_only), header_only.string(), "no rows to run (only a header)");
+  expect_refused(run_on(kModel, header_only), header_only.string(),
+                 "no rows to run (only a header)");
   auto empty = write(dir / "empty.csv", "");
   expect_refused(run_on(kModel, empty), empty.string(), "no header");
   auto wrong_column = write(dir / "cols.csv", "id,body\n1,x\n");
@@ -102,7 +104,8 @@ class MalformedModel : public ::testing::Test {
                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
     model = dir / "model";
     fs::create_directories(model);
-    for (const auto& f : fs::directory_iterator(kModel)) fs::copy(f.path(), model / f.path().filename());
+    for (const auto& f : fs::directory_iterator(kModel))
+      fs::copy(f.path(), model / f.path().filename());
     input = write(dir / "in.csv", "id,text\n1,hello\n");
   }
   fs::path dir, model, input;

@@ -35,17 +35,30 @@ fs::path write_rows(const fs::path& dir, int count) {
       if (mask[b * shape[1] + j]) row.push_back(ids[b * shape[1] + j]);
     }
     row.resize(1 + rng() % row.size());
-    out << Json({{"id", fmt::format("q{}", i % 7 == 6 ? i - 2 : i)}, {"input_ids", row}}).dump() << "\n";
+    out << Json({{"id", fmt::format("q{}", i % 7 == 6 ? i - 2 : i)}, {"input_ids", row}}).dump()
+        << "\n";
   }
   return path;
 }
 
 std::vector<std::string> args(const fs::path& input, const fs::path& output, const fs::path& shards,
                               const std::string& schedule, bool resume) {
-  std::vector<std::string> a = {"run",          testing::fixture(kModel).string(), "--input", input.string(),
-                                "--output",     output.string(),                   "--shards-dir", shards.string(),
-                                "--schedule",   schedule,                          "--replicas", "3",
-                                "--batch-size", "3",                               "--batch-tokens", "24",
+  std::vector<std::string> a = {"run",
+                                testing::fixture(kModel).string(),
+                                "--input",
+                                input.string(),
+                                "--output",
+                                output.string(),
+                                "--shards-dir",
+                                shards.string(),
+                                "--schedule",
+                                schedule,
+                                "--replicas",
+                                "3",
+                                "--batch-size",
+                                "3",
+                                "--batch-tokens",
+                                "24",
                                 "--quiet"};
   if (resume) a.push_back("--resume");
   return a;
@@ -86,7 +99,8 @@ TEST_P(Resume, KilledAnywhereThenResumedEqualsUninterrupted) {
     } else {
       const char* point = points[trial % 3];
       // The run's first atomic commit records run.json; the second writes the merged output.
-      const int at = point == std::string("atomic-commit") ? 1 + static_cast<int>(trial % 2) : 1 + static_cast<int>(rng() % 60);
+      const int at = point == std::string("atomic-commit") ? 1 + static_cast<int>(trial % 2)
+                                                           : 1 + static_cast<int>(rng() % 60);
       crash.env = {fmt::format("MCINFER_FAULT={}:{}", point, at)};
       how = fmt::format("crash at {}:{}", point, at);
     }
@@ -128,7 +142,8 @@ TEST(ResumeSafety, RefusesDifferentFlagsModelOrInput) {
   EXPECT_NE(r.err.find("cannot resume"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("flags.task: was \"classify\", now \"embed\""), std::string::npos) << r.err;
 
-  std::ofstream(input, std::ios::app) << R"({"id": "extra", "input_ids": [1, 2]})" << "\n";
+  std::ofstream(input, std::ios::app) << R"({"id": "extra", "input_ids": [1, 2]})"
+                                      << "\n";
   r = run_cli(args(input, dir / "out.csv", shards, "dynamic", true));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("input.size"), std::string::npos) << r.err;

@@ -23,7 +23,8 @@ using testing::run_cli;
 fs::path write_fixture_rows(const fs::path& dir, const std::string& model, int copies = 1) {
   testing::Reference ref(testing::fixture("models/" + model + "/reference.safetensors"));
   auto shape = ref.shape("input_ids");
-  auto ids = ref.ints("input_ids"), mask = ref.ints("attention_mask"), types = ref.ints("token_type_ids");
+  auto ids = ref.ints("input_ids"), mask = ref.ints("attention_mask"),
+       types = ref.ints("token_type_ids");
   auto path = dir / (model + ".jsonl");
   std::ofstream out(path);
   for (int c = 0; c < copies; ++c) {
@@ -44,9 +45,10 @@ fs::path write_fixture_rows(const fs::path& dir, const std::string& model, int c
   return path;
 }
 
-std::vector<std::string> run_args(const std::string& model_dir, const fs::path& input, const fs::path& output,
-                                  std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"run", model_dir, "--input", input.string(), "--output", output.string(), "--quiet"};
+std::vector<std::string> run_args(const std::string& model_dir, const fs::path& input,
+                                  const fs::path& output, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"run",      model_dir,       "--input", input.string(),
+                                   "--output", output.string(), "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -83,7 +85,8 @@ TEST_P(RunFixture, OutputsMatchTransformers) {
     double worst = 0;
     for (std::size_t i = 0; i < table.ids.size(); ++i) {
       EXPECT_EQ(table.ids[i], "row" + std::to_string(i));
-      for (std::size_t j = 0; j < dim; ++j) worst = std::max(worst, std::abs(table.values[i][j] - want[i * dim + j]));
+      for (std::size_t j = 0; j < dim; ++j)
+        worst = std::max(worst, std::abs(table.values[i][j] - want[i * dim + j]));
     }
     EXPECT_LE(worst, 1e-4) << model << " " << c.reference;
   }
@@ -97,8 +100,9 @@ TEST_P(RunFixture, OutputsMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, RunFixture,
-                         ::testing::Values("bert_cls_single", "bert_cls_multi", "bert_regression", "roberta_cls",
-                                           "xlmr_cls", "xlmr_embed_f16", "distilbert_cls", "distilbert_embed_sinusoidal",
+                         ::testing::Values("bert_cls_single", "bert_cls_multi", "bert_regression",
+                                           "roberta_cls", "xlmr_cls", "xlmr_embed_f16",
+                                           "distilbert_cls", "distilbert_embed_sinusoidal",
                                            "bert_sharded", "bert_bf16"),
                          [](const auto& info) { return info.param; });
 
@@ -140,9 +144,11 @@ TEST(RunSchedules, AnyReplicaCountAndScheduleEqualsOneReplica) {
   for (const char* schedule : {"dynamic", "static"}) {
     for (const char* replicas : {"1", "2", "3", "7"}) {
       auto out = dir / fmt::format("{}_{}.csv", schedule, replicas);
-      auto r = run_cli(run_args(model, input, out,
-                                {"--replicas", replicas, "--schedule", schedule, "--batch-size", "4", "--batch-tokens",
-                                 "64", "--shards-dir", (dir / fmt::format("shards_{}_{}", schedule, replicas)).string()}));
+      auto r =
+          run_cli(run_args(model, input, out,
+                           {"--replicas", replicas, "--schedule", schedule, "--batch-size", "4",
+                            "--batch-tokens", "64", "--shards-dir",
+                            (dir / fmt::format("shards_{}_{}", schedule, replicas)).string()}));
       ASSERT_EQ(r.exit_code, 0) << r.err;
       auto got = testing::read_table(out);
       EXPECT_EQ(got.ids, want.ids) << schedule << " " << replicas;
@@ -159,7 +165,8 @@ TEST(RunSchedules, SameFlagsSameBytes) {
     std::string first;
     for (int i = 0; i < 3; ++i) {
       auto out = dir / "out.csv";
-      auto r = run_cli(run_args(model, input, out, {"--replicas", "3", "--schedule", schedule, "--batch-tokens", "80"}));
+      auto r = run_cli(run_args(
+          model, input, out, {"--replicas", "3", "--schedule", schedule, "--batch-tokens", "80"}));
       ASSERT_EQ(r.exit_code, 0) << r.err;
       std::string bytes = testing::read_file(out);
       if (i == 0) first = bytes;
@@ -172,12 +179,16 @@ TEST(RunSchedules, StaticShardsHoldTheSamplersRowsWithPaddingDuplicates) {
   auto dir = testing::scratch_dir("run_static_shards");
   auto input = write_fixture_rows(dir, "bert_cls_single", 2);  // 12 rows
   auto shards = dir / "shards";
-  auto r = run_cli(run_args(testing::fixture("models/bert_cls_single").string(), input, dir / "out.csv",
-                            {"--replicas", "5", "--schedule", "static", "--batch-size", "2", "--shards-dir", shards.string()}));
+  auto r =
+      run_cli(run_args(testing::fixture("models/bert_cls_single").string(), input, dir / "out.csv",
+                       {"--replicas", "5", "--schedule", "static", "--batch-size", "2",
+                        "--shards-dir", shards.string()}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // DistributedSampler(12 rows, 5 replicas): padded to 15 with rows 0, 1, 2 again.
-  std::vector<std::vector<std::string>> want = {{"row0", "row5", "row10"}, {"row1", "row6", "row11"},
-                                                {"row2", "row7", "row0"},  {"row3", "row8", "row1"},
+  std::vector<std::vector<std::string>> want = {{"row0", "row5", "row10"},
+                                                {"row1", "row6", "row11"},
+                                                {"row2", "row7", "row0"},
+                                                {"row3", "row8", "row1"},
                                                 {"row4", "row9", "row2"}};
   for (int rank = 0; rank < 5; ++rank) {
     auto shard = testing::read_table(shards / fmt::format("shard_{}.csv", rank));
@@ -190,21 +201,31 @@ TEST(RunSchedules, StaticShardsHoldTheSamplersRowsWithPaddingDuplicates) {
 TEST(RunInput, DuplicateIdsAreAveragedInInputOrder) {
   auto dir = testing::scratch_dir("run_duplicates");
   auto model = testing::fixture("models/bert_cls_single").string();
-  std::ofstream(dir / "in.jsonl") << R"({"id": 7, "input_ids": [1, 5, 9, 2]})" "\n"
-                                     R"({"id": "a", "input_ids": [1, 6, 2]})" "\n"
-                                     R"({"id": 7, "input_ids": [1, 8, 8, 8, 2]})" "\n"
-                                     R"({"id": "7", "input_ids": [1, 5, 9, 2]})" "\n";
-  ASSERT_EQ(run_cli(run_args(model, dir / "in.jsonl", dir / "out.jsonl", {"--activation", "none"})).exit_code, 0);
+  std::ofstream(dir / "in.jsonl") << R"({"id": 7, "input_ids": [1, 5, 9, 2]})"
+                                     "\n"
+                                     R"({"id": "a", "input_ids": [1, 6, 2]})"
+                                     "\n"
+                                     R"({"id": 7, "input_ids": [1, 8, 8, 8, 2]})"
+                                     "\n"
+                                     R"({"id": "7", "input_ids": [1, 5, 9, 2]})"
+                                     "\n";
+  ASSERT_EQ(run_cli(run_args(model, dir / "in.jsonl", dir / "out.jsonl", {"--activation", "none"}))
+                .exit_code,
+            0);
   // Each row alone, to average by hand.
-  std::ofstream(dir / "one.jsonl") << R"({"id": "p", "input_ids": [1, 5, 9, 2]})" "\n"
-                                      R"({"id": "q", "input_ids": [1, 8, 8, 8, 2]})" "\n";
-  ASSERT_EQ(run_cli(run_args(model, dir / "one.jsonl", dir / "one.csv", {"--activation", "none"})).exit_code, 0);
+  std::ofstream(dir / "one.jsonl") << R"({"id": "p", "input_ids": [1, 5, 9, 2]})"
+                                      "\n"
+                                      R"({"id": "q", "input_ids": [1, 8, 8, 8, 2]})"
+                                      "\n";
+  ASSERT_EQ(run_cli(run_args(model, dir / "one.jsonl", dir / "one.csv", {"--activation", "none"}))
+                .exit_code,
+            0);
   auto out = testing::read_table(dir / "out.jsonl");
   auto one = testing::read_table(dir / "one.csv");
   // Ids compare as exact text: the number 7 and the string "7" are one id, written as first read.
   ASSERT_EQ(out.ids, (std::vector<std::string>{"7", "a"}));
   std::string text = testing::read_file(dir / "out.jsonl");
-  EXPECT_EQ(text.rfind("{\"id\":7,", 0), 0u) << text;  // numbers stay numbers
+  EXPECT_EQ(text.rfind("{\"id\":7,", 0), 0u) << text;                 // numbers stay numbers
   EXPECT_NE(text.find("{\"id\":\"a\","), std::string::npos) << text;  // strings stay strings
   for (std::size_t j = 0; j < 2; ++j) {
     EXPECT_NEAR(out.values[0][j], (2 * one.values[0][j] + one.values[1][j]) / 3, 1e-6);
@@ -224,9 +245,15 @@ TEST(RunInput, BadRowsStopWithFileAndLineOrAreSkippedAndCounted) {
   std::vector<BadInput> cases = {
       {"ragged csv", "in.csv", "id,input\n1,a\n2,b,c\n3,d\n", "", 3},
       {"unclosed quote", "in.csv", "id,input\n1,a\n2,\"never closed\n", "", 3},
-      {"bad json", "in.jsonl", "{\"id\": 1, \"input_ids\": [1,2]}\n{\"id\": 2, \"input_ids\": [1,2\n{\"id\": 3, \"input_ids\": [3]}\n", "", 2},
-      {"missing column", "in.jsonl", "{\"id\": 1, \"input_ids\": [1,2]}\n{\"id\": 2}\n{\"id\": 3, \"input_ids\": [3]}\n", "", 2},
-      {"id out of vocabulary", "in.jsonl", "{\"id\": 1, \"input_ids\": [1,2]}\n{\"id\": 2, \"input_ids\": [1,99999]}\n", "outside the vocabulary", 2},
+      {"bad json", "in.jsonl",
+       "{\"id\": 1, \"input_ids\": [1,2]}\n{\"id\": 2, \"input_ids\": [1,2\n{\"id\": 3, "
+       "\"input_ids\": [3]}\n",
+       "", 2},
+      {"missing column", "in.jsonl",
+       "{\"id\": 1, \"input_ids\": [1,2]}\n{\"id\": 2}\n{\"id\": 3, \"input_ids\": [3]}\n", "", 2},
+      {"id out of vocabulary", "in.jsonl",
+       "{\"id\": 1, \"input_ids\": [1,2]}\n{\"id\": 2, \"input_ids\": [1,99999]}\n",
+       "outside the vocabulary", 2},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -243,13 +270,16 @@ TEST(RunInput, BadRowsStopWithFileAndLineOrAreSkippedAndCounted) {
     }
     auto r = run_cli(run_args(m, input, output, extra));
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_NE(r.err.find(fmt::format("{}:{}:", input.string(), c.line)), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("{}:{}:", input.string(), c.line)), std::string::npos)
+        << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(output));
     EXPECT_EQ(std::distance(fs::directory_iterator(dir), {}), 1) << "left files behind";
 
     auto report = dir / "report.json";
-    r = run_cli(run_args(m, input, output, {"--text-col", "input", "--on-bad-row", "skip", "--report", report.string()}));
+    r = run_cli(
+        run_args(m, input, output,
+                 {"--text-col", "input", "--on-bad-row", "skip", "--report", report.string()}));
     EXPECT_EQ(r.exit_code, 0) << r.err;
     Json rep = read_json_file(report);
     EXPECT_EQ(rep["bad_rows"], 1);
@@ -261,8 +291,9 @@ TEST(RunInput, BadRowsStopWithFileAndLineOrAreSkippedAndCounted) {
 TEST(RunInput, MemoryPlanRefusesWithNumbers) {
   auto dir = testing::scratch_dir("run_memory_plan");
   auto input = write_fixture_rows(dir, "bert_cls_single");
-  auto r = run_cli(run_args(testing::fixture("models/bert_cls_single").string(), input, dir / "out.csv",
-                            {"--batch-tokens", "100000000000", "--replicas", "4"}));
+  auto r =
+      run_cli(run_args(testing::fixture("models/bert_cls_single").string(), input, dir / "out.csv",
+                       {"--batch-tokens", "100000000000", "--replicas", "4"}));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("memory plan does not fit: 4 replicas x"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--batch-tokens"), std::string::npos) << r.err;
@@ -275,7 +306,10 @@ TEST(RunInput, UsageErrorsExitTwo) {
   auto model = testing::fixture("models/bert_cls_single").string();
   EXPECT_EQ(run_cli(run_args(model, input, dir / "o.csv", {"--replicas", "zero"})).exit_code, 2);
   EXPECT_EQ(run_cli(run_args(model, input, dir / "o.csv", {"--max-len", "100000"})).exit_code, 2);
-  EXPECT_EQ(run_cli(run_args(testing::fixture("models/bert_embed").string(), input, dir / "o.csv", {"--task", "classify"})).exit_code, 2);
+  EXPECT_EQ(run_cli(run_args(testing::fixture("models/bert_embed").string(), input, dir / "o.csv",
+                             {"--task", "classify"}))
+                .exit_code,
+            2);
   EXPECT_EQ(run_cli({"run", model, "--input", input.string()}).exit_code, 2);  // no --output
   EXPECT_FALSE(fs::exists(dir / "o.csv"));
 }

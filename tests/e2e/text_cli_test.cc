@@ -21,9 +21,12 @@ TEST_P(TextFixture, CsvTextToPredictionsMatchesTransformers) {
   auto want = testing::read_table(dir / "expected.csv");
   for (const char* schedule : {"dynamic", "static"}) {
     auto output = out_dir / "out.csv";
-    std::vector<std::string> args = {"run",      dir.string(), "--input",      (dir / "input.csv").string(),
-                                     "--output", output.string(), "--schedule", schedule,
-                                     "--replicas", "2",           "--quiet"};
+    std::vector<std::string> args = {"run",        dir.string(),
+                                     "--input",    (dir / "input.csv").string(),
+                                     "--output",   output.string(),
+                                     "--schedule", schedule,
+                                     "--replicas", "2",
+                                     "--quiet"};
     for (const auto& flag : meta["flags"]) args.push_back(flag.get<std::string>());
     auto r = testing::run_cli(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -35,7 +38,8 @@ TEST_P(TextFixture, CsvTextToPredictionsMatchesTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, TextFixture,
-                         ::testing::Values("bert_cls", "distilbert_cls", "roberta_cls", "xlmr_embed", "xlmr_cls_json"),
+                         ::testing::Values("bert_cls", "distilbert_cls", "roberta_cls",
+                                           "xlmr_embed", "xlmr_cls_json"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

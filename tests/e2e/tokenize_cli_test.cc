@@ -19,7 +19,8 @@ std::vector<std::string> corpus_lines(std::size_t n) {
   std::vector<std::string> lines;
   std::string line;
   while (lines.size() < n && std::getline(in, line)) {
-    if (line.find('\t') == std::string::npos && line.find('\r') == std::string::npos) lines.push_back(line);
+    if (line.find('\t') == std::string::npos && line.find('\r') == std::string::npos)
+      lines.push_back(line);
   }
   return lines;
 }
@@ -46,7 +47,8 @@ TEST(TokenizeCli, StdinLinesAndPairsMatchTheLibrary) {
       for (const auto& l : lines) all += l + "\n";
       return all;
     }();
-    auto r = testing::run_cli({"tokenize", model.string(), "--max-len", "40"}, (dir / "in.txt").string());
+    auto r = testing::run_cli({"tokenize", model.string(), "--max-len", "40"},
+                              (dir / "in.txt").string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto got = output_lines(r.out);
     ASSERT_EQ(got.size(), lines.size());
@@ -57,7 +59,8 @@ TEST(TokenizeCli, StdinLinesAndPairsMatchTheLibrary) {
     std::string pairs;
     for (std::size_t i = 0; i + 1 < 100; i += 2) pairs += lines[i] + "\t" + lines[i + 1] + "\n";
     std::ofstream(dir / "pairs.txt", std::ios::binary | std::ios::trunc) << pairs;
-    r = testing::run_cli({"tokenize", model.string(), "--pair", "--max-len", "24"}, (dir / "pairs.txt").string());
+    r = testing::run_cli({"tokenize", model.string(), "--pair", "--max-len", "24"},
+                         (dir / "pairs.txt").string());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     got = output_lines(r.out);
     ASSERT_EQ(got.size(), 50u);
@@ -71,9 +74,12 @@ TEST(TokenizeCli, InputFileRowsAndTokens) {
   auto dir = testing::scratch_dir("tokenize_cli_input");
   const fs::path model = testing::fixture("tokenizer/models/minilm_vocab");
   std::ofstream(dir / "in.csv") << "id,text\n1,\"Hello, world!\"\n2,\"multi\nline\"\n";
-  auto r = testing::run_cli({"tokenize", model.string(), "--input", (dir / "in.csv").string(), "--tokens"});
+  auto r = testing::run_cli(
+      {"tokenize", model.string(), "--input", (dir / "in.csv").string(), "--tokens"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "[\"[CLS]\",\"hello\",\",\",\"world\",\"!\",\"[SEP]\"]\n[\"[CLS]\",\"multi\",\"line\",\"[SEP]\"]\n");
+  EXPECT_EQ(r.out,
+            "[\"[CLS]\",\"hello\",\",\",\"world\",\"!\",\"[SEP]\"]\n[\"[CLS]\",\"multi\",\"line\","
+            "\"[SEP]\"]\n");
   std::ofstream(dir / "bad.csv") << "id,text\n1,a,b\n";
   r = testing::run_cli({"tokenize", model.string(), "--input", (dir / "bad.csv").string()});
   EXPECT_EQ(r.exit_code, 1);

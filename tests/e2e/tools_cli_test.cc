@@ -25,7 +25,8 @@ TEST(InspectCli, DescribesTheCheckpoint) {
   std::int64_t elements = 0;
   for (const auto& t : file->tensors()) elements += t.numel();
   EXPECT_EQ(j["parameters"].get<std::int64_t>(), elements);
-  EXPECT_GT(j["activation_bytes_per_1000_tokens"].get<std::int64_t>(), 1000 * 4 * config["hidden_size"].get<std::int64_t>());
+  EXPECT_GT(j["activation_bytes_per_1000_tokens"].get<std::int64_t>(),
+            1000 * 4 * config["hidden_size"].get<std::int64_t>());
 
   r = testing::run_cli({"inspect", dir.string()});
   ASSERT_EQ(r.exit_code, 0);
@@ -37,8 +38,8 @@ TEST(InspectCli, DescribesTheCheckpoint) {
 }
 
 TEST(BenchCli, ReportsThroughputGemmSpeedAndOpShares) {
-  auto r = testing::run_cli({"bench", testing::fixture("models/roberta_cls").string(), "--batch", "4", "--seq", "16",
-                             "--iters", "2", "--profile", "--json"});
+  auto r = testing::run_cli({"bench", testing::fixture("models/roberta_cls").string(), "--batch",
+                             "4", "--seq", "16", "--iters", "2", "--profile", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Json j = parse_json(r.out, "bench output");
   EXPECT_GT(j["seq_per_s"].get<double>(), 0);
@@ -50,7 +51,8 @@ TEST(BenchCli, ReportsThroughputGemmSpeedAndOpShares) {
   EXPECT_GT(j["op_share"]["gemm"].get<double>(), 0);
   EXPECT_GT(j["op_share"]["attention"].get<double>(), 0);
 
-  r = testing::run_cli({"bench", "--shape", "minilm-l6", "--batch", "2", "--seq", "8", "--iters", "1", "--replicas", "2", "--json"});
+  r = testing::run_cli({"bench", "--shape", "minilm-l6", "--batch", "2", "--seq", "8", "--iters",
+                        "1", "--replicas", "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(parse_json(r.out, "bench output")["replicas"], 2);
 

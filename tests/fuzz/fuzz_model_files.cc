@@ -29,7 +29,8 @@ const char kConfig[] = R"({"model_type": "bert", "architectures": ["BertForSeque
 
 // A small valid safetensors file holding one F32 tensor named `name`.
 std::string tiny_part(const std::string& name) {
-  std::string header = "{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+  std::string header =
+      "{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
   while (header.size() % 8) header += ' ';
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
@@ -49,7 +50,8 @@ const fs::path& work_dir() {
 }
 
 void write(const fs::path& path, std::string_view bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::ofstream(shard, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data + 2), static_cast<std::streamsize>(shard_len));
   std::ofstream(mcinfer::sched::manifest_path(shard), std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char*>(data + 2 + shard_len), static_cast<std::streamsize>(size - 2 - shard_len));
+      .write(reinterpret_cast<const char*>(data + 2 + shard_len),
+             static_cast<std::streamsize>(size - 2 - shard_len));
   try {
     auto r = mcinfer::sched::recover_shard(shard, "id,a\n");
     if (fs::file_size(shard) != r.valid_end) std::abort();

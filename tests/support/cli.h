@@ -18,9 +18,9 @@ extern char** environ;
 namespace mcinfer::testing {
 
 struct CliResult {
-  int exit_code = -1;   // exit status, or 128 + signal number
-  std::string out;      // stdout
-  std::string err;      // stderr
+  int exit_code = -1;  // exit status, or 128 + signal number
+  std::string out;     // stdout
+  std::string err;     // stderr
 };
 
 inline std::filesystem::path cli_path() {
@@ -29,11 +29,11 @@ inline std::filesystem::path cli_path() {
 }
 
 struct CliOptions {
-  std::string stdin_path;              // default /dev/null
-  std::vector<std::string> env;        // extra NAME=VALUE entries
-  int signal_after_ms = 0;             // > 0: send `signal` after this long (if still running)
+  std::string stdin_path;        // default /dev/null
+  std::vector<std::string> env;  // extra NAME=VALUE entries
+  int signal_after_ms = 0;       // > 0: send `signal` after this long (if still running)
   int signal = 9;
-  long file_size_limit = 0;            // > 0: RLIMIT_FSIZE in bytes for the child
+  long file_size_limit = 0;  // > 0: RLIMIT_FSIZE in bytes for the child
 };
 
 CliResult run_cli(const std::vector<std::string>& args, const CliOptions& options);
@@ -68,10 +68,12 @@ inline CliResult run_cli(const std::vector<std::string>& args, const CliOptions&
   envp.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, stdin_path.empty() ? "/dev/null" : stdin_path.c_str(),
-                                   O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(
+      &actions, 0, stdin_path.empty() ? "/dev/null" : stdin_path.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
   pid_t pid = 0;
   CliResult result;
   struct rlimit saved {};

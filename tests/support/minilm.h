@@ -25,13 +25,13 @@ inline bool minilm_required() {
 
 }  // namespace mcinfer::testing
 
-#define MCINFER_NEED_MINILM()                                                                  \
-  do {                                                                                         \
-    if (!std::filesystem::exists(::mcinfer::testing::minilm_dir() / "model.safetensors")) {   \
-      if (::mcinfer::testing::minilm_required()) {                                             \
-        FAIL() << "all-MiniLM-L6-v2 not found at " << ::mcinfer::testing::minilm_dir()         \
-               << "; run scripts/get_minilm.sh";                                               \
-      }                                                                                        \
-      GTEST_SKIP() << "all-MiniLM-L6-v2 not found; run scripts/get_minilm.sh";                 \
-    }                                                                                          \
+#define MCINFER_NEED_MINILM()                                                               \
+  do {                                                                                      \
+    if (!std::filesystem::exists(::mcinfer::testing::minilm_dir() / "model.safetensors")) { \
+      if (::mcinfer::testing::minilm_required()) {                                          \
+        FAIL() << "all-MiniLM-L6-v2 not found at " << ::mcinfer::testing::minilm_dir()      \
+               << "; run scripts/get_minilm.sh";                                            \
+      }                                                                                     \
+      GTEST_SKIP() << "all-MiniLM-L6-v2 not found; run scripts/get_minilm.sh";              \
+    }                                                                                       \
   } while (0)

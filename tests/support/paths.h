@@ -31,7 +31,8 @@ inline ScratchCleaner scratch_cleaner;
 
 // A fresh, empty directory for one test, private to this process (ctest runs tests in parallel).
 inline std::filesystem::path scratch_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("mcinfer_test_" + name + "_" + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() /
+             ("mcinfer_test_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   scratch_cleaner.dirs.push_back(dir);

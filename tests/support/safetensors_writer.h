@@ -29,12 +29,15 @@ inline std::vector<TensorBytes> read_tensors(const std::filesystem::path& path) 
   return out;
 }
 
-inline void write_tensors(const std::filesystem::path& path, const std::vector<TensorBytes>& tensors) {
+inline void write_tensors(const std::filesystem::path& path,
+                          const std::vector<TensorBytes>& tensors) {
   Json header = Json::object();
   std::string data;
   for (const auto& t : tensors) {
     while (data.size() % 8) data.push_back('\0');
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
+    header[t.name] = {{"dtype", t.dtype},
+                      {"shape", t.shape},
+                      {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
     data += t.bytes;
   }
   std::string text = header.dump();
