@@ -1,0 +1,682 @@
+#!/usr/bin/env python3
+"""The peers of bench/compare.py: one system, one workload, one process per call.
+
+    compare_peers.py prepare --model-dir D --art A [--systems ...] [--batch B --seq S]
+        Converts the checkpoint once into A (ONNX via optimum plus ONNX Runtime's transformer
+        fusions, OpenVINO IR in fp32, CTranslate2, the classifier head as numpy arrays), writes
+        the fixed random batch ids_BxS.npy and PyTorch's outputs for it, ref_BxS.npy.
+    compare_peers.py a SYSTEM --k K --model-dir D --art A --batch B --seq S --warmup W --iters N
+        Workload (a): K threads / processes / streams, K*N timed batches of B x S random ids;
+        prints one JSON line with seq_per_s; --first-out saves the outputs of the first batch.
+    compare_peers.py b SYSTEM --k K --model-dir D --art A --input CSV --output OUT --max-len L
+        Workload (b): CSV in, predictions out, tokenisation included; prints one JSON line with
+        `written_at` (CLOCK_MONOTONIC when the output file was in place).
+
+SYSTEM is torch, torch-mp, ort, ort-mp, openvino or ct2. Outputs are what `mcinfer` computes for
+the same checkpoint: classifier logits (probabilities after softmax in workload b) or, for a
+model without a head (all-MiniLM-L6-v2), the mean of the last hidden state over the tokens.
+
+Heavy libraries are imported inside the functions that use them, so that a multi-process parent
+stays small and a system pays only for what it uses.
+"""
+
+import time
+
+T0 = time.monotonic()  # before the heavy imports: a peer pays for them in workload (b)
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+SYSTEMS = ["torch", "torch-mp", "ort", "ort-mp", "openvino", "ct2"]
+MULTI_PROCESS = {"torch-mp": "torch", "ort-mp": "ort"}
+ONNX_OPSET = 17
+
+
+# ---------------------------------------------------------------- model facts
+
+def model_info(model_dir: Path) -> dict:
+    cfg = json.loads((model_dir / "config.json").read_text())
+    arch = (cfg.get("architectures") or [""])[0]
+    kind = "classify" if arch.endswith("ForSequenceClassification") else "embed"
+    if kind == "classify":
+        id2label = cfg.get("id2label") or {str(i): f"LABEL_{i}" for i in range(cfg.get("num_labels", 2))}
+        columns = [id2label[str(i)] if str(i) in id2label else id2label[i] for i in range(len(id2label))]
+    else:
+        columns = [f"e{i}" for i in range(cfg["hidden_size"])]
+    return {"arch": arch, "kind": kind, "model_type": cfg["model_type"], "columns": columns,
+            "hidden": cfg["hidden_size"], "heads": cfg["num_attention_heads"], "vocab": cfg["vocab_size"],
+            "pad": cfg.get("pad_token_id", 0), "problem_type": cfg.get("problem_type"),
+            "max_positions": cfg.get("max_position_embeddings", 512)}
+
+
+def fingerprint(model_dir: Path) -> dict:
+    out = {}
+    for f in sorted(model_dir.iterdir()):
+        if f.is_file() and (f.suffix in (".json", ".safetensors", ".bin") or f.name == "vocab.txt"):
+            st = f.stat()
+            out[f.name] = [st.st_size, int(st.st_mtime)]
+    return out
+
+
+def activation(info: dict, logits):
+    """What `mcinfer run` writes for a classifier with --activation auto."""
+    import numpy as np
+
+    if info["kind"] != "classify":
+        return logits
+    if logits.shape[1] == 1 and info["problem_type"] != "multi_label_classification":
+        return logits  # one output: regression
+    if info["problem_type"] == "multi_label_classification":
+        return 1.0 / (1.0 + np.exp(-logits))
+    z = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def mean_pool(hidden, mask):
+    """Mean of the last hidden state over the real tokens (numpy, [B, L, H] -> [B, H])."""
+    import numpy as np
+
+    m = mask.astype(np.float32)[:, :, None]
+    return (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
+
+
+# ---------------------------------------------------------------- conversion (once, cached)
+
+class _FakeTokenizer:
+    """CTranslate2's converter wants a vocabulary; XLM-R here has no tokenizer (ids only)."""
+
+    def __init__(self, vocab: int, unk_id: int):
+        self._vocab = {("<unk>" if i == unk_id else f"<t{i}>"): i for i in range(vocab)}
+        self.unk_token = "<unk>"
+
+    def get_vocab(self):
+        return self._vocab
+
+
+def convert_onnx(model_dir: Path, art: Path, info: dict, log) -> None:
+    out = art / "onnx"
+    if (out / "model.onnx").is_file() and (out / "model_ort.onnx").is_file():
+        return
+    from optimum.exporters.onnx import main_export
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    tmp = art / ".onnx.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    t = time.monotonic()
+    task = "text-classification" if info["kind"] == "classify" else "feature-extraction"
+    main_export(str(model_dir), str(tmp), task=task, library_name="transformers", opset=ONNX_OPSET,
+                do_validation=False, device="cpu")
+    # ONNX Runtime's documented path for BERT-like models: its transformer optimizer fuses
+    # embeddings+LayerNorm, attention, bias+GELU and skip+LayerNorm into contrib ops (optimum's
+    # --optimize O2 is this same call; it is not used because it imports `datasets`). The
+    # remaining graph optimisations run at session creation (ORT_ENABLE_ALL), for this CPU.
+    opt = optimize_model(str(tmp / "model.onnx"), model_type="bert", num_heads=info["heads"],
+                         hidden_size=info["hidden"], opt_level=0, use_gpu=False)
+    opt.save_model_to_file(str(tmp / "model_ort.onnx"))
+    (tmp / "fusions.json").write_text(json.dumps(opt.get_fused_operator_statistics()) + "\n")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    log(f"ONNX export + ORT fusions in {time.monotonic() - t:.1f} s -> {out}")
+
+
+def convert_openvino(art: Path, log) -> None:
+    out = art / "ov"
+    if (out / "model.xml").is_file():
+        return
+    import openvino as ov
+
+    tmp = art / ".ov.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    t = time.monotonic()
+    model = ov.convert_model(str(art / "onnx" / "model.onnx"))
+    # save_model compresses weights to fp16 by default: keep fp32 for an fp32 comparison.
+    ov.save_model(model, str(tmp / "model.xml"), compress_to_fp16=False)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    log(f"OpenVINO IR (fp32) in {time.monotonic() - t:.1f} s -> {out}")
+
+
+def convert_ct2(model_dir: Path, art: Path, info: dict, log) -> None:
+    out = art / "ct2"
+    if (out / "model.bin").is_file():
+        return
+    import torch
+    from ctranslate2.converters import TransformersConverter
+
+    has_tokenizer = (model_dir / "tokenizer.json").is_file() or (model_dir / "vocab.txt").is_file()
+
+    class Converter(TransformersConverter):
+        def load_model(self, model_class, path, **kwargs):
+            # This converter release passes `dtype=`, which transformers 4.46 does not know.
+            kwargs.pop("dtype", None)
+            return model_class.from_pretrained(path, torch_dtype=torch.float32, **kwargs)
+
+        def load_tokenizer(self, tokenizer_class, path, **kwargs):
+            if has_tokenizer:
+                return tokenizer_class.from_pretrained(path, **kwargs)
+            return _FakeTokenizer(info["vocab"], unk_id=3)
+
+    tmp = art / ".ct2.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    t = time.monotonic()
+    Converter(str(model_dir)).convert(str(tmp), force=True)  # no quantization: float32 weights
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    log(f"CTranslate2 conversion in {time.monotonic() - t:.1f} s -> {out}")
+
+
+def extract_head(model_dir: Path, art: Path, info: dict) -> None:
+    """The classifier head that CTranslate2's Encoder does not run, as numpy arrays."""
+    out = art / "head.npz"
+    if out.is_file() or info["kind"] != "classify":
+        return
+    import numpy as np
+    from safetensors import safe_open
+
+    files = sorted(model_dir.glob("*.safetensors"))
+    tensors = {}
+    for f in files:
+        with safe_open(str(f), framework="np") as s:
+            for k in s.keys():
+                if "pooler" in k or k.startswith("classifier"):
+                    tensors[k] = s.get_tensor(k)
+
+    def pick(*suffixes):
+        for suf in suffixes:
+            for k, v in tensors.items():
+                if k.endswith(suf):
+                    return v.astype(np.float32)
+        raise SystemExit(f"compare_peers: head tensor {suffixes} not in {sorted(tensors)}")
+
+    if info["model_type"] == "bert":  # pooler (dense+tanh on [CLS]) then classifier
+        head = {"type": "bert", "w1": pick("pooler.dense.weight"), "b1": pick("pooler.dense.bias"),
+                "w2": pick("classifier.weight"), "b2": pick("classifier.bias")}
+    else:  # RoBERTa / XLM-R: classifier.dense + tanh on <s>, then classifier.out_proj
+        head = {"type": "roberta", "w1": pick("classifier.dense.weight"), "b1": pick("classifier.dense.bias"),
+                "w2": pick("classifier.out_proj.weight"), "b2": pick("classifier.out_proj.bias")}
+    np.savez(out, **head)
+
+
+def prepare(a) -> int:
+    import numpy as np
+
+    log = lambda m: print(f"[prepare {a.model_dir.name}] {m}", file=sys.stderr, flush=True)
+    info = model_info(a.model_dir)
+    a.art.mkdir(parents=True, exist_ok=True)
+    stamp_path = a.art / "source.json"
+    stamp = {"model_dir": str(a.model_dir), "files": fingerprint(a.model_dir), "opset": ONNX_OPSET}
+    if stamp_path.is_file() and json.loads(stamp_path.read_text()) != stamp:
+        log("checkpoint changed: dropping the old conversions")
+        for p in a.art.iterdir():
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    stamp_path.write_text(json.dumps(stamp, indent=1) + "\n")
+    systems = set(a.systems.split(",")) if a.systems else set(SYSTEMS)
+    if systems & {"ort", "ort-mp", "openvino"}:
+        convert_onnx(a.model_dir, a.art, info, log)
+    if "openvino" in systems:
+        convert_openvino(a.art, log)
+    if "ct2" in systems:
+        convert_ct2(a.model_dir, a.art, info, log)
+        extract_head(a.model_dir, a.art, info)
+
+    if a.batch and a.seq:
+        ids_path = a.art / f"ids_{a.batch}x{a.seq}.npy"
+        ref_path = a.art / f"ref_{a.batch}x{a.seq}.npy"
+        if not ids_path.is_file():
+            # Uniform over the vocabulary past the special ids (never the pad id, so RoBERTa's
+            # positions run 2..seq+1 as for real text), as `mcinfer bench` draws its own.
+            rng = np.random.default_rng(20241130)
+            ids = rng.integers(5, info["vocab"], size=(a.batch, a.seq), dtype=np.int64)
+            np.save(ids_path, ids)
+        if not ref_path.is_file():
+            import torch
+
+            torch.set_num_threads(len(os.sched_getaffinity(0)))
+            ids = np.load(ids_path)
+            runner = TorchRunner(a.model_dir, info, threads=len(os.sched_getaffinity(0)))
+            np.save(ref_path, runner.map([(ids, np.ones_like(ids))])[0])
+            log(f"PyTorch reference outputs for the {a.batch}x{a.seq} batch -> {ref_path.name}")
+    print(json.dumps({"prepared": str(a.art), "kind": info["kind"], "arch": info["arch"]}))
+    return 0
+
+
+# ---------------------------------------------------------------- runners: (ids, mask) -> outputs
+
+class TorchRunner:
+    """PyTorch + transformers eager, torch.inference_mode, fp32."""
+
+    parallel = 1
+
+    def __init__(self, model_dir: Path, info: dict, threads: int):
+        import torch
+        from transformers import AutoModel, AutoModelForSequenceClassification
+
+        torch.set_num_threads(threads)
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:
+            pass
+        cls = AutoModelForSequenceClassification if info["kind"] == "classify" else AutoModel
+        self.model = cls.from_pretrained(str(model_dir), torch_dtype=torch.float32).eval()
+        self.info, self.torch = info, torch
+
+    def one(self, ids, mask):
+        torch = self.torch
+        with torch.inference_mode():
+            t_ids, t_mask = torch.from_numpy(ids), torch.from_numpy(mask)
+            out = self.model(input_ids=t_ids, attention_mask=t_mask)
+            if self.info["kind"] == "classify":
+                return out.logits.float().numpy()
+            m = t_mask.unsqueeze(-1).float()
+            h = out.last_hidden_state
+            return ((h * m).sum(1) / m.sum(1).clamp(min=1.0)).numpy()
+
+    def map(self, batches):
+        return [self.one(i, m) for i, m in batches]
+
+
+class OrtRunner:
+    """ONNX Runtime CPU, the fused graph, ORT_ENABLE_ALL, intra-op threads = threads."""
+
+    parallel = 1
+
+    def __init__(self, art: Path, info: dict, threads: int):
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        self.sess = ort.InferenceSession(str(art / "onnx" / "model_ort.onnx"), so, providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.sess.get_inputs()]
+        self.info = info
+
+    def one(self, ids, mask):
+        import numpy as np
+
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        out = self.sess.run(None, {k: v for k, v in feed.items() if k in self.inputs})[0]
+        return out if self.info["kind"] == "classify" else mean_pool(out, mask)
+
+    def map(self, batches):
+        return [self.one(i, m) for i, m in batches]
+
+
+class OpenVinoRunner:
+    """OpenVINO CPU: THROUGHPUT hint, fp32 inference precision, AsyncInferQueue."""
+
+    def __init__(self, art: Path, info: dict, threads: int, static_shape=None):
+        import openvino as ov
+        import openvino.properties as props
+        import openvino.properties.hint as hints
+
+        core = ov.Core()
+        model = core.read_model(str(art / "ov" / "model.xml"))
+        self.inputs = [i.get_any_name() for i in model.inputs]
+        if static_shape:  # fixed-size batches: static shapes are OpenVINO's documented fast path
+            model.reshape({name: list(static_shape) for name in self.inputs})
+        config = {hints.performance_mode: hints.PerformanceMode.THROUGHPUT,
+                  # on CPUs with bf16 support the plugin would otherwise run in bf16
+                  hints.inference_precision: ov.Type.f32,
+                  props.inference_num_threads: threads}
+        self.compiled = core.compile_model(model, "CPU", config)
+        self.parallel = int(self.compiled.get_property(props.optimal_number_of_infer_requests))
+        self.streams = str(self.compiled.get_property(props.num_streams))
+        self.queue = ov.AsyncInferQueue(self.compiled, self.parallel)
+        self.info, self.ov = info, ov
+
+    def map(self, batches):
+        import numpy as np
+
+        results = [None] * len(batches)
+        kind = self.info["kind"]
+
+        def done(request, i):
+            out = request.get_output_tensor(0).data
+            results[i] = out.copy() if kind == "classify" else mean_pool(out, batches[i][1])
+
+        self.queue.set_callback(done)
+        for i, (ids, mask) in enumerate(batches):
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self.inputs:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            self.queue.start_async({k: v for k, v in feed.items() if k in self.inputs}, i)
+        self.queue.wait_all()
+        return results
+
+
+class Ct2Runner:
+    """CTranslate2 Encoder, inter_threads = threads, intra_threads = 1, float32; the classifier
+    head runs here in numpy on the last hidden state (its time is inside map())."""
+
+    def __init__(self, art: Path, info: dict, threads: int):
+        import ctranslate2
+        import numpy as np
+
+        self.encoder = ctranslate2.Encoder(str(art / "ct2"), device="cpu", compute_type="float32",
+                                           inter_threads=threads, intra_threads=1)
+        self.parallel = threads
+        self.info, self.ct2 = info, ctranslate2
+        self.head = dict(np.load(art / "head.npz")) if info["kind"] == "classify" else None
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.pool = ThreadPoolExecutor(max_workers=threads)
+
+    def one(self, ids, mask):
+        import numpy as np
+
+        lengths = mask.sum(axis=1).astype(np.int32)
+        out = self.encoder.forward_batch(self.ct2.StorageView.from_array(np.ascontiguousarray(ids, dtype=np.int32)),
+                                         self.ct2.StorageView.from_array(lengths))
+        h = np.asarray(out.last_hidden_state)
+        if self.head is None:
+            return mean_pool(h, mask)
+        x = np.tanh(h[:, 0] @ self.head["w1"].T + self.head["b1"])
+        return x @ self.head["w2"].T + self.head["b2"]
+
+    def map(self, batches):
+        return list(self.pool.map(lambda b: self.one(*b), batches))
+
+
+def make_runner(base: str, model_dir: Path, art: Path, info: dict, threads: int, static_shape=None):
+    if base == "torch":
+        return TorchRunner(model_dir, info, threads)
+    if base == "ort":
+        return OrtRunner(art, info, threads)
+    if base == "openvino":
+        return OpenVinoRunner(art, info, threads, static_shape)
+    if base == "ct2":
+        return Ct2Runner(art, info, threads)
+    raise SystemExit(f"compare_peers: unknown system {base}")
+
+
+def setting(system: str, k: int, runner=None) -> str:
+    if system == "openvino":
+        extra = f" ({runner.parallel} requests, {runner.streams} streams)" if runner is not None else ""
+        return f"THROUGHPUT hint, INFERENCE_NUM_THREADS={k}, f32, AsyncInferQueue{extra}"
+    return {
+        "torch": f"eager, inference_mode, torch.set_num_threads({k})",
+        "torch-mp": f"{k} processes x 1 thread, one model copy each",
+        "ort": f"1 session, intra_op_num_threads={k}, ORT_ENABLE_ALL, fused graph",
+        "ort-mp": f"{k} processes x 1 session (intra_op_num_threads=1)",
+        "ct2": f"Encoder inter_threads={k}, intra_threads=1, float32, numpy head",
+    }[system]
+
+
+def _single_env(threads: int) -> None:
+    """Environment for a process that is to use `threads` cores (set before the heavy imports)."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+
+
+# ---------------------------------------------------------------- workload (a)
+
+def _a_worker(rank, a, barrier, queue):
+    _single_env(1)
+    import numpy as np
+
+    try:
+        info = model_info(a.model_dir)
+        base = MULTI_PROCESS[a.system]
+        runner = make_runner(base, a.model_dir, a.art, info, threads=1)
+        ids = np.load(a.art / f"ids_{a.batch}x{a.seq}.npy")
+        batch = (ids, np.ones_like(ids))
+        first = None
+        for _ in range(max(1, a.warmup)):
+            first = runner.map([batch])[0]
+        if rank == 0 and a.first_out:
+            np.save(a.first_out, first)
+        barrier.wait()
+        t0 = time.monotonic()
+        runner.map([batch] * a.iters)
+        queue.put((rank, t0, time.monotonic(), None))
+    except BaseException as e:  # the parent must not wait forever on a dead worker
+        barrier.abort()
+        queue.put((rank, 0.0, 0.0, f"{type(e).__name__}: {e}"))
+
+
+def _collect(queue, procs) -> list:
+    """One message per worker; a worker that died without one (a crash) is an error, not a hang."""
+    import queue as queue_mod
+
+    got = []
+    while len(got) < len(procs):
+        try:
+            got.append(queue.get(timeout=2.0))
+        except queue_mod.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:  # the others may be waiting at the barrier for it
+                for p in procs:
+                    if p.is_alive():
+                        p.terminate()
+                got.append((-1, 0.0, 0.0, f"a worker exited with status {dead[0]}"))
+                break
+    for p in procs:
+        p.join(timeout=30)
+    return got
+
+
+def workload_a(a) -> int:
+    if a.system in MULTI_PROCESS:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        barrier, queue = ctx.Barrier(a.k), ctx.Queue()
+        procs = [ctx.Process(target=_a_worker, args=(r, a, barrier, queue)) for r in range(a.k)]
+        for p in procs:
+            p.start()
+        got = _collect(queue, procs)
+        errors = [g[3] for g in got if g[3]]
+        if errors:
+            raise SystemExit(f"compare_peers: worker failed: {errors[0]}")
+        seconds = max(g[2] for g in got) - min(g[1] for g in got)
+        batches = a.k * a.iters
+        result = {"setting": setting(a.system, a.k)}
+    else:
+        _single_env(a.k)
+        import numpy as np
+
+        info = model_info(a.model_dir)
+        runner = make_runner(a.system, a.model_dir, a.art, info, threads=a.k, static_shape=(a.batch, a.seq))
+        ids = np.load(a.art / f"ids_{a.batch}x{a.seq}.npy")
+        batch = (ids, np.ones_like(ids))
+        warm = runner.map([batch] * (max(1, a.warmup) * max(a.k, getattr(runner, "parallel", 1))))
+        if a.first_out:
+            np.save(a.first_out, warm[0])
+        batches = a.k * a.iters
+        t0 = time.monotonic()
+        runner.map([batch] * batches)
+        seconds = time.monotonic() - t0
+        result = {"setting": setting(a.system, a.k, runner)}
+    result.update({"system": a.system, "k": a.k, "batches": batches, "seconds": seconds,
+                   "seq_per_s": batches * a.batch / seconds})
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------- workload (b)
+
+def read_csv(path: Path):
+    """(ids, texts) as Python lists; pyarrow's multi-threaded reader, the fastest at hand."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    table = pacsv.read_csv(str(path), parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                           convert_options=pacsv.ConvertOptions(column_types={"id": pa.string(), "text": pa.string()},
+                                                                strings_can_be_null=False, quoted_strings_can_be_null=False))
+    return table.column("id").to_pylist(), table.column("text").to_pylist()
+
+
+def tokenize(model_dir: Path, texts: list, max_len: int):
+    """Token id lists, special tokens included, truncated to max_len (HF tokenizers, Rust)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tok.no_padding()  # MiniLM's tokenizer.json ships with padding and truncation at 128
+    tok.enable_truncation(max_length=max_len)
+    return [e.ids for e in tok.encode_batch(texts)]
+
+
+def make_batches(lengths, order, batch_tokens: int, max_rows: int):
+    """Length-sorted rows (longest first) cut into batches of at most batch_tokens padded tokens."""
+    batches, cur, cur_max = [], [], 0
+    for i in order:
+        n = lengths[i]
+        if cur and (max(cur_max, n) * (len(cur) + 1) > batch_tokens or len(cur) >= max_rows):
+            batches.append(cur)
+            cur, cur_max = [], 0
+        cur.append(i)
+        cur_max = max(cur_max, n)
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def run_rows(runner, token_ids: list, pad_id: int, batch_tokens: int, max_rows: int):
+    """Sort by length, pad each batch to its longest row, run; outputs in the rows' own order."""
+    import numpy as np
+
+    lengths = [len(t) for t in token_ids]
+    order = sorted(range(len(token_ids)), key=lambda i: -lengths[i])
+    batches = make_batches(lengths, order, batch_tokens, max_rows)
+    arrays = []
+    padded = 0
+    for rows in batches:
+        width = max(lengths[i] for i in rows)
+        ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for r, i in enumerate(rows):
+            ids[r, :lengths[i]] = token_ids[i]
+            mask[r, :lengths[i]] = 1
+        padded += ids.size
+        arrays.append((ids, mask))
+    outs = runner.map(arrays)
+    dim = outs[0].shape[1] if outs else 0
+    result = np.zeros((len(token_ids), dim), dtype=np.float32)
+    for rows, out in zip(batches, outs):
+        result[rows] = out
+    return result, {"real_tokens": sum(lengths), "padded_tokens": padded, "batches": len(batches)}
+
+
+def write_output(path: Path, ids: list, columns: list, values) -> None:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    data = {"id": pa.array(ids, pa.string())}
+    for j, c in enumerate(columns):
+        data[c] = pa.array(values[:, j])
+    tmp = path.with_name(path.name + ".tmp")
+    pacsv.write_csv(pa.table(data), str(tmp), pacsv.WriteOptions(quoting_style="needed"))
+    os.replace(tmp, path)
+
+
+def _b_worker(rank, a, tmpdir):
+    _single_env(1)
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one core per process, tokenizer included
+    import numpy as np
+
+    info = model_info(a.model_dir)
+    _, texts = read_csv(a.input)
+    mine = list(range(rank, len(texts), a.k))  # strided: every worker gets the same mix of lengths
+    runner = make_runner(MULTI_PROCESS[a.system], a.model_dir, a.art, info, threads=1)
+    token_ids = tokenize(a.model_dir, [texts[i] for i in mine], a.max_len)
+    out, stats = run_rows(runner, token_ids, info["pad"], a.batch_tokens, a.max_rows)
+    np.save(os.path.join(tmpdir, f"out_{rank}.npy"), out)
+    with open(os.path.join(tmpdir, f"stats_{rank}.json"), "w") as f:
+        json.dump(stats, f)
+
+
+def workload_b(a) -> int:
+    info = model_info(a.model_dir)
+    if a.system in MULTI_PROCESS:
+        import multiprocessing as mp
+
+        import numpy as np
+
+        with tempfile.TemporaryDirectory(prefix="compare_b_") as tmp:
+            ctx = mp.get_context("spawn")
+            procs = [ctx.Process(target=_b_worker, args=(r, a, tmp)) for r in range(a.k)]
+            for p in procs:
+                p.start()
+            ids, _ = read_csv(a.input)  # meanwhile: the ids for the output
+            for p in procs:
+                p.join()
+            bad = [p.exitcode for p in procs if p.exitcode != 0]
+            if bad:
+                raise SystemExit(f"compare_peers: {len(bad)} worker(s) failed (exit {bad[0]})")
+            values = np.zeros((len(ids), len(info["columns"])), dtype=np.float32)
+            stats = {"real_tokens": 0, "padded_tokens": 0, "batches": 0}
+            for r in range(a.k):
+                values[r::a.k] = np.load(os.path.join(tmp, f"out_{r}.npy"))
+                for key, v in json.load(open(os.path.join(tmp, f"stats_{r}.json"))).items():
+                    stats[key] += v
+        pipeline = (f"{a.k} processes (spawn), each: its strided share of the rows, HF tokenizers (1 thread), "
+                    f"sorted by length, batches of <= {a.batch_tokens} padded tokens; parent merges")
+    else:
+        _single_env(a.k)
+        import numpy as np
+
+        runner = make_runner(a.system, a.model_dir, a.art, info, threads=a.k)
+        ids, texts = read_csv(a.input)
+        token_ids = tokenize(a.model_dir, texts, a.max_len)
+        values, stats = run_rows(runner, token_ids, info["pad"], a.batch_tokens, a.max_rows)
+        pipeline = (f"pyarrow CSV, HF tokenizers encode_batch (all cores), sorted by length (longest first), "
+                    f"batches of <= {a.batch_tokens} padded tokens / {a.max_rows} rows")
+        if a.system in ("openvino", "ct2"):
+            pipeline += f", {runner.parallel} batches in flight"
+    values = activation(info, values)
+    write_output(a.output, ids, info["columns"], values)
+    written = time.monotonic()
+    print(json.dumps({"system": a.system, "k": a.k, "rows": len(ids), "written_at": written,
+                      "self_seconds": written - T0, "setting": setting(a.system, a.k), "pipeline": pipeline,
+                      **stats}), flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------- main
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", choices=["prepare", "a", "b"])
+    ap.add_argument("system", nargs="?", choices=SYSTEMS)
+    ap.add_argument("--model-dir", type=Path, required=True)
+    ap.add_argument("--art", type=Path, required=True, help="conversion cache of this model")
+    ap.add_argument("--systems", help="prepare: only what these systems need")
+    ap.add_argument("--k", type=int, default=1, help="threads / processes / streams")
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--seq", type=int)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--iters", type=int, default=3, help="(a) timed batches per thread/process")
+    ap.add_argument("--first-out", type=Path, help="(a) save the first batch's outputs here (.npy)")
+    ap.add_argument("--input", type=Path)
+    ap.add_argument("--output", type=Path)
+    ap.add_argument("--max-len", type=int, default=512)
+    ap.add_argument("--batch-tokens", type=int, default=4096, help="(b) padded tokens per batch")
+    ap.add_argument("--max-rows", type=int, default=256, help="(b) rows per batch at most")
+    a = ap.parse_args()
+    a.model_dir, a.art = a.model_dir.resolve(), a.art.resolve()
+    if a.mode == "prepare":
+        return prepare(a)
+    if not a.system or a.k < 1:
+        ap.error("a/b need SYSTEM and --k >= 1")
+    if a.mode == "a":
+        if not (a.batch and a.seq) or a.iters < 1:
+            ap.error("a needs --batch, --seq and --iters >= 1")
+        return workload_a(a)
+    if not (a.input and a.output):
+        ap.error("b needs --input and --output")
+    return workload_b(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
