@@ -43,12 +43,20 @@ int logical_cpus() {
   return n > 0 ? n : 1;
 }
 
-std::vector<int> cpus_by_core() {
+namespace {
+
+struct AllowedCpu {
+  int cpu;
+  std::pair<long long, long long> core;  // (physical package, core id): hyperthreads share it
+};
+
+// The CPUs this process may run on, in order, each with the physical core it belongs to. An
+// unreadable topology counts every CPU as its own core.
+std::vector<AllowedCpu> allowed_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  std::vector<int> first, siblings;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {0};
-  std::set<std::pair<long long, long long>> seen;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {};
+  std::vector<AllowedCpu> cpus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &set)) continue;
     std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
@@ -57,7 +65,18 @@ std::vector<int> cpus_by_core() {
       package = 0;
       core = cpu;
     }
-    (seen.insert({package, core}).second ? first : siblings).push_back(cpu);
+    cpus.push_back({cpu, {package, core}});
+  }
+  return cpus;
+}
+
+}  // namespace
+
+std::vector<int> cpus_by_core() {
+  std::vector<int> first, siblings;
+  std::set<std::pair<long long, long long>> seen;
+  for (const AllowedCpu& c : allowed_cpus()) {
+    (seen.insert(c.core).second ? first : siblings).push_back(c.cpu);
   }
   first.insert(first.end(), siblings.begin(), siblings.end());
   if (first.empty()) first.push_back(0);
@@ -72,20 +91,8 @@ bool pin_current_thread(int cpu) {
 }
 
 int physical_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
   std::set<std::pair<long long, long long>> cores;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &set)) continue;
-    std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
-    long long package = 0, core = cpu;
-    if (!read_int(base + "physical_package_id", package) || !read_int(base + "core_id", core)) {
-      package = 0;
-      core = cpu;
-    }
-    cores.insert({package, core});
-  }
+  for (const AllowedCpu& c : allowed_cpus()) cores.insert(c.core);
   return cores.empty() ? 1 : static_cast<int>(cores.size());
 }
 

@@ -29,9 +29,12 @@ class AttentionScratch {
 // the three hidden-wide column blocks of qkv [tokens, 3·hidden] and d = hidden / heads.
 // ctx is [tokens, hidden].
 // Sequences up to own_kernel_max_len tokens use our fused per-head kernel; longer ones two
-// GEMM-library calls around our softmax. Measured on a Xeon (AVX-512), BERT-base heads: ours is
-// ahead up to ~20 tokens (29 vs 24 GFLOP/s at 16), the library from ~24 on (96 vs 50 at 128).
-inline constexpr std::int64_t kOwnAttentionMaxLen = 20;
+// GEMM-library calls around our softmax. Crossover measured on a Xeon (AVX-512), 12 heads,
+// 32 sequences, one thread (GFLOP/s, ours vs the library): head size 64: 35 vs 31 at 16 tokens,
+// 53 vs 60 at 32, 78 vs 99 at 128; head size 32: 44 vs 41 at 32, 79 vs 72 at 128, 79 vs 88 at 192.
+// Inside the model (packed qkv rows far apart, 32 × 128 tokens) the library keeps its lead at
+// 128 tokens for head size 32 as well (MiniLM: attention 70 vs 65 GFLOP/s).
+inline constexpr std::int64_t kOwnAttentionMaxLen = 24;
 void attention(const KernelTable& kernels, const float* qkv, float* ctx,
                std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
                AttentionScratch& scratch, int threads,

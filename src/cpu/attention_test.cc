@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -43,11 +44,9 @@ std::vector<double> reference(const std::vector<float>& qkv, const std::vector<S
   return ctx;
 }
 
-TEST(Attention, PackedSequencesMatchReference) {
-  const int heads = 4;
-  const std::int64_t hidden = 32;
-  std::vector<SequenceSpan> seqs = {{0, 5}, {5, 1}, {6, 17}, {23, 2}};
-  const std::int64_t tokens = 25;
+void expect_matches_reference(int heads, std::int64_t hidden, std::vector<SequenceSpan> seqs) {
+  std::int64_t tokens = 0;
+  for (const auto& s : seqs) tokens = std::max(tokens, s.offset + s.length);
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0, 1);
   std::vector<float> qkv(static_cast<std::size_t>(tokens * 3 * hidden));
@@ -55,7 +54,8 @@ TEST(Attention, PackedSequencesMatchReference) {
   auto want = reference(qkv, seqs, heads, hidden, tokens);
   for (Isa isa : supported_isas()) {
     for (int threads : {1, 2}) {
-      for (std::int64_t own_max : {std::int64_t{0}, std::int64_t{5}, std::int64_t{1} << 30}) {
+      for (std::int64_t own_max :
+           {std::int64_t{0}, std::int64_t{5}, std::int64_t{1} << 30, std::int64_t{-1}}) {
         std::vector<float> ctx(static_cast<std::size_t>(tokens * hidden), -1.0f);
         AttentionScratch scratch;
         attention(kernels_for(isa), qkv.data(), ctx.data(), seqs, heads, hidden, scratch, threads,
@@ -67,6 +67,18 @@ TEST(Attention, PackedSequencesMatchReference) {
       }
     }
   }
+}
+
+// Head size 8: every vector loop of the fused kernel runs only its tail.
+TEST(Attention, PackedSequencesMatchReference) {
+  expect_matches_reference(4, 32, {{0, 5}, {5, 1}, {6, 17}, {23, 2}});
+}
+
+// Head sizes 32 and 72 (two full vectors and a tail at every width), sequences around the
+// register-block and vector boundaries, and one long enough for the default library path.
+TEST(Attention, WideHeadsAndLongSequencesMatchReference) {
+  expect_matches_reference(2, 64, {{0, 40}, {40, 3}, {43, 129}, {172, 16}, {188, 9}});
+  expect_matches_reference(2, 144, {{0, 33}, {33, 8}, {41, 31}});
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <atomic>
 #include <dnnl.hpp>
 #include <unordered_map>
 
@@ -69,13 +70,21 @@ struct PackedLinear::Impl {
   AlignedBuffer<float> bias;
   bool has_bias = false;
   const dnnl::engine* engine = nullptr;
+  // Names these weights in the runners' kernel caches. Not the address: a PackedLinear freed
+  // and another created at the same place must not find the old one's kernels.
+  std::uint64_t serial = 0;
 };
+
+namespace {
+std::atomic<std::uint64_t> next_packed_serial{1};
+}  // namespace
 
 PackedLinear::PackedLinear(const GemmEngine& engine, const float* weight, const float* bias,
                            std::int64_t out, std::int64_t in)
     : in_(in), out_(out), impl_(std::make_unique<Impl>()) {
   const dnnl::engine& eng = engine.impl().engine;
   impl_->engine = &eng;
+  impl_->serial = next_packed_serial.fetch_add(1, std::memory_order_relaxed);
   // The library chooses the blocked layout; it does not depend on the row count, so one packing
   // serves every batch (checked when each row count's kernel is created).
   dnnl::memory::desc any({in, out}, dt::f32, tag::any);
@@ -107,7 +116,7 @@ struct GemmRunner::Impl {
   const GemmEngine* engine;
   dnnl::stream stream;
   struct Key {
-    const PackedLinear::Impl* weights;
+    std::uint64_t weights;  // PackedLinear::Impl::serial
     std::int64_t rows;
     Activation act;
     bool with_bias;
@@ -115,7 +124,7 @@ struct GemmRunner::Impl {
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const {
-      return std::hash<const void*>()(k.weights) ^
+      return std::hash<std::uint64_t>()(k.weights) ^
              (static_cast<std::size_t>(k.rows) * 0x9E3779B97F4A7C15ULL) ^
              (static_cast<std::size_t>(k.act) << 1) ^ static_cast<std::size_t>(k.with_bias);
     }
@@ -147,7 +156,7 @@ void GemmRunner::linear(const PackedLinear& w, const float* x, std::int64_t rows
   const PackedLinear::Impl& wi = w.impl();
   const std::int64_t padded = round_rows(rows);
   const bool bias = wi.has_bias && with_bias;
-  Impl::Key key{&wi, padded, act, bias};
+  Impl::Key key{wi.serial, padded, act, bias};
   auto it = impl_->kernels.find(key);
   if (it == impl_->kernels.end()) {
     auto pd =

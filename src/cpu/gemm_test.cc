@@ -52,6 +52,29 @@ TEST(Gemm, PackedLinearMatchesReferenceForEveryRowCount) {
   EXPECT_GT(runner.compiled_kernels(), 0u);
 }
 
+// A runner outlives the weights it has run: weights freed and new ones of another shape made
+// (often at the same address) must get kernels of their own, not the old weights' kernels.
+TEST(Gemm, NewWeightsNeverReuseAFreedWeightsKernels) {
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  const std::int64_t rows = 4;
+  auto x = random_vector(static_cast<std::size_t>(rows * 96), 7);
+  for (int round = 0; round < 20; ++round) {
+    const std::int64_t in = round % 2 ? 96 : 32, out = round % 2 ? 40 : 72;
+    auto w = random_vector(static_cast<std::size_t>(in * out), 100 + round);
+    std::vector<float> y(static_cast<std::size_t>(rows * out));
+    {
+      PackedLinear linear(engine, w.data(), nullptr, out, in);
+      runner.linear(linear, x.data(), rows, y.data(), Activation::kNone);
+    }
+    for (std::int64_t o = 0; o < out; ++o) {
+      double acc = 0;
+      for (std::int64_t i = 0; i < in; ++i) acc += double(x[i]) * w[o * in + i];
+      ASSERT_NEAR(y[o], acc, 1e-4 * (1 + std::fabs(acc))) << "round " << round << " o " << o;
+    }
+  }
+}
+
 TEST(Gemm, RowCountsAreRoundedToFewKernels) {
   EXPECT_EQ(GemmRunner::round_rows(3), 3);
   EXPECT_EQ(GemmRunner::round_rows(17), 32);

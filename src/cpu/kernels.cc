@@ -4,7 +4,7 @@ namespace mcinfer::cpu {
 
 std::int64_t attention_head_scratch(std::int64_t len, std::int64_t d) {
   const std::int64_t padded = (len + 15) / 16 * 16;  // the widest vector, for every ISA
-  return padded * d + len * padded + 64;
+  return padded * d + len * padded + len * d + len + 64;
 }
 
 const KernelTable& kernels_for(Isa isa) {

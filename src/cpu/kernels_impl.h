@@ -63,7 +63,8 @@ struct Simd {
     store(tmp, v);
     for (std::int64_t i = 0; i < n; ++i) p[i] = tmp[i];
   }
-  static F splat(float x) { return F{} + x; }
+  // x − 0 is x for every x (x + 0 is not, for x = −0), so this folds to a plain broadcast.
+  static F splat(float x) { return x - F{}; }
   static float sum(F v) {
     float s = 0.f;
     for (int i = 0; i < W; ++i) s += v[i];
@@ -212,36 +213,51 @@ void residual_layer_norm(float* x, const float* y, const float* bias, std::int64
   }
 }
 
+// row[:cols] = exp(row[:cols] * scale − max), returning their sum (softmax before dividing).
 template <int W>
-void softmax(float* s, std::int64_t rows, std::int64_t cols, std::int64_t ld, float scale) {
+float exp_shifted_row(float* row, std::int64_t cols, float scale) {
   using S = Simd<W>;
   using F = typename S::F;
   const std::int64_t full = cols / W * W;
   const std::int64_t tail = cols - full;
+  F vmax = S::splat(-3.0e38f);
+  for (std::int64_t c = 0; c < full; c += W) vmax = S::vmax(vmax, S::load(row + c));
+  float mx = S::max(vmax);
+  for (std::int64_t c = full; c < cols; ++c) mx = row[c] > mx ? row[c] : mx;
+  F shift = S::splat(mx * scale);
+  F acc = F{};
+  for (std::int64_t c = 0; c < full; c += W) {
+    F e = S::exp(S::load(row + c) * scale - shift);
+    S::store(row + c, e);
+    acc += e;
+  }
+  float total = S::sum(acc);
+  if (tail) {
+    F e = S::exp(S::load_partial(row + full, tail) * scale - shift);
+    float tmp[W];
+    S::store(tmp, e);
+    for (std::int64_t i = 0; i < tail; ++i) total += tmp[i];
+    S::store_partial(row + full, e, tail);
+  }
+  return total;
+}
+
+// row[:cols] *= factor.
+template <int W>
+void scale_row(float* row, std::int64_t cols, float factor) {
+  using S = Simd<W>;
+  const std::int64_t full = cols / W * W;
+  const typename S::F f = S::splat(factor);
+  for (std::int64_t c = 0; c < full; c += W) S::store(row + c, S::load(row + c) * f);
+  if (cols > full)
+    S::store_partial(row + full, S::load_partial(row + full, cols - full) * f, cols - full);
+}
+
+template <int W>
+void softmax(float* s, std::int64_t rows, std::int64_t cols, std::int64_t ld, float scale) {
   for (std::int64_t r = 0; r < rows; ++r) {
     float* row = s + r * ld;
-    F vmax = S::splat(-3.0e38f);
-    for (std::int64_t c = 0; c < full; c += W) vmax = S::vmax(vmax, S::load(row + c));
-    float mx = S::max(vmax);
-    for (std::int64_t c = full; c < cols; ++c) mx = row[c] > mx ? row[c] : mx;
-    F shift = S::splat(mx * scale);
-    F acc = F{};
-    for (std::int64_t c = 0; c < full; c += W) {
-      F e = S::exp(S::load(row + c) * scale - shift);
-      S::store(row + c, e);
-      acc += e;
-    }
-    float total = S::sum(acc);
-    if (tail) {
-      F e = S::exp(S::load_partial(row + full, tail) * scale - shift);
-      float tmp[W];
-      S::store(tmp, e);
-      for (std::int64_t i = 0; i < tail; ++i) total += tmp[i];
-      S::store_partial(row + full, e, tail);
-    }
-    F inv = S::splat(1.0f / total);
-    for (std::int64_t c = 0; c < full; c += W) S::store(row + c, S::load(row + c) * inv);
-    if (tail) S::store_partial(row + full, S::load_partial(row + full, tail) * inv, tail);
+    scale_row<W>(row, cols, 1.0f / exp_shifted_row<W>(row, cols, scale));
   }
 }
 
@@ -266,75 +282,48 @@ void embedding_sum(float* out, std::int64_t tokens, std::int64_t cols, const flo
   }
 }
 
-// scores[i, :] for R queries at once: R × 2 vectors of keys in registers, one FMA per key
-// column and query (K transposed, so keys are contiguous).
+// out[r, :n] = Σ_k a[r, k] · b[k, :n] for R rows of `a` at once (row-major, leading dimensions
+// lda, ldb, ldo): R × 2 vectors of accumulators in registers, one FMA per element of `a`. Both
+// attention products are this shape: scores = Q·Kᵀ (with K transposed so keys are contiguous)
+// and out = P·V.
 template <int W, int R>
-void score_rows(const float* q, std::int64_t ld, const float* kt, std::int64_t padded,
-                std::int64_t d, float* scores) {
-  using S = Simd<W>;
-  using F = typename S::F;
-  std::int64_t j = 0;
-  for (; j + 2 * W <= padded; j += 2 * W) {
-    F acc[R][2] = {};
-    for (std::int64_t c = 0; c < d; ++c) {
-      const F k0 = S::load(kt + c * padded + j);
-      const F k1 = S::load(kt + c * padded + j + W);
-      for (int r = 0; r < R; ++r) {
-        const F qv = S::splat(q[r * ld + c]);
-        acc[r][0] += qv * k0;
-        acc[r][1] += qv * k1;
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      S::store(scores + r * padded + j, acc[r][0]);
-      S::store(scores + r * padded + j + W, acc[r][1]);
-    }
-  }
-  for (; j < padded; j += W) {
-    F acc[R] = {};
-    for (std::int64_t c = 0; c < d; ++c) {
-      const F k0 = S::load(kt + c * padded + j);
-      for (int r = 0; r < R; ++r) acc[r] += S::splat(q[r * ld + c]) * k0;
-    }
-    for (int r = 0; r < R; ++r) S::store(scores + r * padded + j, acc[r]);
-  }
-}
-
-// out[i, :d] = Σ_j p[i, j] · v[j, :d] for R queries at once.
-template <int W, int R>
-void weighted_values(const float* p, std::int64_t padded, const float* v, std::int64_t ld,
-                     std::int64_t len, std::int64_t d, float* out, std::int64_t ld_out) {
+void small_matmul(const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                  std::int64_t k, std::int64_t n, float* out, std::int64_t ldo) {
   using S = Simd<W>;
   using F = typename S::F;
   std::int64_t c = 0;
-  for (; c + 2 * W <= d; c += 2 * W) {
+  for (; c + 2 * W <= n; c += 2 * W) {
     F acc[R][2] = {};
-    for (std::int64_t j = 0; j < len; ++j) {
-      const F v0 = S::load(v + j * ld + c);
-      const F v1 = S::load(v + j * ld + c + W);
+    for (std::int64_t j = 0; j < k; ++j) {
+      const F b0 = S::load(b + j * ldb + c);
+      const F b1 = S::load(b + j * ldb + c + W);
+#pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
-        const F pv = S::splat(p[r * padded + j]);
-        acc[r][0] += pv * v0;
-        acc[r][1] += pv * v1;
+        const F av = S::splat(a[r * lda + j]);
+        acc[r][0] += av * b0;
+        acc[r][1] += av * b1;
       }
     }
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      S::store(out + r * ld_out + c, acc[r][0]);
-      S::store(out + r * ld_out + c + W, acc[r][1]);
+      S::store(out + r * ldo + c, acc[r][0]);
+      S::store(out + r * ldo + c + W, acc[r][1]);
     }
   }
-  for (; c < d; c += W) {
-    const std::int64_t n = d - c < W ? d - c : W;
+  for (; c < n; c += W) {
+    const std::int64_t m = n - c < W ? n - c : W;
     F acc[R] = {};
-    for (std::int64_t j = 0; j < len; ++j) {
-      const F v0 = n == W ? S::load(v + j * ld + c) : S::load_partial(v + j * ld + c, n);
-      for (int r = 0; r < R; ++r) acc[r] += S::splat(p[r * padded + j]) * v0;
+    for (std::int64_t j = 0; j < k; ++j) {
+      const F b0 = m == W ? S::load(b + j * ldb + c) : S::load_partial(b + j * ldb + c, m);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) acc[r] += S::splat(a[r * lda + j]) * b0;
     }
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      if (n == W) {
-        S::store(out + r * ld_out + c, acc[r]);
+      if (m == W) {
+        S::store(out + r * ldo + c, acc[r]);
       } else {
-        S::store_partial(out + r * ld_out + c, acc[r], n);
+        S::store_partial(out + r * ldo + c, acc[r], m);
       }
     }
   }
@@ -345,25 +334,41 @@ void attention_head(const float* q, const float* k, const float* v, std::int64_t
                     std::int64_t ld_out, std::int64_t len, std::int64_t d, float scale,
                     float* scratch) {
   const std::int64_t padded = (len + 15) / 16 * 16;
-  float* kt = scratch;              // [d, padded]: keys transposed, zero past len
-  float* scores = kt + padded * d;  // [len, padded]
-  for (std::int64_t c = 0; c < d; ++c) {
-    float* row = kt + c * padded;
-    for (std::int64_t j = 0; j < len; ++j) row[j] = k[j * ld + c];
-    for (std::int64_t j = len; j < padded; ++j) row[j] = 0.0f;
+  float* kt = scratch;                // [d, padded]: keys transposed, zero past len
+  float* scores = kt + padded * d;    // [len, padded]
+  float* vc = scores + len * padded;  // [len, d]: values contiguous (rows of qkv are far apart,
+                                      // and at that stride they fight over the same cache sets)
+  // Key by key, so that each key row (far from the next in qkv) is read once, whole.
+  for (std::int64_t j = 0; j < len; ++j) {
+    const float* key = k + j * ld;
+    for (std::int64_t c = 0; c < d; ++c) kt[c * padded + j] = key[c];
+    std::memcpy(vc + j * d, v + j * ld, sizeof(float) * d);
   }
-  constexpr int kRows = 4;
+  for (std::int64_t c = 0; c < d; ++c) {
+    for (std::int64_t j = len; j < padded; ++j) kt[c * padded + j] = 0.0f;
+  }
+  // Rows per register block: 2 × kRows accumulators plus the loads fit the register file.
+  constexpr int kRows = W == 16 ? 8 : 4;
   std::int64_t i = 0;
-  for (; i + kRows <= len; i += kRows)
-    score_rows<W, kRows>(q + i * ld, ld, kt, padded, d, scores + i * padded);
-  for (; i < len; ++i) score_rows<W, 1>(q + i * ld, ld, kt, padded, d, scores + i * padded);
-  softmax<W>(scores, len, len, padded, scale);
+  for (; i + kRows <= len; i += kRows) {
+    small_matmul<W, kRows>(q + i * ld, ld, kt, padded, d, padded, scores + i * padded, padded);
+  }
+  for (; i < len; ++i) {
+    small_matmul<W, 1>(q + i * ld, ld, kt, padded, d, padded, scores + i * padded, padded);
+  }
+  // Softmax without its division: the d-wide output rows are divided instead of the len-wide
+  // probability rows, which saves a pass over the scores.
+  float* sums = vc + len * d;  // [len]
+  for (std::int64_t r = 0; r < len; ++r)
+    sums[r] = exp_shifted_row<W>(scores + r * padded, len, scale);
   i = 0;
   for (; i + kRows <= len; i += kRows) {
-    weighted_values<W, kRows>(scores + i * padded, padded, v, ld, len, d, out + i * ld_out, ld_out);
+    small_matmul<W, kRows>(scores + i * padded, padded, vc, d, len, d, out + i * ld_out, ld_out);
   }
-  for (; i < len; ++i)
-    weighted_values<W, 1>(scores + i * padded, padded, v, ld, len, d, out + i * ld_out, ld_out);
+  for (; i < len; ++i) {
+    small_matmul<W, 1>(scores + i * padded, padded, vc, d, len, d, out + i * ld_out, ld_out);
+  }
+  for (std::int64_t r = 0; r < len; ++r) scale_row<W>(out + r * ld_out, d, 1.0f / sums[r]);
 }
 
 template <int W>

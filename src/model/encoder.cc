@@ -13,10 +13,7 @@ namespace {
 // reads past the batch are always finite.
 void ensure(AlignedBuffer<float>& buffer, std::int64_t rows, std::int64_t cols) {
   const std::size_t need = static_cast<std::size_t>(rows * cols);
-  if (buffer.capacity_bytes() < need * sizeof(float)) {
-    buffer.resize(need + need / 4);
-    std::memset(buffer.data(), 0, buffer.capacity_bytes());
-  }
+  if (buffer.capacity_bytes() < need * sizeof(float)) buffer.resize_zeroed(need + need / 4);
   buffer.resize(need);
 }
 

@@ -11,6 +11,7 @@
 #include "data/prediction_reader.h"
 #include "support/cli.h"
 #include "support/paths.h"
+#include "support/predictions.h"
 
 namespace mcinfer {
 namespace {
@@ -23,22 +24,8 @@ fs::path write(const fs::path& path, const std::string& text) {
   return path;
 }
 
-struct Table {
-  std::vector<std::string> columns, ids;
-  std::vector<std::vector<double>> values;
-};
-
-Table read_table(const fs::path& path) {
-  auto reader = data::PredictionReader::open(path, std::nullopt);
-  Table t;
-  t.columns = reader->schema().columns;
-  data::PredictionRow row;
-  while (reader->next(row)) {
-    t.ids.emplace_back(row.id);
-    t.values.emplace_back(row.values.begin(), row.values.end());
-  }
-  return t;
-}
+using testing::read_table;
+using testing::Table;
 
 // Every fixture run again through the binary: the flags reach merge as the library test
 // gives them (references: pandas, tools/gen_merge_fixtures.py).

@@ -11,6 +11,7 @@
 #include "support/cli.h"
 #include "support/predictions.h"
 #include "support/reference.h"
+#include "support/rows.h"
 
 namespace mcinfer {
 namespace {
@@ -22,23 +23,10 @@ using testing::run_cli;
 const char* kModel = "models/bert_cls_multi";
 
 fs::path write_rows(const fs::path& dir, int count) {
-  testing::Reference ref(testing::fixture(std::string(kModel) + "/reference.safetensors"));
-  auto shape = ref.shape("input_ids");
-  auto ids = ref.ints("input_ids"), mask = ref.ints("attention_mask");
-  auto path = dir / "rows.jsonl";
-  std::ofstream out(path);
-  std::mt19937 rng(11);
-  for (int i = 0; i < count; ++i) {
-    const std::int64_t b = i % shape[0];
-    std::vector<int> row;
-    for (std::int64_t j = 0; j < shape[1]; ++j) {
-      if (mask[b * shape[1] + j]) row.push_back(ids[b * shape[1] + j]);
-    }
-    row.resize(1 + rng() % row.size());
-    out << Json({{"id", fmt::format("q{}", i % 7 == 6 ? i - 2 : i)}, {"input_ids", row}}).dump()
-        << "\n";
-  }
-  return path;
+  // Every seventh id repeats the one two rows back.
+  return testing::write_varied_rows(dir / "rows.jsonl", "bert_cls_multi", count, 11, [](int i) {
+    return fmt::format("q{}", i % 7 == 6 ? i - 2 : i);
+  });
 }
 
 std::vector<std::string> args(const fs::path& input, const fs::path& output, const fs::path& shards,

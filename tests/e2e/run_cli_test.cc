@@ -11,6 +11,7 @@
 #include "support/minilm.h"
 #include "support/predictions.h"
 #include "support/reference.h"
+#include "support/rows.h"
 
 namespace mcinfer {
 namespace {
@@ -109,23 +110,9 @@ INSTANTIATE_TEST_SUITE_P(Models, RunFixture,
 // Many rows with duplicate ids, for the schedule tests: the fixture rows repeated, with every
 // fifth row reusing an earlier id.
 fs::path write_many_rows(const fs::path& dir, int count) {
-  testing::Reference ref(testing::fixture("models/bert_cls_multi/reference.safetensors"));
-  auto shape = ref.shape("input_ids");
-  auto ids = ref.ints("input_ids"), mask = ref.ints("attention_mask");
-  auto path = dir / "many.jsonl";
-  std::ofstream out(path);
-  std::mt19937 rng(5);
-  for (int i = 0; i < count; ++i) {
-    const std::int64_t b = i % shape[0];
-    std::vector<int> row;
-    for (std::int64_t j = 0; j < shape[1]; ++j) {
-      if (mask[b * shape[1] + j]) row.push_back(ids[b * shape[1] + j]);
-    }
-    row.resize(1 + rng() % row.size());  // varied lengths
-    const int id = (i % 5 == 4) ? i - 3 : i;
-    out << Json({{"id", fmt::format("x{}", id)}, {"input_ids", row}}).dump() << "\n";
-  }
-  return path;
+  return testing::write_varied_rows(dir / "many.jsonl", "bert_cls_multi", count, 5, [](int i) {
+    return fmt::format("x{}", (i % 5 == 4) ? i - 3 : i);
+  });
 }
 
 TEST(RunSchedules, AnyReplicaCountAndScheduleEqualsOneReplica) {

@@ -2,6 +2,7 @@
 // Reads a prediction file (CSV or JSONL written by mcinfer) into memory for comparisons.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@ struct Table {
   std::vector<std::string> columns;
   std::vector<std::string> ids;
   std::vector<std::vector<double>> values;
+  std::optional<std::string> warning;  // the reader's note on a file it accepted with doubts
 };
 
 inline Table read_table(const std::filesystem::path& path) {
@@ -24,6 +26,7 @@ inline Table read_table(const std::filesystem::path& path) {
     t.ids.emplace_back(row.id);
     t.values.emplace_back(row.values.begin(), row.values.end());
   }
+  t.warning = reader->warning();
   return t;
 }
 

@@ -179,6 +179,10 @@ int run_bench(const BenchOptions& o) {
   const double total_batches = static_cast<double>(o.iters) * o.replicas;
   const double seq_per_s = total_batches * static_cast<double>(o.batch) / forward_seconds;
   const double gflops = total_batches * flops_per_batch / forward_seconds / 1e9;
+  // The replicas' buffers go before the GEMM-only measurement allocates its own, so that the
+  // process's peak RSS is the model's (weights + activations), not the two added together.
+  encoders.clear();
+  outputs.clear();
 
   // The GEMM library alone on the model's four GEMM shapes, same threads and replicas.
   const std::int64_t h = c.hidden_size, inter = c.intermediate_size, rows = o.batch * o.seq;
