@@ -219,7 +219,9 @@ def versions(mcinfer: Path) -> dict:
             out[pkg] = "not installed"
     out["mcinfer"] = sh([str(mcinfer), "--version"]) or "?"
     rev = sh(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"])
-    dirty = sh(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
+    # The results this script writes do not count as changes to what was measured.
+    dirty = sh(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                ":!bench/RESULTS.md", ":!bench/*.png"])
     out["git"] = rev + (" (with uncommitted changes)" if dirty else "")
     return out
 
@@ -826,7 +828,7 @@ def main() -> int:
            f"in place, model load and tokenisation included; outputs (probabilities / embeddings) vs mcinfer's. "
            f"Peers use HF tokenizers with truncation at the model's length, sort by length, and batch up to "
            f"{a.peer_batch_tokens} padded tokens; openvino and ct2 keep several batches in flight.",
-           f"- {a.reps} repetition(s) of (a), {a.b_reps} of (b), systems interleaved with the order rotated each repetition; medians. "
+           f"- {', '.join(f'{n} repetition(s) of ({w})' for w, n in (('a', a.reps), ('b', a.b_reps)) if w in a.workloads)}, systems interleaved with the order rotated each repetition; medians. "
            f"Peak RSS: the child's own peak (/usr/bin/time) or, for process trees, the sampled sum over the tree "
            f"(shared library pages counted once per process), the max over repetitions.",
            "- Ratios are mcinfer ÷ system: above 1 favours mcinfer."]

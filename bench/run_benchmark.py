@@ -81,7 +81,9 @@ def versions(mcinfer: Path) -> dict:
         out[mod] = sh([sys.executable, "-c", f"import {mod}; print({mod}.__version__)"]) or "?"
     out["mcinfer"] = sh([str(mcinfer), "--version"]) or "?"
     rev = sh(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"])
-    dirty = sh(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
+    # The results this script writes do not count as changes to what was measured.
+    dirty = sh(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                ":!bench/RESULTS.md", ":!bench/*.png"])
     out["git"] = rev + (" (with uncommitted changes)" if dirty else "")
     return out
 
