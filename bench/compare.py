@@ -56,6 +56,7 @@ WORK = BENCH / "work"
 PEERS = BENCH / "compare_peers.py"
 sys.path.insert(0, str(BENCH))
 from seed_recipe import physical_cores  # noqa: E402  (light: no torch at import)
+from bench_common import git_revision, sh  # noqa: E402
 
 SYSTEMS = ["mcinfer", "torch", "torch-mp", "ort", "ort-mp", "openvino", "ct2"]
 MULTI_PROCESS = {"torch-mp", "ort-mp"}
@@ -76,13 +77,6 @@ TIME = "/usr/bin/time"
 
 def log(msg: str) -> None:
     print(f"[compare {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def sh(cmd: list, timeout: float = 120) -> str:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
 
 
 def rel(p) -> str:
@@ -218,11 +212,7 @@ def versions(mcinfer: Path) -> dict:
         except importlib.metadata.PackageNotFoundError:
             out[pkg] = "not installed"
     out["mcinfer"] = sh([str(mcinfer), "--version"]) or "?"
-    rev = sh(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"])
-    # The results this script writes do not count as changes to what was measured.
-    dirty = sh(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "--", ".",
-                ":!bench/RESULTS.md", ":!bench/*.png"])
-    out["git"] = rev + (" (with uncommitted changes)" if dirty else "")
+    out["git"] = git_revision(REPO)
     return out
 
 

@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
 sys.path.insert(0, str(BENCH))
 from seed_recipe import physical_cores  # noqa: E402  (light: no torch at import)
+from bench_common import git_revision, sh  # noqa: E402
 
 SYSTEMS = ["dynamic", "static", "seed", "seed-sorted", "dynamic-1"]
 LABELS = {
@@ -49,13 +50,6 @@ LABELS = {
 
 def log(msg: str) -> None:
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
-
-
-def sh(cmd: list[str]) -> str:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
 
 
 def machine_facts() -> dict:
@@ -80,11 +74,7 @@ def versions(mcinfer: Path) -> dict:
     for mod in ["torch", "transformers", "tokenizers", "pandas"]:
         out[mod] = sh([sys.executable, "-c", f"import {mod}; print({mod}.__version__)"]) or "?"
     out["mcinfer"] = sh([str(mcinfer), "--version"]) or "?"
-    rev = sh(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"])
-    # The results this script writes do not count as changes to what was measured.
-    dirty = sh(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "--", ".",
-                ":!bench/RESULTS.md", ":!bench/*.png"])
-    out["git"] = rev + (" (with uncommitted changes)" if dirty else "")
+    out["git"] = git_revision(REPO)
     return out
 
 
