@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
-  libdnnl-dev libsentencepiece-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   googletest libgtest-dev libbenchmark-dev
   clang libclang-rt-dev
   python3 python3-pip unzip ca-certificates
