@@ -32,11 +32,14 @@ dnnl::algorithm eltwise_for(Activation act) {
   return dnnl::algorithm::undef;
 }
 
+dt library_type(DType type) { return type == DType::kBf16 ? dt::bf16 : dt::f32; }
+
+// src is of the weights' type; dst of `dst_type`.
 dnnl::matmul::primitive_desc make_pd(const dnnl::engine& engine, std::int64_t rows, std::int64_t in,
                                      std::int64_t out, const dnnl::memory::desc& weights,
-                                     bool has_bias, Activation act) {
-  dnnl::memory::desc src({rows, in}, dt::f32, tag::ab);
-  dnnl::memory::desc dst({rows, out}, dt::f32, tag::ab);
+                                     bool has_bias, Activation act, dt dst_type) {
+  dnnl::memory::desc src({rows, in}, weights.data_type(), tag::ab);
+  dnnl::memory::desc dst({rows, out}, dst_type, tag::ab);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (act != Activation::kNone) {
@@ -52,6 +55,33 @@ dnnl::matmul::primitive_desc make_pd(const dnnl::engine& engine, std::int64_t ro
 }
 
 }  // namespace
+
+std::string native_bf16_isa() {
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  if (isa == dnnl_cpu_isa_avx512_core_amx) return "amx_bf16";
+  // The ISA values are bit sets: avx512_core_bf16 includes every bit of the ISAs below it.
+  if ((isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16) return "avx512_bf16";
+  return "";
+}
+
+std::string gemm_isa_name() {
+  switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_avx512_core_amx:
+      return "avx512_core_amx";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core:
+      return "avx512_core";
+    case dnnl_cpu_isa_avx2_vnni:
+      return "avx2_vnni";
+    case dnnl_cpu_isa_avx2:
+      return "avx2";
+    default:
+      return "sse41 or older";
+  }
+}
 
 struct GemmEngine::Impl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
@@ -79,20 +109,22 @@ namespace {
 std::atomic<std::uint64_t> next_packed_serial{1};
 }  // namespace
 
-PackedLinear::PackedLinear(const GemmEngine& engine, const float* weight, const float* bias,
-                           std::int64_t out, std::int64_t in)
-    : in_(in), out_(out), impl_(std::make_unique<Impl>()) {
+PackedLinear::PackedLinear(const GemmEngine& engine, const void* weight, DType weight_type,
+                           const float* bias, std::int64_t out, std::int64_t in, DType compute)
+    : in_(in), out_(out), compute_(compute), impl_(std::make_unique<Impl>()) {
   const dnnl::engine& eng = engine.impl().engine;
   impl_->engine = &eng;
   impl_->serial = next_packed_serial.fetch_add(1, std::memory_order_relaxed);
   // The library chooses the blocked layout; it does not depend on the row count, so one packing
   // serves every batch (checked when each row count's kernel is created).
-  dnnl::memory::desc any({in, out}, dt::f32, tag::any);
-  auto pd = make_pd(eng, 128, in, out, any, bias != nullptr, Activation::kNone);
+  dnnl::memory::desc any({in, out}, library_type(compute), tag::any);
+  auto pd = make_pd(eng, 128, in, out, any, bias != nullptr, Activation::kNone, dt::f32);
   impl_->packed_desc = pd.weights_desc();
   impl_->packed = dnnl::memory(impl_->packed_desc, eng);
-  // Wᵀ as [in, out] is W [out, in] read with strides (1, in): the 'ba' layout.
-  dnnl::memory plain({{in, out}, dt::f32, tag::ba}, eng, const_cast<float*>(weight));
+  // Wᵀ as [in, out] is W [out, in] read with strides (1, in): the 'ba' layout. The reorder also
+  // converts f32 to bf16 (rounding to nearest even) when the types differ.
+  dnnl::memory plain({{in, out}, library_type(weight_type), tag::ba}, eng,
+                     const_cast<void*>(weight));
   dnnl::stream stream(eng);
   dnnl::reorder(plain, impl_->packed).execute(stream, plain, impl_->packed);
   stream.wait();
@@ -120,13 +152,15 @@ struct GemmRunner::Impl {
     std::int64_t rows;
     Activation act;
     bool with_bias;
+    DType dst;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const {
       return std::hash<std::uint64_t>()(k.weights) ^
              (static_cast<std::size_t>(k.rows) * 0x9E3779B97F4A7C15ULL) ^
-             (static_cast<std::size_t>(k.act) << 1) ^ static_cast<std::size_t>(k.with_bias);
+             (static_cast<std::size_t>(k.act) << 1) ^ static_cast<std::size_t>(k.with_bias) ^
+             (static_cast<std::size_t>(k.dst) << 5);
     }
   };
   std::unordered_map<Key, dnnl::matmul, KeyHash> kernels;
@@ -148,19 +182,21 @@ std::int64_t GemmRunner::round_rows(std::int64_t rows) {
 
 std::size_t GemmRunner::compiled_kernels() const { return impl_->kernels.size(); }
 
-void GemmRunner::linear(const PackedLinear& w, const float* x, std::int64_t rows, float* y,
-                        Activation act, bool with_bias) {
+void GemmRunner::linear(const PackedLinear& w, const void* x, std::int64_t rows, void* y,
+                        DType y_type, Activation act, bool with_bias) {
   if (rows <= 0) return;
+  if (w.compute_type() == DType::kF32 && y_type != DType::kF32)
+    fail("internal: an f32 GEMM writes f32 only");
   // The OpenMP team size is per calling thread: each replica thread sets its own.
   if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
   const PackedLinear::Impl& wi = w.impl();
   const std::int64_t padded = round_rows(rows);
   const bool bias = wi.has_bias && with_bias;
-  Impl::Key key{wi.serial, padded, act, bias};
+  Impl::Key key{wi.serial, padded, act, bias, y_type};
   auto it = impl_->kernels.find(key);
   if (it == impl_->kernels.end()) {
-    auto pd =
-        make_pd(*wi.engine, padded, w.in_features(), w.out_features(), wi.packed_desc, bias, act);
+    auto pd = make_pd(*wi.engine, padded, w.in_features(), w.out_features(), wi.packed_desc, bias,
+                      act, library_type(y_type));
     if (pd.weights_desc() != wi.packed_desc) {
       fail("internal: GEMM weight layout differs for {} rows", padded);
     }
@@ -169,8 +205,9 @@ void GemmRunner::linear(const PackedLinear& w, const float* x, std::int64_t rows
     it = impl_->kernels.emplace(key, dnnl::matmul(pd)).first;
   }
   const dnnl::engine& eng = *wi.engine;
-  dnnl::memory src({{padded, w.in_features()}, dt::f32, tag::ab}, eng, const_cast<float*>(x));
-  dnnl::memory dst({{padded, w.out_features()}, dt::f32, tag::ab}, eng, y);
+  dnnl::memory src({{padded, w.in_features()}, library_type(w.compute_type()), tag::ab}, eng,
+                   const_cast<void*>(x));
+  dnnl::memory dst({{padded, w.out_features()}, library_type(y_type), tag::ab}, eng, y);
   dnnl::memory scratch({{static_cast<std::int64_t>(impl_->scratch.size())}, dt::u8, tag::a}, eng,
                        impl_->scratch.data());
   std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, src},

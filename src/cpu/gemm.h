@@ -6,12 +6,23 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 
 #include "core/aligned_buffer.h"
 #include "cpu/kernels.h"
 
 namespace mcinfer::cpu {
+
+// Element types the GEMM reads and writes. bf16 GEMMs accumulate in f32.
+enum class DType { kF32, kBf16 };
+
+// Which native bf16 dot-product instructions the GEMM library will run on this CPU, after any
+// cap set with ONEDNN_MAX_CPU_ISA: "amx_bf16", "avx512_bf16", or empty when there are none
+// (then a bf16 GEMM would be emulated, slower than f32).
+std::string native_bf16_isa();
+// What the GEMM library dispatches to at most on this CPU (its effective ISA), for reports.
+std::string gemm_isa_name();
 
 // Process-wide GEMM state (the library's CPU engine). Create once, pass by reference.
 class GemmEngine {
@@ -34,7 +45,12 @@ class PackedLinear {
  public:
   // `bias` may be null. The weight is copied (packed); the caller's buffer may go away.
   PackedLinear(const GemmEngine& engine, const float* weight, const float* bias, std::int64_t out,
-               std::int64_t in);
+               std::int64_t in)
+      : PackedLinear(engine, weight, DType::kF32, bias, out, in, DType::kF32) {}
+  // `weight` holds [out, in] values of `weight_type`; they are packed as `compute` (f32 or bf16:
+  // a bf16 checkpoint packed for bf16 is never widened). The bias stays f32.
+  PackedLinear(const GemmEngine& engine, const void* weight, DType weight_type, const float* bias,
+               std::int64_t out, std::int64_t in, DType compute);
   ~PackedLinear();
   PackedLinear(PackedLinear&&) noexcept;
   PackedLinear(const PackedLinear&) = delete;
@@ -43,6 +59,7 @@ class PackedLinear {
   std::int64_t in_features() const { return in_; }
   std::int64_t out_features() const { return out_; }
   std::size_t packed_bytes() const;
+  DType compute_type() const { return compute_; }
   const float* bias() const;  // null when the layer has none
 
   struct Impl;
@@ -50,6 +67,7 @@ class PackedLinear {
 
  private:
   std::int64_t in_ = 0, out_ = 0;
+  DType compute_ = DType::kF32;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -68,7 +86,13 @@ class GemmRunner {
   // y[rows, out] = act(x[rows, in] · Wᵀ + bias), bias and activation fused in the GEMM's
   // epilogue; with with_bias == false the bias is left for the caller to apply.
   void linear(const PackedLinear& w, const float* x, std::int64_t rows, float* y, Activation act,
-              bool with_bias = true);
+              bool with_bias = true) {
+    linear(w, x, rows, y, DType::kF32, act, with_bias);
+  }
+  // The same for any weights: x holds rows of the weights' compute type (f32 or bf16), y of
+  // `y_type` (a bf16 GEMM may write f32 or bf16; an f32 GEMM writes f32).
+  void linear(const PackedLinear& w, const void* x, std::int64_t rows, void* y, DType y_type,
+              Activation act, bool with_bias = true);
 
   int threads() const { return threads_; }
   std::size_t compiled_kernels() const;

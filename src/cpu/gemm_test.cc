@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
+
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -73,6 +76,67 @@ TEST(Gemm, NewWeightsNeverReuseAFreedWeightsKernels) {
       ASSERT_NEAR(y[o], acc, 1e-4 * (1 + std::fabs(acc))) << "round " << round << " o " << o;
     }
   }
+}
+
+// bf16 layers: weights (from f32 or from bf16 bits) and inputs are rounded to bf16, products
+// accumulate in f32. Against a double reference over the same rounded values, the f32 output
+// differs by accumulation rounding only; the bf16 output by one more bf16 rounding (2^-8).
+TEST(Gemm, Bf16LinearMatchesReferenceOnRoundedValues) {
+  if (native_bf16_isa().empty()) GTEST_SKIP() << "no native bf16 on this CPU";
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  const KernelTable& k = kernels_for(best_isa());
+  auto round = [&](const std::vector<float>& v) {
+    std::vector<Bf16> b(v.size());
+    k.to_bf16(v.data(), b.data(), static_cast<std::int64_t>(v.size()));
+    return b;
+  };
+  auto widen = [](Bf16 b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); };
+  for (auto [in, out] : {std::pair<std::int64_t, std::int64_t>{64, 48}, {384, 1536}}) {
+    auto w = random_vector(static_cast<std::size_t>(in * out), 1);
+    auto b = random_vector(static_cast<std::size_t>(out), 2);
+    const std::vector<Bf16> w16 = round(w);
+    PackedLinear from_f32(engine, w.data(), DType::kF32, b.data(), out, in, DType::kBf16);
+    PackedLinear from_bf16(engine, w16.data(), DType::kBf16, b.data(), out, in, DType::kBf16);
+    PackedLinear f32(engine, w.data(), b.data(), out, in);
+    EXPECT_EQ(from_f32.compute_type(), DType::kBf16);
+    // Half the bytes of the f32 packing (the bias stays f32).
+    EXPECT_LE(from_f32.packed_bytes(), f32.packed_bytes() * 55 / 100);
+    for (std::int64_t rows : {1, 17, 100}) {
+      const std::int64_t padded = GemmRunner::round_rows(rows);
+      const std::vector<Bf16> x16 = round(random_vector(static_cast<std::size_t>(padded * in), 3));
+      std::vector<float> y(static_cast<std::size_t>(padded * out));
+      std::vector<Bf16> y16(static_cast<std::size_t>(padded * out));
+      for (const PackedLinear* linear : {&from_f32, &from_bf16}) {
+        runner.linear(*linear, x16.data(), rows, y.data(), DType::kF32, Activation::kGeluErf);
+        runner.linear(*linear, x16.data(), rows, y16.data(), DType::kBf16, Activation::kGeluErf);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          for (std::int64_t o = 0; o < out; ++o) {
+            double acc = b[o];
+            for (std::int64_t i = 0; i < in; ++i)
+              acc += double(widen(x16[r * in + i])) * widen(w16[o * in + i]);
+            acc = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
+            ASSERT_NEAR(y[r * out + o], acc, 2e-4 * (1 + std::fabs(acc)))
+                << in << "x" << out << " rows " << rows << " r " << r << " o " << o;
+            ASSERT_NEAR(widen(y16[r * out + o]), acc, 5e-3 * (1 + std::fabs(acc)))
+                << in << "x" << out << " rows " << rows << " r " << r << " o " << o;
+          }
+        }
+      }
+    }
+  }
+}
+
+// An f32 layer has no bf16 output: a wrong call is an internal error, not wrong numbers.
+TEST(Gemm, F32LayerRefusesABf16Output) {
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  auto w = random_vector(16 * 8, 1);
+  PackedLinear linear(engine, w.data(), nullptr, 8, 16);
+  std::vector<float> x(16, 1.0f);
+  std::vector<Bf16> y(8);
+  EXPECT_THROW(runner.linear(linear, x.data(), 1, y.data(), DType::kBf16, Activation::kNone),
+               Error);
 }
 
 TEST(Gemm, RowCountsAreRoundedToFewKernels) {

@@ -12,6 +12,9 @@ namespace mcinfer::cpu {
 
 enum class Activation { kNone, kGeluErf, kGeluTanh, kRelu, kTanh };
 
+// bfloat16 values are stored as their 16 bits: the upper half of a float32.
+using Bf16 = std::uint16_t;
+
 struct KernelTable {
   Isa isa;
   // y[r, c] = act(y[r, c] + bias[c]); bias may be null.
@@ -33,6 +36,8 @@ struct KernelTable {
   void (*attention_head)(const float* q, const float* k, const float* v, std::int64_t ld,
                          float* out, std::int64_t ld_out, std::int64_t len, std::int64_t d,
                          float scale, float* scratch);
+  // y[i] = bf16(x[i]) for i < n, rounded to nearest even (NaN stays NaN), as torch rounds.
+  void (*to_bf16)(const float* x, Bf16* y, std::int64_t n);
 };
 
 // Floats of scratch one attention_head call needs.

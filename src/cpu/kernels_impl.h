@@ -19,6 +19,12 @@ typedef float F16 __attribute__((vector_size(64)));
 typedef std::int32_t I4 __attribute__((vector_size(16)));
 typedef std::int32_t I8 __attribute__((vector_size(32)));
 typedef std::int32_t I16 __attribute__((vector_size(64)));
+typedef std::uint32_t U4 __attribute__((vector_size(16)));
+typedef std::uint32_t U8 __attribute__((vector_size(32)));
+typedef std::uint32_t U16 __attribute__((vector_size(64)));
+typedef std::uint16_t H4 __attribute__((vector_size(8)));
+typedef std::uint16_t H8 __attribute__((vector_size(16)));
+typedef std::uint16_t H16 __attribute__((vector_size(32)));
 
 template <int W>
 struct VectorTypes;
@@ -26,16 +32,22 @@ template <>
 struct VectorTypes<4> {
   using F = F4;
   using I = I4;
+  using U = U4;
+  using H = H4;
 };
 template <>
 struct VectorTypes<8> {
   using F = F8;
   using I = I8;
+  using U = U8;
+  using H = H8;
 };
 template <>
 struct VectorTypes<16> {
   using F = F16;
   using I = I16;
+  using U = U16;
+  using H = H16;
 };
 
 template <int W>
@@ -372,9 +384,38 @@ void attention_head(const float* q, const float* k, const float* v, std::int64_t
 }
 
 template <int W>
+void to_bf16(const float* x, Bf16* y, std::int64_t n) {
+  using U = typename VectorTypes<W>::U;
+  using H = typename VectorTypes<W>::H;
+  // Round to nearest even on the bit pattern: add 0x7FFF plus the lowest kept bit, drop the low
+  // half. A NaN keeps its sign and gets a quiet bit so that rounding cannot turn it into infinity.
+  auto convert = [](U u) {
+    const U rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const U nan = (u >> 16) | 0x40u;
+    const U is_nan = (U)((u & 0x7FFFFFFFu) > 0x7F800000u);  // all ones or zero per lane
+    const U bits = (nan & is_nan) | (rounded & ~is_nan);
+    return __builtin_convertvector(bits, H);
+  };
+  std::int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    U u;
+    std::memcpy(&u, x + i, sizeof(U));
+    const H h = convert(u);
+    std::memcpy(y + i, &h, sizeof(H));
+  }
+  if (i < n) {
+    U u{};
+    std::memcpy(&u, x + i, static_cast<std::size_t>(n - i) * 4);
+    const H h = convert(u);
+    std::memcpy(y + i, &h, static_cast<std::size_t>(n - i) * 2);
+  }
+}
+
+template <int W>
 KernelTable make_kernel_table(Isa isa) {
   return KernelTable{isa,         &bias_activation<W>, &residual_layer_norm<W>,
-                     &softmax<W>, &embedding_sum<W>,   &attention_head<W>};
+                     &softmax<W>, &embedding_sum<W>,   &attention_head<W>,
+                     &to_bf16<W>};
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -158,6 +160,55 @@ TEST_P(KernelsTest, EmbeddingSumGathersRows) {
         ASSERT_FLOAT_EQ(out[t * cols + c], want);
       }
     }
+  }
+}
+
+// The nearest bf16 by distance (ties to the even pattern), found without the kernel's bit trick:
+// truncation and the next value up in magnitude are the two candidates.
+std::uint16_t reference_bf16(float x) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if (std::isnan(x)) return 0;  // compared separately: any NaN pattern
+  const std::uint16_t low = static_cast<std::uint16_t>(bits >> 16);
+  const std::uint16_t high = static_cast<std::uint16_t>(low + 1);  // next in magnitude
+  auto value = [](std::uint16_t b) {
+    // Past the largest finite value, infinity stands for 2^128 (IEEE rounding's overflow rule).
+    if ((b & 0x7FFF) == 0x7F80) return (b & 0x8000 ? -1.0 : 1.0) * std::ldexp(1.0, 128);
+    const std::uint32_t wide = static_cast<std::uint32_t>(b) << 16;
+    float f;
+    std::memcpy(&f, &wide, 4);
+    return static_cast<double>(f);
+  };
+  if (std::isinf(x) || value(low) == static_cast<double>(x)) return low;
+  const double d_low = std::fabs(value(low) - x), d_high = std::fabs(value(high) - x);
+  if (d_low != d_high) return d_low < d_high ? low : high;
+  return (low & 1) == 0 ? low : high;
+}
+
+TEST_P(KernelsTest, ToBf16RoundsToNearestEven) {
+  std::vector<float> x = random_vector(1000, 3.0f, 9);
+  for (std::uint32_t bits : {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7F7FFFFFu,
+                             0x00000001u, 0x3F808000u, 0x3F818000u, 0x3F80FFFFu, 0xBF808001u,
+                             0x7F7F8000u, 0x7FC00001u, 0xFF800001u, 0x7F800001u}) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);
+  }
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{5}, std::size_t{16}, std::size_t{17}, x.size()}) {
+    std::vector<Bf16> y(n + 1, 0xABCD);
+    k.to_bf16(x.data() + (x.size() - n), y.data(), static_cast<std::int64_t>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = x[x.size() - n + i];
+      if (std::isnan(v)) {
+        EXPECT_EQ(y[i] & 0x7F80, 0x7F80) << i;  // still a NaN: exponent all ones...
+        EXPECT_NE(y[i] & 0x7F, 0) << i;         // ...and a non-zero mantissa
+        EXPECT_EQ(y[i] & 0x8000, (std::bit_cast<std::uint32_t>(v) >> 16) & 0x8000) << i;
+        continue;
+      }
+      EXPECT_EQ(y[i], reference_bf16(v)) << "value " << v << " n " << n;
+    }
+    EXPECT_EQ(y[n], 0xABCD) << "wrote past n = " << n;
   }
 }
 

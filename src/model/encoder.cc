@@ -11,9 +11,10 @@ namespace {
 
 // Grows a buffer to `rows` × `cols`, zero-filling new storage so that the padded rows a GEMM
 // reads past the batch are always finite.
-void ensure(AlignedBuffer<float>& buffer, std::int64_t rows, std::int64_t cols) {
+template <typename T>
+void ensure(AlignedBuffer<T>& buffer, std::int64_t rows, std::int64_t cols) {
   const std::size_t need = static_cast<std::size_t>(rows * cols);
-  if (buffer.capacity_bytes() < need * sizeof(float)) buffer.resize_zeroed(need + need / 4);
+  if (buffer.capacity_bytes() < need * sizeof(T)) buffer.resize_zeroed(need + need / 4);
   buffer.resize(need);
 }
 
@@ -42,14 +43,18 @@ std::int64_t Encoder::output_dim(const TaskSpec& task) const {
 }
 
 std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t tokens,
-                                        std::int64_t max_len, int threads) {
+                                        std::int64_t max_len, int threads,
+                                        ops::Precision precision) {
   const auto rows = static_cast<std::uint64_t>(ops::padded_rows(tokens));
   const auto h = static_cast<std::uint64_t>(c.hidden_size);
   const auto inter = static_cast<std::uint64_t>(c.intermediate_size);
   const auto len = static_cast<std::uint64_t>(max_len);
   // x, qkv, ctx, tmp, ffn + the packed ids, types and positions + one score block per thread.
-  std::uint64_t floats = rows * (h + 3 * h + h + h + inter);
-  std::uint64_t bytes = floats * 4 + static_cast<std::uint64_t>(tokens) * 12;
+  // bf16: ffn is bf16, and x and ctx have bf16 copies for the GEMMs' inputs.
+  std::uint64_t bytes = precision == ops::Precision::kBf16
+                            ? rows * (h + 3 * h + h + h) * 4 + rows * (h + h + inter) * 2
+                            : rows * (h + 3 * h + h + h + inter) * 4;
+  bytes += static_cast<std::uint64_t>(tokens) * 12;
   bytes += static_cast<std::uint64_t>(threads) * len * len * 4;
   return bytes + bytes / 4;  // buffers grow with 25% headroom
 }
@@ -57,7 +62,8 @@ std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t token
 std::size_t Encoder::workspace_bytes() const {
   return x_.capacity_bytes() + qkv_.capacity_bytes() + ctx_buf_.capacity_bytes() +
          tmp_.capacity_bytes() + ffn_.capacity_bytes() + head_in_.capacity_bytes() +
-         head_mid_.capacity_bytes();
+         head_mid_.capacity_bytes() + x_bf16_.capacity_bytes() + ctx_bf16_.capacity_bytes() +
+         ffn_bf16_.capacity_bytes();
 }
 
 void Encoder::pack(std::span<const SequenceInput> batch) {
@@ -122,22 +128,35 @@ void Encoder::forward(std::span<const SequenceInput> batch) {
   pack(batch);
   const Weights& w = *weights_;
   const ModelConfig& c = w.config();
-  const std::int64_t h = c.hidden_size, inter = c.intermediate_size, t = tokens_;
-  const std::int64_t rows = ops::padded_rows(t);
-  ensure(x_, rows, h);
-  ensure(qkv_, rows, 3 * h);
-  ensure(ctx_buf_, rows, h);
-  ensure(tmp_, rows, h);
-  ensure(ffn_, rows, inter);
-
+  const std::int64_t h = c.hidden_size, t = tokens_;
   const EmbeddingWeights& e = w.embeddings();
+  ensure(x_, ops::padded_rows(t), h);
   ops::embedding_sum(ctx_, x_.data(), t, h, e.word, ids_.data(), e.position, positions_.data(),
                      e.token_type, e.token_type ? types_.data() : nullptr);
   ops::residual_layer_norm(ctx_, x_.data(), nullptr, t, h, e.norm.gamma, e.norm.beta,
                            c.layer_norm_eps);
+  if (w.precision() == ops::Precision::kBf16) {
+    layers_bf16();
+  } else {
+    layers_fp32();
+  }
+  double attention_flops = 0;
+  for (const auto& s : spans_)
+    attention_flops += 4.0 * static_cast<double>(s.length) * s.length * h;
+  const double dense = 2.0 * static_cast<double>(t) * (4.0 * h * h + 2.0 * h * c.intermediate_size);
+  last_flops_ = static_cast<double>(c.num_layers) * (dense + attention_flops);
+}
 
+void Encoder::layers_fp32() {
+  const ModelConfig& c = weights_->config();
+  const std::int64_t h = c.hidden_size, t = tokens_;
+  const std::int64_t rows = ops::padded_rows(t);
+  ensure(qkv_, rows, 3 * h);
+  ensure(ctx_buf_, rows, h);
+  ensure(tmp_, rows, h);
+  ensure(ffn_, rows, c.intermediate_size);
   const int heads = static_cast<int>(c.num_heads);
-  for (const LayerWeights& layer : w.layers()) {
+  for (const LayerWeights& layer : weights_->layers()) {
     ops::linear(ctx_, layer.qkv, x_.data(), t, qkv_.data());
     ops::attention(ctx_, qkv_.data(), ctx_buf_.data(), spans_, heads, h);
     ops::linear(ctx_, layer.attn_out, ctx_buf_.data(), t, tmp_.data());
@@ -148,11 +167,41 @@ void Encoder::forward(std::span<const SequenceInput> batch) {
     ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.ffn_norm.gamma,
                              layer.ffn_norm.beta, c.layer_norm_eps);
   }
-  double attention_flops = 0;
-  for (const auto& s : spans_)
-    attention_flops += 4.0 * static_cast<double>(s.length) * s.length * h;
-  const double dense = 2.0 * static_cast<double>(t) * (4.0 * h * h + 2.0 * h * inter);
-  last_flops_ = static_cast<double>(c.num_layers) * (dense + attention_flops);
+}
+
+// The same layers with bf16 GEMM inputs: the residual stream x, LayerNorm, softmax and the
+// attention products stay f32; each GEMM's input gets a bf16 copy (x after each LayerNorm, the
+// attention output), and the FFN's GELU output is written in bf16 by the GEMM itself.
+void Encoder::layers_bf16() {
+  const ModelConfig& c = weights_->config();
+  const std::int64_t h = c.hidden_size, t = tokens_;
+  const std::int64_t rows = ops::padded_rows(t);
+  ensure(qkv_, rows, 3 * h);
+  ensure(ctx_buf_, rows, h);
+  ensure(tmp_, rows, h);
+  ensure(x_bf16_, rows, h);
+  ensure(ctx_bf16_, rows, h);
+  ensure(ffn_bf16_, rows, c.intermediate_size);
+  using ops::ConstRows, ops::Rows, ops::DType;
+  const ConstRows x_in{x_bf16_.data(), DType::kBf16};
+  const int heads = static_cast<int>(c.num_heads);
+  ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), t, h);
+  for (const LayerWeights& layer : weights_->layers()) {
+    ops::linear(ctx_, layer.qkv, x_in, t, Rows{qkv_.data(), DType::kF32});
+    ops::attention(ctx_, qkv_.data(), ctx_buf_.data(), spans_, heads, h);
+    ops::to_bf16(ctx_, ctx_buf_.data(), ctx_bf16_.data(), t, h);
+    ops::linear(ctx_, layer.attn_out, ConstRows{ctx_bf16_.data(), DType::kBf16}, t,
+                Rows{tmp_.data(), DType::kF32});
+    ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.attn_norm.gamma,
+                             layer.attn_norm.beta, c.layer_norm_eps);
+    ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), t, h);
+    ops::linear(ctx_, layer.ffn_in, x_in, t, Rows{ffn_bf16_.data(), DType::kBf16}, c.hidden_act);
+    ops::linear(ctx_, layer.ffn_out, ConstRows{ffn_bf16_.data(), DType::kBf16}, t,
+                Rows{tmp_.data(), DType::kF32});
+    ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.ffn_norm.gamma,
+                             layer.ffn_norm.beta, c.layer_norm_eps);
+    if (&layer != &weights_->layers().back()) ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), t, h);
+  }
 }
 
 void Encoder::pool(Pooling pooling, bool normalize, float* out) {

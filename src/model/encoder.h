@@ -60,12 +60,15 @@ class Encoder {
   // Activation memory one replica needs for a batch of `tokens` real tokens whose longest
   // sequence has `max_len` tokens, with `threads` threads.
   static std::uint64_t activation_bytes(const ModelConfig& config, std::int64_t tokens,
-                                        std::int64_t max_len, int threads);
+                                        std::int64_t max_len, int threads,
+                                        ops::Precision precision = ops::Precision::kFp32);
   // FLOPs of the forward pass for the batch just run (GEMMs + attention).
   double last_flops() const { return last_flops_; }
 
  private:
   void pack(std::span<const SequenceInput> batch);
+  void layers_fp32();
+  void layers_bf16();
   void pool(Pooling pooling, bool normalize, float* out);
   void classify(float* logits);
 
@@ -83,6 +86,10 @@ class Encoder {
   AlignedBuffer<float> tmp_;      // [tokens, hidden]: projection outputs before residual+norm
   AlignedBuffer<float> ffn_;      // [tokens, intermediate]
   AlignedBuffer<float> head_in_, head_mid_;  // [batch, hidden]: first-token rows, head dense
+  // bf16 precision only: GEMM inputs (ffn_bf16_ replaces ffn_).
+  AlignedBuffer<ops::Bf16> x_bf16_;    // [tokens, hidden]: x after each LayerNorm
+  AlignedBuffer<ops::Bf16> ctx_bf16_;  // [tokens, hidden]: attention output
+  AlignedBuffer<ops::Bf16> ffn_bf16_;  // [tokens, intermediate]: GELU(x · W1ᵀ + b1)
 };
 
 }  // namespace mcinfer::model

@@ -5,42 +5,10 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/half.h"
 
 namespace mcinfer::model {
 namespace {
-
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000) << 16;
-  std::uint32_t exponent = (h >> 10) & 0x1F;
-  std::uint32_t mantissa = h & 0x3FF;
-  std::uint32_t bits;
-  if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else {  // subnormal: renormalise
-      exponent = 127 - 15 + 1;
-      while ((mantissa & 0x400) == 0) {
-        mantissa <<= 1;
-        --exponent;
-      }
-      bits = sign | (exponent << 23) | ((mantissa & 0x3FF) << 13);
-    }
-  } else if (exponent == 0x1F) {
-    bits = sign | 0x7F800000 | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-float bf16_to_float(std::uint16_t b) {
-  std::uint32_t bits = static_cast<std::uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 bool is_ignorable_extra(const std::string& name) {
   auto ends = [&](std::string_view s) {
@@ -91,38 +59,58 @@ class WeightLoader {
     return {f32(name + ".weight", {h}), f32(name + ".bias", {h})};
   }
 
-  // A Linear layer's weight [out, in] and bias [out], packed for the device (both copied there,
-  // so neither stays in use from the mapping).
+  // A Linear layer's weight [out, in] and bias [out], packed for the device in `precision` (both
+  // copied there, so neither stays in use from the mapping).
   ops::Linear linear(const std::string& name, std::int64_t out, std::int64_t in,
-                     bool in_base = true) {
+                     bool in_base = true, ops::Precision precision = ops::Precision::kFp32) {
     const io::TensorView& wt = find(name + ".weight", {out, in}, in_base);
     const io::TensorView& bt = find(name + ".bias", {out}, in_base);
-    const float* weight = as_f32(wt, temp_);
     const float* bias = as_f32(bt, bias_temp_);
-    ops::Linear l = ops::Linear::prepare(device_, weight, bias, out, in);
+    ops::Linear l =
+        bf16_as_is(wt, precision)
+            ? ops::Linear::prepare(device_, wt.data, ops::DType::kBf16, bias, out, in, precision)
+            : ops::Linear::prepare(device_, as_f32(wt, temp_), ops::DType::kF32, bias, out, in,
+                                   precision);
     w_.stats_.packed_bytes += l.bytes();
     release(wt);
     return l;
   }
-
   // Query, key and value projections stacked into one [3·hidden, hidden] GEMM.
-  ops::Linear fused_qkv(const std::string& q, const std::string& k, const std::string& v) {
+  ops::Linear fused_qkv(const std::string& q, const std::string& k, const std::string& v,
+                        ops::Precision precision) {
     const std::int64_t h = w_.config_.hidden_size;
-    AlignedBuffer<float> weight(static_cast<std::size_t>(3 * h * h));
-    AlignedBuffer<float> bias(static_cast<std::size_t>(3 * h));
-    int part = 0;
+    const std::size_t part_size = static_cast<std::size_t>(h * h);
+    const io::TensorView* parts[3];
+    bool all_bf16 = true;
+    int i = 0;
     for (const std::string* name : {&q, &k, &v}) {
-      const io::TensorView& wt = find(*name + ".weight", {h, h}, true);
-      copy_as_f32(wt, weight.data() + part * h * h);
-      copy_as_f32(find(*name + ".bias", {h}, true), bias.data() + part * h);
-      release(wt);
-      ++part;
+      parts[i] = &find(*name + ".weight", {h, h}, true);
+      all_bf16 = all_bf16 && bf16_as_is(*parts[i], precision);
+      ++i;
     }
-    ops::Linear l = ops::Linear::prepare(device_, weight.data(), bias.data(), 3 * h, h);
+    AlignedBuffer<float> bias(static_cast<std::size_t>(3 * h));
+    i = 0;
+    for (const std::string* name : {&q, &k, &v}) {
+      copy_as_f32(find(*name + ".bias", {h}, true), bias.data() + i * h);
+      ++i;
+    }
+    ops::Linear l;
+    if (all_bf16) {
+      AlignedBuffer<std::uint16_t> weight(3 * part_size);
+      for (int p = 0; p < 3; ++p)
+        std::memcpy(weight.data() + p * part_size, parts[p]->data, part_size * 2);
+      l = ops::Linear::prepare(device_, weight.data(), ops::DType::kBf16, bias.data(), 3 * h, h,
+                               precision);
+    } else {
+      AlignedBuffer<float> weight(3 * part_size);
+      for (int p = 0; p < 3; ++p) copy_as_f32(*parts[p], weight.data() + p * part_size);
+      l = ops::Linear::prepare(device_, weight.data(), ops::DType::kF32, bias.data(), 3 * h, h,
+                               precision);
+    }
+    for (const auto* t : parts) release(*t);
     w_.stats_.packed_bytes += l.bytes();
     return l;
   }
-
   float* own(std::size_t count) {
     w_.owned_.emplace_back(count);
     w_.stats_.converted_bytes += count * sizeof(float);
@@ -229,6 +217,10 @@ class WeightLoader {
     return scratch.data();
   }
 
+  // A bf16 tensor for a bf16 layer is packed from the checkpoint's bits, never widened.
+  static bool bf16_as_is(const io::TensorView& t, ops::Precision precision) {
+    return t.dtype == io::DType::kBF16 && precision == ops::Precision::kBf16;
+  }
   void release(const io::TensorView& t) { w_.checkpoint_.release(t); }
 
   Weights& w_;
@@ -239,6 +231,12 @@ class WeightLoader {
 };
 
 namespace {
+
+ops::Precision checked_precision(ops::Precision precision) {
+  if (precision == ops::Precision::kAuto)
+    fail("internal: weights need a resolved precision (fp32 or bf16), not auto");
+  return precision;
+}
 
 // DistilBERT's fixed table: even columns sin(pos / 10000^(2i/d)), odd columns cos of the same.
 void fill_sinusoidal(float* out, std::int64_t positions, std::int64_t dim) {
@@ -254,8 +252,10 @@ void fill_sinusoidal(float* out, std::int64_t positions, std::int64_t dim) {
 }  // namespace
 
 std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
-                                                  const ops::Device& device, std::uint32_t seed) {
+                                                  const ops::Device& device, std::uint32_t seed,
+                                                  ops::Precision precision) {
   auto w = std::shared_ptr<Weights>(new Weights());
+  w->precision_ = checked_precision(precision);
   w->config_ = config;
   w->directory_ = "(synthetic " + config.architecture + ")";
   w->stats_.dtype = "F32";
@@ -274,13 +274,15 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
     return p;
   };
   const std::int64_t h = config.hidden_size, inter = config.intermediate_size;
-  auto linear = [&](std::int64_t out, std::int64_t in) {
+  auto linear = [&](std::int64_t out, std::int64_t in,
+                    ops::Precision layer_precision = ops::Precision::kFp32) {
     AlignedBuffer<float> weight(static_cast<std::size_t>(out * in));
     const float* random = fill(static_cast<std::size_t>(out * in), 0.08f);
     std::memcpy(weight.data(), random, weight.size() * sizeof(float));
     w->owned_.pop_back();  // only the packed copy is kept
     const float* bias = fill(static_cast<std::size_t>(out), 0.02f);
-    ops::Linear l = ops::Linear::prepare(device, weight.data(), bias, out, in);
+    ops::Linear l = ops::Linear::prepare(device, weight.data(), ops::DType::kF32, bias, out, in,
+                                         layer_precision);
     w->stats_.packed_bytes += l.bytes();
     return l;
   };
@@ -296,11 +298,11 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
   e.norm = norm();
   for (std::int64_t i = 0; i < config.num_layers; ++i) {
     LayerWeights layer;
-    layer.qkv = linear(3 * h, h);
-    layer.attn_out = linear(h, h);
+    layer.qkv = linear(3 * h, h, w->precision_);
+    layer.attn_out = linear(h, h, w->precision_);
     layer.attn_norm = norm();
-    layer.ffn_in = linear(inter, h);
-    layer.ffn_out = linear(h, inter);
+    layer.ffn_in = linear(inter, h, w->precision_);
+    layer.ffn_out = linear(h, inter, w->precision_);
     layer.ffn_norm = norm();
     w->layers_.push_back(std::move(layer));
   }
@@ -317,8 +319,10 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
 
 std::shared_ptr<const Weights> Weights::load(const std::filesystem::path& model_dir,
                                              const ops::Device& device,
-                                             std::vector<std::string>* warnings) {
+                                             std::vector<std::string>* warnings,
+                                             ops::Precision precision) {
   auto w = std::shared_ptr<Weights>(new Weights());
+  w->precision_ = checked_precision(precision);
   w->directory_ = model_dir;
   const auto config_path = model_dir / "config.json";
   std::error_code ec;
@@ -330,6 +334,7 @@ std::shared_ptr<const Weights> Weights::load(const std::filesystem::path& model_
   const ModelConfig& c = w->config_;
   const std::int64_t h = c.hidden_size, inter = c.intermediate_size;
   WeightLoader L(*w, device);
+  const ops::Precision lp = w->precision_;  // the encoder layers'; the head stays fp32
 
   auto& e = w->embeddings_;
   e.word = L.f32("embeddings.word_embeddings.weight", {c.vocab_size, h});
@@ -351,20 +356,21 @@ std::shared_ptr<const Weights> Weights::load(const std::filesystem::path& model_
     LayerWeights layer;
     if (c.family == Family::kDistilBert) {
       const std::string p = fmt::format("transformer.layer.{}.", i);
-      layer.qkv = L.fused_qkv(p + "attention.q_lin", p + "attention.k_lin", p + "attention.v_lin");
-      layer.attn_out = L.linear(p + "attention.out_lin", h, h);
+      layer.qkv =
+          L.fused_qkv(p + "attention.q_lin", p + "attention.k_lin", p + "attention.v_lin", lp);
+      layer.attn_out = L.linear(p + "attention.out_lin", h, h, true, lp);
       layer.attn_norm = L.norm(p + "sa_layer_norm");
-      layer.ffn_in = L.linear(p + "ffn.lin1", inter, h);
-      layer.ffn_out = L.linear(p + "ffn.lin2", h, inter);
+      layer.ffn_in = L.linear(p + "ffn.lin1", inter, h, true, lp);
+      layer.ffn_out = L.linear(p + "ffn.lin2", h, inter, true, lp);
       layer.ffn_norm = L.norm(p + "output_layer_norm");
     } else {
       const std::string p = fmt::format("encoder.layer.{}.", i);
       layer.qkv = L.fused_qkv(p + "attention.self.query", p + "attention.self.key",
-                              p + "attention.self.value");
-      layer.attn_out = L.linear(p + "attention.output.dense", h, h);
+                              p + "attention.self.value", lp);
+      layer.attn_out = L.linear(p + "attention.output.dense", h, h, true, lp);
       layer.attn_norm = L.norm(p + "attention.output.LayerNorm");
-      layer.ffn_in = L.linear(p + "intermediate.dense", inter, h);
-      layer.ffn_out = L.linear(p + "output.dense", h, inter);
+      layer.ffn_in = L.linear(p + "intermediate.dense", inter, h, true, lp);
+      layer.ffn_out = L.linear(p + "output.dense", h, inter, true, lp);
       layer.ffn_norm = L.norm(p + "output.LayerNorm");
     }
     w->layers_.push_back(std::move(layer));

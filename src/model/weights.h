@@ -1,7 +1,8 @@
 #pragma once
 // One read-only copy of a model's weights per process, shared by every replica. Tensors used as
 // they are (embeddings, norms) stay in the file mapping; GEMM weights are packed once for the
-// device; fp16/bf16 tensors are converted to float32 once. Immutable after load().
+// device (in fp32 or bf16); other fp16/bf16 tensors are converted to float32 once. Immutable
+// after load().
 
 #include <cstdint>
 #include <filesystem>
@@ -61,20 +62,24 @@ class Weights {
  public:
   // Loads config.json and the safetensors of `model_dir`. Throws Error naming the file and the
   // tensor or field on any inconsistency; `warnings` receives notes about ignored tensors.
+  // `precision` is that of the encoder layers' GEMMs (fp32 or bf16); the classification head
+  // always runs in fp32 (a few hundred thousand FLOPs per row, and it sets the probabilities).
   static std::shared_ptr<const Weights> load(const std::filesystem::path& model_dir,
                                              const ops::Device& device,
-                                             std::vector<std::string>* warnings = nullptr);
+                                             std::vector<std::string>* warnings = nullptr,
+                                             ops::Precision precision = ops::Precision::kFp32);
 
   // A model of the given shape with seeded random weights and no files, for benchmarks.
   static std::shared_ptr<const Weights> synthetic(const ModelConfig& config,
-                                                  const ops::Device& device,
-                                                  std::uint32_t seed = 1);
+                                                  const ops::Device& device, std::uint32_t seed = 1,
+                                                  ops::Precision precision = ops::Precision::kFp32);
 
   const ModelConfig& config() const { return config_; }
   const EmbeddingWeights& embeddings() const { return embeddings_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::optional<ClassifierWeights>& classifier() const { return classifier_; }
   const WeightStats& stats() const { return stats_; }
+  ops::Precision precision() const { return precision_; }
   const std::filesystem::path& directory() const { return directory_; }
 
  private:
@@ -89,6 +94,7 @@ class Weights {
   std::vector<LayerWeights> layers_;
   std::optional<ClassifierWeights> classifier_;
   WeightStats stats_;
+  ops::Precision precision_ = ops::Precision::kFp32;
 };
 
 }  // namespace mcinfer::model

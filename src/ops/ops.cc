@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "core/error.h"
 
 namespace mcinfer::ops {
@@ -38,13 +40,68 @@ std::unique_ptr<Device> Device::cpu(std::optional<cpu::Isa> isa) {
 }
 
 std::string Device::description() const {
-  return fmt::format("cpu ({} kernels, oneDNN GEMM)", cpu::isa_name(isa()));
+  return fmt::format("cpu ({} kernels, oneDNN GEMM up to {})", cpu::isa_name(isa()),
+                     cpu::gemm_isa_name());
 }
 
-Linear Linear::prepare(const Device& device, const float* weight, const float* bias,
-                       std::int64_t out, std::int64_t in) {
+std::string_view precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::kAuto:
+      return "auto";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kBf16:
+      return "bf16";
+  }
+  return "?";
+}
+
+std::optional<Precision> parse_precision(std::string_view name) {
+  for (Precision p : {Precision::kAuto, Precision::kFp32, Precision::kBf16}) {
+    if (precision_name(p) == name) return p;
+  }
+  return std::nullopt;
+}
+
+PrecisionChoice resolve_precision(Precision requested) {
+  PrecisionChoice choice;
+  const std::string native = cpu::native_bf16_isa();
+  switch (requested) {
+    case Precision::kFp32:
+      choice.reason = "precision fp32 (requested)";
+      return choice;
+    case Precision::kBf16:
+      if (native.empty()) {
+        fail_usage(
+            "--precision bf16: this CPU has no native bf16 dot products (neither avx512_bf16 nor "
+            "amx_bf16{}); use --precision fp32",
+            std::getenv("ONEDNN_MAX_CPU_ISA") ? ", or ONEDNN_MAX_CPU_ISA caps them" : "");
+      }
+      choice.precision = Precision::kBf16;
+      choice.native_isa = native;
+      choice.reason = fmt::format("precision bf16 (requested; native: {})", native);
+      return choice;
+    case Precision::kAuto:
+      break;
+  }
+  if (native.empty()) {
+    choice.reason = "precision fp32 (auto: no native bf16 dot products on this CPU)";
+    return choice;
+  }
+  choice.precision = Precision::kBf16;
+  choice.native_isa = native;
+  choice.reason = fmt::format(
+      "precision bf16 (auto; native: {}); --precision fp32 for exact transformers parity", native);
+  return choice;
+}
+
+Linear Linear::prepare(const Device& device, const void* weight, DType weight_type,
+                       const float* bias, std::int64_t out, std::int64_t in, Precision precision) {
+  if (precision == Precision::kAuto) fail("internal: Linear::prepare needs a resolved precision");
   Linear linear;
-  linear.cpu_ = std::make_unique<cpu::PackedLinear>(device.gemm_engine(), weight, bias, out, in);
+  linear.cpu_ = std::make_unique<cpu::PackedLinear>(
+      device.gemm_engine(), weight, weight_type, bias, out, in,
+      precision == Precision::kBf16 ? DType::kBf16 : DType::kF32);
   return linear;
 }
 
@@ -62,6 +119,8 @@ std::string_view op_kind_name(OpKind kind) {
       return "embedding";
     case OpKind::kPooling:
       return "pooling+head";
+    case OpKind::kConvert:
+      return "convert";
     case OpKind::kCount:
       break;
   }
@@ -89,28 +148,41 @@ ScopedOpTimer::~ScopedOpTimer() {
   profile_->flops[i] += flops_;
 }
 
-void linear(Context& ctx, const Linear& w, const float* x, std::int64_t rows, float* y,
-            Activation act) {
+void linear(Context& ctx, const Linear& w, ConstRows x, std::int64_t rows, Rows y, Activation act) {
+  if (x.type != w.input_type())
+    fail("internal: a {} layer was given {} input", w.input_type() == DType::kBf16 ? "bf16" : "f32",
+         x.type == DType::kBf16 ? "bf16" : "f32");
   const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(w.in_features()) *
                        static_cast<double>(w.out_features());
-  if (ctx.epilogue() == EpilogueMode::kInGemm) {
+  // Our own epilogue kernel works on f32 outputs; a bf16 output always takes the GEMM's.
+  if (ctx.epilogue() == EpilogueMode::kInGemm || y.type != DType::kF32) {
     ScopedOpTimer timer(ctx, OpKind::kGemm, flops);
-    ctx.gemm().linear(w.cpu_weights(), x, rows, y, act);
+    ctx.gemm().linear(w.cpu_weights(), x.data, rows, y.data, y.type, act);
     return;
   }
   {
     ScopedOpTimer timer(ctx, OpKind::kGemm, flops);
-    ctx.gemm().linear(w.cpu_weights(), x, rows, y, Activation::kNone, /*with_bias=*/false);
+    ctx.gemm().linear(w.cpu_weights(), x.data, rows, y.data, y.type, Activation::kNone,
+                      /*with_bias=*/false);
   }
+  float* yf = static_cast<float*>(y.data);
   const float* bias = w.cpu_weights().bias();
   if (act != Activation::kNone || bias != nullptr) {
     ScopedOpTimer timer(ctx, OpKind::kActivation);
     const std::int64_t cols = w.out_features();
     const auto& k = ctx.device().kernels();
     for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
-      k.bias_activation(y + begin * cols, count, cols, cols, bias, act);
+      k.bias_activation(yf + begin * cols, count, cols, cols, bias, act);
     });
   }
+}
+
+void to_bf16(Context& ctx, const float* x, Bf16* y, std::int64_t rows, std::int64_t cols) {
+  ScopedOpTimer timer(ctx, OpKind::kConvert);
+  const auto& k = ctx.device().kernels();
+  for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
+    k.to_bf16(x + begin * cols, y + begin * cols, count * cols);
+  });
 }
 
 void residual_layer_norm(Context& ctx, float* x, const float* y, std::int64_t rows,

@@ -20,6 +20,24 @@ namespace mcinfer::ops {
 
 using Activation = cpu::Activation;
 using SequenceSpan = cpu::SequenceSpan;
+using DType = cpu::DType;
+using Bf16 = cpu::Bf16;
+
+// The arithmetic of the dense layers. fp32 reproduces transformers to ~1e-5; bf16 rounds GEMM
+// inputs to bfloat16 (f32 accumulation, LayerNorm/softmax/GELU/residuals in f32). kAuto appears
+// only in requests: resolve_precision() turns it into one of the others.
+enum class Precision { kAuto, kFp32, kBf16 };
+std::string_view precision_name(Precision precision);  // "auto", "fp32", "bf16"
+std::optional<Precision> parse_precision(std::string_view name);
+
+struct PrecisionChoice {
+  Precision precision = Precision::kFp32;  // never kAuto
+  std::string native_isa;                  // bf16 instructions the GEMMs use ("amx_bf16", ...)
+  std::string reason;                      // one line for the run's first line and the report
+};
+// bf16 where the CPU (and any ONEDNN_MAX_CPU_ISA cap) has native bf16 dot products; an explicit
+// bf16 request without them is refused (fail_usage) naming the missing instructions.
+PrecisionChoice resolve_precision(Precision requested);
 
 enum class DeviceKind { kCpu };
 
@@ -47,7 +65,14 @@ class Linear {
  public:
   // weight: [out, in] float32 (PyTorch layout), bias: [out] or null. Both are copied.
   static Linear prepare(const Device& device, const float* weight, const float* bias,
-                        std::int64_t out, std::int64_t in);
+                        std::int64_t out, std::int64_t in) {
+    return prepare(device, weight, DType::kF32, bias, out, in, Precision::kFp32);
+  }
+  // weight: [out, in] of `weight_type`, prepared for `precision` (kFp32 or kBf16).
+  static Linear prepare(const Device& device, const void* weight, DType weight_type,
+                        const float* bias, std::int64_t out, std::int64_t in, Precision precision);
+  // The element type the layer reads its input in.
+  DType input_type() const { return cpu_->compute_type(); }
   std::int64_t in_features() const { return cpu_->in_features(); }
   std::int64_t out_features() const { return cpu_->out_features(); }
   std::size_t bytes() const { return cpu_->packed_bytes(); }
@@ -58,7 +83,16 @@ class Linear {
 };
 
 // Where time goes, for `bench --profile`.
-enum class OpKind { kGemm, kAttention, kLayerNorm, kActivation, kEmbedding, kPooling, kCount };
+enum class OpKind {
+  kGemm,
+  kAttention,
+  kLayerNorm,
+  kActivation,
+  kEmbedding,
+  kPooling,
+  kConvert,
+  kCount
+};
 std::string_view op_kind_name(OpKind kind);
 
 struct OpProfile {
@@ -101,9 +135,27 @@ class Context {
 // Rows a buffer needs so that a batch of `rows` rows can go through linear().
 std::int64_t padded_rows(std::int64_t rows);
 
-// y[rows, out] = act(x[rows, in] · Wᵀ + b). x and y need padded_rows(rows) rows.
-void linear(Context& ctx, const Linear& w, const float* x, std::int64_t rows, float* y,
+// Rows of activations of one element type (f32, or bf16 as the input of a bf16 layer).
+struct ConstRows {
+  const void* data;
+  DType type;
+};
+struct Rows {
+  void* data;
+  DType type;
+};
+
+// y[rows, out] = act(x[rows, in] · Wᵀ + b). x and y need padded_rows(rows) rows. x must be of
+// w.input_type(); a bf16 layer may write f32 or bf16.
+void linear(Context& ctx, const Linear& w, ConstRows x, std::int64_t rows, Rows y,
             Activation act = Activation::kNone);
+inline void linear(Context& ctx, const Linear& w, const float* x, std::int64_t rows, float* y,
+                   Activation act = Activation::kNone) {
+  linear(ctx, w, ConstRows{x, DType::kF32}, rows, Rows{y, DType::kF32}, act);
+}
+
+// y[rows, cols] = bf16(x[rows, cols]), both contiguous (round to nearest even).
+void to_bf16(Context& ctx, const float* x, Bf16* y, std::int64_t rows, std::int64_t cols);
 
 // x = LayerNorm(x + y) (y may be null: plain LayerNorm), row by row, [rows, cols].
 void residual_layer_norm(Context& ctx, float* x, const float* y, std::int64_t rows,

@@ -31,6 +31,13 @@ struct RunOptions {
   bool normalize = false;
   model::OutputActivation activation = model::OutputActivation::kAuto;
   std::optional<std::size_t> max_len;
+  // Of the encoder's GEMMs. kAuto: bf16 where the CPU has native bf16 dot products. The library
+  // default is fp32 (exact transformers parity); the CLI's is auto.
+  ops::Precision precision = ops::Precision::kFp32;
+  // Rows compared against fp32 before a reduced-precision run (nullopt: 32; 0: no check).
+  std::optional<std::size_t> check_precision_rows;
+  std::optional<double> min_cosine;  // bounds of that check; a miss stops the run (exit 4)
+  std::optional<double> min_agreement;
   int replicas = 0;  // 0: one per physical core
   int threads_per_replica = 1;
   Schedule schedule = Schedule::kDynamic;

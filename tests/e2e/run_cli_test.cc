@@ -8,6 +8,7 @@
 
 #include "core/json.h"
 #include "support/cli.h"
+#include "support/fixture_rows.h"
 #include "support/minilm.h"
 #include "support/predictions.h"
 #include "support/reference.h"
@@ -18,33 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::run_cli;
-
-// Writes the reference inputs of a model fixture as pre-tokenised JSONL rows (padding included,
-// with its attention mask), ids "row<i>".
-fs::path write_fixture_rows(const fs::path& dir, const std::string& model, int copies = 1) {
-  testing::Reference ref(testing::fixture("models/" + model + "/reference.safetensors"));
-  auto shape = ref.shape("input_ids");
-  auto ids = ref.ints("input_ids"), mask = ref.ints("attention_mask"),
-       types = ref.ints("token_type_ids");
-  auto path = dir / (model + ".jsonl");
-  std::ofstream out(path);
-  for (int c = 0; c < copies; ++c) {
-    for (std::int64_t b = 0; b < shape[0]; ++b) {
-      Json row = {{"id", fmt::format("row{}", b + c * shape[0])}};
-      std::vector<int> i, m, t;
-      for (std::int64_t j = 0; j < shape[1]; ++j) {
-        i.push_back(ids[b * shape[1] + j]);
-        m.push_back(mask[b * shape[1] + j]);
-        t.push_back(types[b * shape[1] + j]);
-      }
-      row["input_ids"] = i;
-      row["attention_mask"] = m;
-      row["token_type_ids"] = t;
-      out << row.dump() << "\n";
-    }
-  }
-  return path;
-}
+using testing::write_fixture_rows;
 
 std::vector<std::string> run_args(const std::string& model_dir, const fs::path& input,
                                   const fs::path& output, std::vector<std::string> extra = {}) {
@@ -77,7 +52,9 @@ TEST_P(RunFixture, OutputsMatchTransformers) {
   }
   for (const auto& c : cases) {
     auto output = dir / "out.csv";
-    auto r = run_cli(run_args(model_dir, input, output, c.flags));
+    auto flags = c.flags;
+    flags.insert(flags.end(), {"--precision", "fp32"});  // exact parity; bf16: precision_cli_test
+    auto r = run_cli(run_args(model_dir, input, output, flags));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto table = testing::read_table(output);
     auto want = ref.floats(c.reference);

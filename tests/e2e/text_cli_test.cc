@@ -21,11 +21,12 @@ TEST_P(TextFixture, CsvTextToPredictionsMatchesTransformers) {
   auto want = testing::read_table(dir / "expected.csv");
   for (const char* schedule : {"dynamic", "static"}) {
     auto output = out_dir / "out.csv";
-    std::vector<std::string> args = {"run",        dir.string(),
-                                     "--input",    (dir / "input.csv").string(),
-                                     "--output",   output.string(),
-                                     "--schedule", schedule,
-                                     "--replicas", "2",
+    std::vector<std::string> args = {"run",         dir.string(),
+                                     "--input",     (dir / "input.csv").string(),
+                                     "--output",    output.string(),
+                                     "--schedule",  schedule,
+                                     "--replicas",  "2",
+                                     "--precision", "fp32",  // parity; bf16: precision_cli_test
                                      "--quiet"};
     for (const auto& flag : meta["flags"]) args.push_back(flag.get<std::string>());
     auto r = testing::run_cli(args);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "io/safetensors.h"
 
 namespace mcinfer::testing {
@@ -24,8 +25,13 @@ class Reference {
   }
   std::vector<float> floats(const std::string& name) const {
     const auto& t = tensor(name);
-    if (t.dtype != io::DType::kF32) fail("{}: '{}' is not F32", file_->path().string(), name);
     std::vector<float> out(static_cast<std::size_t>(t.numel()));
+    if (t.dtype == io::DType::kF16) {  // large references are stored in half precision
+      const auto* p = reinterpret_cast<const std::uint16_t*>(t.data);
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = half_to_float(p[i]);
+      return out;
+    }
+    if (t.dtype != io::DType::kF32) fail("{}: '{}' is not F32", file_->path().string(), name);
     std::memcpy(out.data(), t.data, t.bytes);
     return out;
   }

@@ -7,6 +7,7 @@
 
 #include <barrier>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <random>
@@ -35,6 +36,7 @@ struct BenchOptions {
   std::string isa;
   std::string epilogue = "gemm";
   std::string task = "classify";
+  std::string precision = "auto";
   bool profile = false;
   bool json = false;
   bool pin = true;
@@ -87,6 +89,7 @@ int run_end_to_end(const BenchOptions& o) {
   ro.quiet = true;
   ro.profile = true;
   ro.pin_threads = o.pin;
+  ro.precision = parse_precision_flag(o.precision);
   Json report;
   try {
     report = sched::run_job(ro);
@@ -133,9 +136,11 @@ int run_bench(const BenchOptions& o) {
     if (!isa) fail_usage("--isa must be generic, avx2 or avx512");
   }
   auto device = ops::Device::cpu(isa);
+  const ops::PrecisionChoice precision = ops::resolve_precision(parse_precision_flag(o.precision));
   auto weights = o.shape.empty()
-                     ? model::Weights::load(o.model_dir, *device)
-                     : model::Weights::synthetic(model::ModelConfig::shape(o.shape), *device);
+                     ? model::Weights::load(o.model_dir, *device, nullptr, precision.precision)
+                     : model::Weights::synthetic(model::ModelConfig::shape(o.shape), *device, 1,
+                                                 precision.precision);
   const model::ModelConfig& c = weights->config();
   if (o.seq > c.max_sequence_length()) {
     fail_usage("--seq {} is longer than the model allows ({})", o.seq, c.max_sequence_length());
@@ -184,22 +189,32 @@ int run_bench(const BenchOptions& o) {
   encoders.clear();
   outputs.clear();
 
-  // The GEMM library alone on the model's four GEMM shapes, same threads and replicas.
+  // The GEMM library alone on the model's four GEMM shapes, same threads and replicas, with the
+  // element types the encoder uses (bf16: bf16 inputs, the FFN's first GEMM writes bf16).
   const std::int64_t h = c.hidden_size, inter = c.intermediate_size, rows = o.batch * o.seq;
   const model::LayerWeights& layer = weights->layers()[0];
   const ops::Linear* shapes[] = {&layer.qkv, &layer.attn_out, &layer.ffn_in, &layer.ffn_out};
+  const ops::DType in_type = layer.qkv.input_type();
   std::vector<AlignedBuffer<float>> in(static_cast<std::size_t>(o.replicas)),
       out(static_cast<std::size_t>(o.replicas));
   std::vector<std::unique_ptr<ops::Context>> gemm_ctx;
   for (int r = 0; r < o.replicas; ++r) {
     in[r].resize(static_cast<std::size_t>(ops::padded_rows(rows) * std::max(3 * h, inter)));
     out[r].resize(in[r].size());
-    std::fill(in[r].data(), in[r].data() + in[r].size(), 0.01f);
+    // Every input 0.00995, in f32 or in bf16 (bits 0x3C23): finite, realistic magnitudes.
+    std::fill(in[r].data(), in[r].data() + in[r].size(), 0.00995f);
+    if (in_type == ops::DType::kBf16) {
+      std::vector<ops::Bf16> half(in[r].size() * 2, 0x3C23);
+      std::memcpy(in[r].data(), half.data(), half.size() * sizeof(ops::Bf16));
+    }
     gemm_ctx.push_back(std::make_unique<ops::Context>(*device, o.threads));
   }
   auto gemm_pass = [&](int r) {
-    for (const ops::Linear* l : shapes)
-      ops::linear(*gemm_ctx[r], *l, in[r].data(), rows, out[r].data());
+    for (const ops::Linear* l : shapes) {
+      const bool bf16_out = in_type == ops::DType::kBf16 && l == &layer.ffn_in;
+      ops::linear(*gemm_ctx[r], *l, ops::ConstRows{in[r].data(), in_type}, rows,
+                  ops::Rows{out[r].data(), bf16_out ? ops::DType::kBf16 : ops::DType::kF32});
+    }
   };
   run_concurrently(o.replicas, o.pin, gemm_pass);
   const int gemm_iters = std::max(2, o.iters);
@@ -223,6 +238,8 @@ int run_bench(const BenchOptions& o) {
       {"model", o.shape.empty() ? o.model_dir : o.shape},
       {"architecture", c.architecture},
       {"device", device->description()},
+      {"precision", ops::precision_name(precision.precision)},
+      {"precision_reason", precision.reason},
       {"batch", o.batch},
       {"seq", o.seq},
       {"threads_per_replica", o.threads},
@@ -255,6 +272,7 @@ int run_bench(const BenchOptions& o) {
              report["model"].get<std::string>(), c.architecture, c.num_layers, c.hidden_size,
              c.num_heads);
   fmt::print("device       {}\n", device->description());
+  fmt::print("precision    {}\n", precision.reason);
   fmt::print(
       "workload     {} replica(s) x {} thread(s), batch {} x {} tokens, {} timed batches each\n",
       o.replicas, o.threads, o.batch, o.seq, o.iters);
@@ -305,6 +323,9 @@ Action add_bench_command(CLI::App& app, const Invocation& invocation) {
       ->capture_default_str();
   sub->add_option("--task", o->task, "classify (when the model has a head) or embed")
       ->check(CLI::IsMember({"classify", "embed"}))
+      ->capture_default_str();
+  sub->add_option("--precision", o->precision,
+                  "fp32, bf16, or auto (bf16 where the CPU has native bf16 dot products)")
       ->capture_default_str();
   sub->add_flag("--profile", o->profile, "Print the share of time per op");
   sub->add_flag("--json", o->json, "Print one JSON object");

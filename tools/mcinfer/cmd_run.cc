@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "sched/precision_check.h"
 #include "sched/run.h"
 
 namespace mcinfer::cli {
@@ -44,6 +45,9 @@ struct RunFlags {
   std::string shards_dir, report;
   std::string text_pair_col;
   std::size_t max_len = 0;
+  std::string precision = "auto";
+  std::optional<std::size_t> check_precision;
+  std::optional<double> min_cosine, min_agreement;
   std::vector<std::string> argv;
 };
 
@@ -62,6 +66,10 @@ int run_run(RunFlags& f) {
                  : f.activation == "none"    ? model::OutputActivation::kNone
                                              : model::OutputActivation::kAuto;
   if (f.max_len) o.max_len = f.max_len;
+  o.precision = parse_precision_flag(f.precision);
+  o.check_precision_rows = f.check_precision;
+  o.min_cosine = f.min_cosine;
+  o.min_agreement = f.min_agreement;
   if (f.replicas != "auto") {
     try {
       std::size_t used = 0;
@@ -83,6 +91,9 @@ int run_run(RunFlags& f) {
   } catch (const sched::StoppedError& e) {
     fmt::print(stderr, "mcinfer: {}\n", e.what());
     return 128 + g_stop_signal.load();
+  } catch (const sched::PrecisionCheckError& e) {
+    fmt::print(stderr, "mcinfer: {}\n", e.what());
+    return kExitPrecisionCheck;
   }
   return kExitOk;
 }
@@ -118,6 +129,22 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
       ->capture_default_str();
   sub->add_option("--max-len", f->max_len,
                   "Tokens per sequence, special tokens included (default: the model's)");
+  sub->add_option("--precision", f->precision,
+                  "fp32, bf16, or auto: bf16 where the CPU has native bf16 dot products "
+                  "(avx512_bf16, AMX), else fp32")
+      ->check(CLI::IsMember({"auto", "fp32", "bf16"}))
+      ->capture_default_str();
+  sub->add_option("--check-precision", f->check_precision,
+                  "Rows sampled evenly from the input and compared against fp32 before a "
+                  "reduced-precision run (default 32; 0: no check)");
+  sub->add_option("--min-cosine", f->min_cosine,
+                  "Stop before writing anything (exit 4) if a sampled row's cosine to fp32 is "
+                  "lower")
+      ->check(CLI::Range(-1.0, 1.0));
+  sub->add_option("--min-agreement", f->min_agreement,
+                  "Classifiers: stop (exit 4) if the share of sampled rows with the fp32 argmax is "
+                  "lower")
+      ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--replicas", f->replicas,
                   "Model replicas (threads), or auto: one per physical core")
       ->capture_default_str();

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+#include "ops/ops.h"
+
 namespace mcinfer::cli {
 
 using Action = std::function<int()>;  // returns the process exit status
@@ -21,7 +24,15 @@ struct Invocation {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
-inline constexpr int kExitMissingIds = 3;  // merge --expect found ids with no prediction
+inline constexpr int kExitMissingIds = 3;      // merge --expect found ids with no prediction
+inline constexpr int kExitPrecisionCheck = 4;  // run: --min-cosine / --min-agreement not met
+
+// --precision's value, checked.
+inline ops::Precision parse_precision_flag(const std::string& value) {
+  auto p = ops::parse_precision(value);
+  if (!p) fail_usage("--precision must be fp32, bf16 or auto, not '{}'", value);
+  return *p;
+}
 
 Action add_run_command(CLI::App& app, const Invocation& invocation);
 Action add_merge_command(CLI::App& app, const Invocation& invocation);

@@ -1,0 +1,146 @@
+#include "sched/precision_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace mcinfer::sched {
+namespace {
+
+// Outputs of `rows` through one model, [rows, dim], in batches as a run would form them.
+std::vector<float> outputs(const std::vector<WorkItem>& rows,
+                           std::shared_ptr<const model::Weights> weights, const ops::Device& device,
+                           const model::TaskSpec& task, int threads, std::int64_t& dim) {
+  model::Encoder encoder(std::move(weights), device, threads);
+  dim = encoder.output_dim(task);
+  std::vector<float> all;
+  std::vector<model::SequenceInput> inputs;
+  std::vector<float> values;
+  constexpr std::size_t kBatch = 16;
+  for (std::size_t begin = 0; begin < rows.size(); begin += kBatch) {
+    inputs.clear();
+    for (std::size_t i = begin; i < std::min(rows.size(), begin + kBatch); ++i)
+      inputs.push_back({rows[i].ids, rows[i].type_ids, rows[i].mask});
+    encoder.predict(inputs, task, values);
+    all.insert(all.end(), values.begin(), values.end());
+  }
+  return all;
+}
+
+}  // namespace
+
+std::vector<WorkItem> sample_rows(const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer,
+                                  std::size_t n) {
+  std::vector<WorkItem> out;
+  if (n == 0) return out;
+  FeedOptions count_options = feed;
+  count_options.tokenize = false;
+  count_options.skip_bad_rows = true;
+  RowFeeder counter(count_options, nullptr);
+  WorkItem item;
+  std::uint64_t rows = 0;
+  while (counter.next(item)) ++rows;
+  if (rows == 0) return out;
+  n = static_cast<std::size_t>(std::min<std::uint64_t>(n, rows));
+  // The feeder passes over rows marked done without tokenising them: mark all but the sample.
+  std::vector<bool> skip(rows, true);
+  for (std::size_t i = 0; i < n; ++i) skip[(2 * i + 1) * rows / (2 * n)] = false;
+  FeedOptions sample_options = feed;
+  sample_options.skip_bad_rows = true;
+  RowFeeder feeder(sample_options, tokenizer);
+  feeder.skip_done(&skip);
+  while (feeder.next(item)) out.push_back(std::move(item));
+  return out;
+}
+
+PrecisionCheck compare_precision(const std::vector<WorkItem>& rows,
+                                 std::shared_ptr<const model::Weights> checked,
+                                 std::shared_ptr<const model::Weights> reference,
+                                 const ops::Device& device, const model::TaskSpec& task,
+                                 int threads) {
+  const auto t0 = std::chrono::steady_clock::now();
+  PrecisionCheck check;
+  check.precision = std::string(ops::precision_name(checked->precision()));
+  check.rows = rows.size();
+  std::int64_t dim = 0;
+  const std::vector<float> got = outputs(rows, std::move(checked), device, task, threads, dim);
+  const std::vector<float> want = outputs(rows, std::move(reference), device, task, threads, dim);
+  double cosine_sum = 0;
+  std::size_t same_argmax = 0;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const float* a = got.data() + r * static_cast<std::size_t>(dim);
+    const float* b = want.data() + r * static_cast<std::size_t>(dim);
+    double dot = 0, na = 0, nb = 0;
+    for (std::int64_t j = 0; j < dim; ++j) {
+      dot += static_cast<double>(a[j]) * b[j];
+      na += static_cast<double>(a[j]) * a[j];
+      nb += static_cast<double>(b[j]) * b[j];
+      check.max_abs_diff =
+          std::max(check.max_abs_diff, std::fabs(static_cast<double>(a[j]) - b[j]));
+    }
+    // Two zero vectors are the same output; one zero vector is as far as it gets.
+    const double cosine = (na == 0 || nb == 0) ? (na == nb ? 1.0 : 0.0) : dot / std::sqrt(na * nb);
+    check.min_cosine = std::min(check.min_cosine, cosine);
+    cosine_sum += cosine;
+    same_argmax += std::max_element(a, a + dim) - a == std::max_element(b, b + dim) - b;
+  }
+  if (!rows.empty()) check.mean_cosine = cosine_sum / static_cast<double>(rows.size());
+  if (task.kind == model::TaskKind::kClassify && !rows.empty())
+    check.argmax_agreement = static_cast<double>(same_argmax) / static_cast<double>(rows.size());
+  check.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return check;
+}
+
+Json PrecisionCheck::to_json() const {
+  Json j = {
+      {"precision", precision},   {"reference", "fp32"},        {"rows", rows},
+      {"min_cosine", min_cosine}, {"mean_cosine", mean_cosine}, {"max_abs_diff", max_abs_diff},
+      {"seconds", seconds}};
+  if (argmax_agreement) j["argmax_agreement"] = *argmax_agreement;
+  return j;
+}
+
+std::string PrecisionCheck::summary() const {
+  std::string s = fmt::format(
+      "precision check: {} rows in {} vs fp32: cosine min {:.6f} mean {:.6f}, max abs diff {:.2e}",
+      rows, precision, min_cosine, mean_cosine, max_abs_diff);
+  if (argmax_agreement) s += fmt::format(", argmax agreement {:.2f}%", 100 * *argmax_agreement);
+  return s;
+}
+
+void enforce(const PrecisionCheck& check, const PrecisionBounds& bounds) {
+  std::string failed;
+  if (bounds.min_cosine && check.min_cosine < *bounds.min_cosine) {
+    failed = fmt::format("the lowest cosine to fp32 is {:.6f}, below --min-cosine {}",
+                         check.min_cosine, *bounds.min_cosine);
+  } else if (bounds.min_agreement && check.argmax_agreement &&
+             *check.argmax_agreement < *bounds.min_agreement) {
+    failed = fmt::format("argmax agreement with fp32 is {:.4f}, below --min-agreement {}",
+                         *check.argmax_agreement, *bounds.min_agreement);
+  }
+  if (failed.empty()) return;
+  throw PrecisionCheckError(fmt::format(
+      "precision check failed: {} ({}). Nothing was written; use --precision fp32 for exact "
+      "results",
+      failed, check.summary()));
+}
+
+std::optional<PrecisionCheck> check_before_run(const std::filesystem::path& model_dir,
+                                               std::shared_ptr<const model::Weights> weights,
+                                               const ops::Device& device,
+                                               const model::TaskSpec& task, const FeedOptions& feed,
+                                               const tokenizer::Tokenizer* tokenizer, std::size_t n,
+                                               int threads, const PrecisionBounds& bounds) {
+  if (n == 0 || weights->precision() == ops::Precision::kFp32) return std::nullopt;
+  const std::vector<WorkItem> rows = sample_rows(feed, tokenizer, n);
+  if (rows.empty()) return std::nullopt;  // the run itself reports an input without rows
+  auto reference = model::Weights::load(model_dir, device, nullptr, ops::Precision::kFp32);
+  PrecisionCheck check =
+      compare_precision(rows, std::move(weights), std::move(reference), device, task, threads);
+  enforce(check, bounds);
+  return check;
+}
+
+}  // namespace mcinfer::sched

@@ -1,0 +1,68 @@
+#pragma once
+// `--check-precision N`: before a reduced-precision run writes anything, N rows sampled evenly
+// from the input are computed in the run's precision and in fp32, and the two are compared. The
+// figures go to the progress output and the report; bounds (--min-cosine, --min-agreement) stop
+// the run before any output exists.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "model/encoder.h"
+#include "sched/row_feeder.h"
+
+namespace mcinfer::sched {
+
+// Thrown when a bound is not met; the CLI exits with status 4.
+class PrecisionCheckError : public Error {
+ public:
+  explicit PrecisionCheckError(const std::string& message) : Error(message) {}
+};
+
+struct PrecisionBounds {
+  std::optional<double> min_cosine;     // every sampled row's output vs fp32
+  std::optional<double> min_agreement;  // classify: share of rows with the same argmax
+};
+
+struct PrecisionCheck {
+  std::string precision;  // the precision checked against fp32
+  std::size_t rows = 0;
+  double min_cosine = 1, mean_cosine = 1;  // of each row's output vector
+  double max_abs_diff = 0;                 // any output value (probabilities for classifiers)
+  std::optional<double> argmax_agreement;  // classify only
+  double seconds = 0;
+  Json to_json() const;
+  std::string summary() const;  // one line for the progress output
+};
+
+// Up to `n` good rows spread evenly over the input (row i·rows/n + rows/2n), tokenised; bad rows
+// are passed over (the run itself applies --on-bad-row). Reads the input twice but tokenises
+// only the rows it returns.
+std::vector<WorkItem> sample_rows(const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer,
+                                  std::size_t n);
+
+// Runs `rows` through both models (same task, `threads` threads each) and compares.
+PrecisionCheck compare_precision(const std::vector<WorkItem>& rows,
+                                 std::shared_ptr<const model::Weights> checked,
+                                 std::shared_ptr<const model::Weights> reference,
+                                 const ops::Device& device, const model::TaskSpec& task,
+                                 int threads);
+
+// The whole pre-run check of a run in `weights`' precision: loads the fp32 twin from
+// `model_dir`, samples `n` rows, compares, enforces `bounds`. Nothing (nullopt) for an fp32 run
+// or n == 0.
+std::optional<PrecisionCheck> check_before_run(const std::filesystem::path& model_dir,
+                                               std::shared_ptr<const model::Weights> weights,
+                                               const ops::Device& device,
+                                               const model::TaskSpec& task, const FeedOptions& feed,
+                                               const tokenizer::Tokenizer* tokenizer, std::size_t n,
+                                               int threads, const PrecisionBounds& bounds);
+
+// Throws PrecisionCheckError naming the figure and the bound when one is not met.
+void enforce(const PrecisionCheck& check, const PrecisionBounds& bounds);
+
+}  // namespace mcinfer::sched

@@ -1,0 +1,299 @@
+// `--precision bf16` end to end: the accuracy gates against transformers' fp32 references (every
+// classification fixture, a bf16 checkpoint, real all-MiniLM-L6-v2 on the 5,283-line tokenizer
+// corpus), the choice `auto` makes with and without native bf16 (capped through oneDNN's
+// ONEDNN_MAX_CPU_ISA), and the pre-run check with its bounds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "core/json.h"
+#include "support/cli.h"
+#include "support/fixture_rows.h"
+#include "support/minilm.h"
+#include "support/predictions.h"
+#include "support/reference.h"
+
+namespace mcinfer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+// oneDNN's own cap: below avx512_core_bf16 it has no native bf16 dot products to run.
+const std::string kNoBf16 = "ONEDNN_MAX_CPU_ISA=AVX512_CORE";
+
+// True when this CPU runs bf16 natively (what `auto` picks): read from a run's report.
+bool cpu_has_native_bf16() {
+  static const bool native = [] {
+    auto dir = testing::scratch_dir("precision_probe");
+    auto input = testing::write_fixture_rows(dir, "bert_embed");
+    auto r = run_cli({"run", testing::fixture("models/bert_embed").string(), "--input",
+                      input.string(), "--output", (dir / "o.csv").string(), "--report",
+                      (dir / "r.json").string(), "--quiet", "--check-precision", "0"});
+    if (r.exit_code != 0) return false;
+    return read_json_file(dir / "r.json")["precision"] == "bf16";
+  }();
+  return native;
+}
+
+#define NEED_NATIVE_BF16()                                                                       \
+  do {                                                                                           \
+    if (!cpu_has_native_bf16()) GTEST_SKIP() << "this CPU has no native bf16 (auto picks fp32)"; \
+  } while (0)
+
+double cosine(const std::vector<double>& a, const float* b) {
+  double dot = 0, na = 0, nb = 0;
+  for (std::size_t j = 0; j < a.size(); ++j) {
+    dot += a[j] * b[j];
+    na += a[j] * a[j];
+    nb += double(b[j]) * b[j];
+  }
+  return dot / std::sqrt(na * nb);
+}
+
+// The classification gate: |p - p_fp32| ≤ 0.01 everywhere, and the same argmax on every row whose
+// fp32 top-2 margin is at least 0.02.
+void expect_classifier_gate(const testing::Table& got, const std::vector<float>& want,
+                            const std::string& what) {
+  ASSERT_FALSE(got.values.empty()) << what;
+  const std::size_t dim = got.values[0].size();
+  ASSERT_EQ(want.size(), got.values.size() * dim) << what;
+  double worst = 0;
+  int checked_argmax = 0;
+  for (std::size_t i = 0; i < got.values.size(); ++i) {
+    const float* w = want.data() + i * dim;
+    for (std::size_t j = 0; j < dim; ++j)
+      worst = std::max(worst, std::fabs(got.values[i][j] - w[j]));
+    if (dim < 2) continue;
+    std::vector<float> sorted(w, w + dim);
+    std::sort(sorted.rbegin(), sorted.rend());
+    if (sorted[0] - sorted[1] < 0.02f) continue;
+    ++checked_argmax;
+    const auto want_arg = std::max_element(w, w + dim) - w;
+    const auto got_arg =
+        std::max_element(got.values[i].begin(), got.values[i].end()) - got.values[i].begin();
+    EXPECT_EQ(got_arg, want_arg) << what << " row " << i;
+  }
+  EXPECT_LE(worst, 0.01) << what;
+  EXPECT_GT(worst, 0.0) << what << ": bf16 gave exactly fp32's values: did bf16 run at all?";
+  if (dim >= 2) EXPECT_GT(checked_argmax, 0) << what;
+}
+
+class Bf16Classifier : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Bf16Classifier, WithinTheGatesOfTransformersFp32) {
+  NEED_NATIVE_BF16();
+  const std::string model = GetParam();
+  auto dir = testing::scratch_dir("bf16_" + model);
+  auto input = testing::write_fixture_rows(dir, model);
+  testing::Reference ref(testing::fixture("models/" + model + "/reference.safetensors"));
+  auto output = dir / "out.csv";
+  auto r = run_cli({"run", testing::fixture("models/" + model).string(), "--input", input.string(),
+                    "--output", output.string(), "--precision", "bf16", "--report",
+                    (dir / "report.json").string(), "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_classifier_gate(testing::read_table(output), ref.floats("probs"), model);
+  Json report = read_json_file(dir / "report.json");
+  EXPECT_EQ(report["precision"], "bf16");
+  // The default check compared every (fixture-sized) input row against fp32.
+  ASSERT_TRUE(report["precision_check"].is_object()) << report.dump(2);
+  EXPECT_GT(report["precision_check"]["rows"].get<int>(), 0);
+  EXPECT_LE(report["precision_check"]["max_abs_diff"].get<double>(), 0.01);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Bf16Classifier,
+                         ::testing::Values("bert_cls_single", "bert_cls_multi", "bert_regression",
+                                           "roberta_cls", "xlmr_cls", "distilbert_cls",
+                                           "distilbert_cls_multi_relu"),
+                         [](const auto& info) { return info.param; });
+
+class Bf16TextClassifier : public ::testing::TestWithParam<std::string> {};
+
+// From text, through the real tokenizers, both schedules.
+TEST_P(Bf16TextClassifier, WithinTheGatesOfTransformersFp32) {
+  NEED_NATIVE_BF16();
+  const fs::path dir = testing::fixture("text/" + GetParam());
+  Json meta = read_json_file(dir / "reference.json");
+  auto want_table = testing::read_table(dir / "expected.csv");
+  std::vector<float> want;
+  for (const auto& row : want_table.values) want.insert(want.end(), row.begin(), row.end());
+  auto out_dir = testing::scratch_dir("bf16_text_" + GetParam());
+  for (const char* schedule : {"dynamic", "static"}) {
+    auto output = out_dir / "out.csv";
+    std::vector<std::string> args = {
+        "run",         dir.string(),    "--input",    (dir / "input.csv").string(),
+        "--output",    output.string(), "--schedule", schedule,
+        "--precision", "bf16",          "--quiet"};
+    for (const auto& flag : meta["flags"]) args.push_back(flag.get<std::string>());
+    auto r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto got = testing::read_table(output);
+    ASSERT_EQ(got.ids, want_table.ids);
+    expect_classifier_gate(got, want, GetParam() + " " + schedule);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, Bf16TextClassifier,
+                         ::testing::Values("bert_cls", "distilbert_cls", "roberta_cls",
+                                           "xlmr_cls_json"),
+                         [](const auto& info) { return info.param; });
+
+// The embedding gate: cosine to fp32 ≥ 0.999 on every row, ≥ 0.9999 on average.
+void expect_embedding_gate(const testing::Table& got, const std::vector<float>& want,
+                           const std::string& what) {
+  ASSERT_FALSE(got.values.empty()) << what;
+  const std::size_t dim = got.values[0].size();
+  ASSERT_EQ(want.size(), got.values.size() * dim) << what;
+  double lowest = 1, sum = 0;
+  for (std::size_t i = 0; i < got.values.size(); ++i) {
+    const double c = cosine(got.values[i], want.data() + i * dim);
+    EXPECT_GE(c, 0.999) << what << " row " << i;
+    lowest = std::min(lowest, c);
+    sum += c;
+  }
+  const double mean = sum / static_cast<double>(got.values.size());
+  EXPECT_GE(mean, 0.9999) << what;
+  EXPECT_LT(lowest, 1.0 - 1e-9) << what << ": identical to fp32: did bf16 run at all?";
+  ::testing::Test::RecordProperty("min_cosine", std::to_string(lowest));
+  ::testing::Test::RecordProperty("mean_cosine", std::to_string(mean));
+}
+
+// A checkpoint stored in bf16 runs in bf16 from its own bits; its fp32 twin (the reference was
+// computed in float32 from the same rounded weights) bounds it like any other model.
+TEST(Bf16Checkpoint, ComputesLikeItsFp32TwinWithinTheGates) {
+  NEED_NATIVE_BF16();
+  auto dir = testing::scratch_dir("bf16_checkpoint");
+  auto input = testing::write_fixture_rows(dir, "bert_bf16");
+  testing::Reference ref(testing::fixture("models/bert_bf16/reference.safetensors"));
+  auto output = dir / "out.csv";
+  auto r = run_cli({"run", testing::fixture("models/bert_bf16").string(), "--input", input.string(),
+                    "--output", output.string(), "--precision", "bf16", "--task", "embed",
+                    "--pooling", "mean", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_embedding_gate(testing::read_table(output), ref.floats("pooled_mean"), "bert_bf16");
+}
+
+// Real weights on every line of the multilingual tokenizer corpus (5,283 lines, every script in
+// it), against transformers fp32 (tools/gen_precision_reference.py).
+TEST(Bf16MiniLM, EveryCorpusLineWithinTheGates) {
+  MCINFER_NEED_MINILM();
+  NEED_NATIVE_BF16();
+  std::ifstream in(testing::fixture("tokenizer/corpus.txt"));
+  auto dir = testing::scratch_dir("bf16_minilm_corpus");
+  auto input = dir / "corpus.jsonl";
+  {
+    std::ofstream out(input);
+    std::string line;
+    std::size_t n = 0;
+    while (std::getline(in, line)) out << Json({{"id", n++}, {"text", line}}).dump() << "\n";
+  }
+  auto output = dir / "out.csv";
+  auto r = run_cli({"run", testing::minilm_dir().string(), "--input", input.string(), "--output",
+                    output.string(), "--precision", "bf16", "--task", "embed", "--pooling", "mean",
+                    "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  testing::Reference ref(testing::fixture("minilm/corpus_reference.safetensors"));
+  auto got = testing::read_table(output);
+  ASSERT_EQ(got.values.size(), 5283u);
+  expect_embedding_gate(got, ref.floats("embeddings"), "all-MiniLM-L6-v2 corpus");
+}
+
+// Without native bf16 (oneDNN capped below avx512_core_bf16): an explicit bf16 is refused with
+// the missing instructions named, and auto runs fp32 with exact parity.
+TEST(Precision, WithoutNativeBf16AutoIsFp32AndBf16IsRefused) {
+  auto dir = testing::scratch_dir("precision_no_bf16");
+  auto input = testing::write_fixture_rows(dir, "bert_cls_single");
+  const std::string model = testing::fixture("models/bert_cls_single").string();
+  auto output = dir / "out.csv";
+  auto refused = run_cli({"run", model, "--input", input.string(), "--output", output.string(),
+                          "--precision", "bf16", "--quiet"},
+                         "", {kNoBf16});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("avx512_bf16"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("amx_bf16"), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(output));
+
+  auto r = run_cli({"run", model, "--input", input.string(), "--output", output.string(),
+                    "--report", (dir / "report.json").string()},
+                   "", {kNoBf16});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("precision fp32 (auto: no native bf16"), std::string::npos) << r.err;
+  Json report = read_json_file(dir / "report.json");
+  EXPECT_EQ(report["precision"], "fp32");
+  EXPECT_TRUE(report["precision_check"].is_null());
+  testing::Reference ref(testing::fixture("models/bert_cls_single/reference.safetensors"));
+  auto got = testing::read_table(output);
+  auto want = ref.floats("probs");
+  const std::size_t dim = got.values.at(0).size();
+  for (std::size_t i = 0; i < got.values.size(); ++i)
+    for (std::size_t j = 0; j < dim; ++j) EXPECT_NEAR(got.values[i][j], want[i * dim + j], 1e-4);
+}
+
+// On a bf16 CPU, auto picks bf16 and says why on its first line.
+TEST(Precision, AutoPicksBf16AndSaysWhy) {
+  NEED_NATIVE_BF16();
+  auto dir = testing::scratch_dir("precision_auto");
+  auto input = testing::write_fixture_rows(dir, "bert_cls_single");
+  auto r = run_cli({"run", testing::fixture("models/bert_cls_single").string(), "--input",
+                    input.string(), "--output", (dir / "out.csv").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string first = r.err.substr(0, r.err.find('\n'));
+  EXPECT_NE(first.find("precision bf16 (auto; native: "), std::string::npos) << first;
+  EXPECT_NE(first.find("--precision fp32 for exact transformers parity"), std::string::npos);
+  EXPECT_NE(r.err.find("precision check: "), std::string::npos) << r.err;
+}
+
+// Bounds stop the run before anything is written (exit 4, the figures and the way out named).
+TEST(Precision, CheckBoundsStopTheRunBeforeAnyOutput) {
+  NEED_NATIVE_BF16();
+  auto dir = testing::scratch_dir("precision_bounds");
+  auto input = testing::write_fixture_rows(dir, "bert_cls_single");
+  const std::string model = testing::fixture("models/bert_cls_single").string();
+  auto output = dir / "out.csv";
+  auto shards = dir / "shards";
+  auto r = run_cli({"run", model, "--input", input.string(), "--output", output.string(),
+                    "--precision", "bf16", "--check-precision", "5", "--min-cosine", "1",
+                    "--shards-dir", shards.string(), "--quiet"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("precision check failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--precision fp32"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(output));
+  EXPECT_FALSE(fs::exists(shards / "run.json"));
+
+  // Agreement on argmax is met (tiny differences), so the same run with that bound goes through,
+  // and the report carries the figures of the rows it checked.
+  auto ok =
+      run_cli({"run", model, "--input", input.string(), "--output", output.string(), "--precision",
+               "bf16", "--check-precision", "3", "--min-agreement", "0.5", "--min-cosine", "0.99",
+               "--report", (dir / "report.json").string(), "--quiet"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  Json check = read_json_file(dir / "report.json")["precision_check"];
+  EXPECT_EQ(check["rows"], 3);
+  EXPECT_EQ(check["precision"], "bf16");
+  EXPECT_EQ(check["reference"], "fp32");
+  EXPECT_GE(check["min_cosine"].get<double>(), 0.99);
+  EXPECT_LE(check["min_cosine"].get<double>(), check["mean_cosine"].get<double>());
+  EXPECT_GE(check["argmax_agreement"].get<double>(), 0.5);
+}
+
+// The precision is part of what a resumed run must share with the interrupted one.
+TEST(Precision, ResumeRefusesAnotherPrecision) {
+  NEED_NATIVE_BF16();
+  auto dir = testing::scratch_dir("precision_resume");
+  auto input = testing::write_fixture_rows(dir, "bert_cls_single");
+  const std::string model = testing::fixture("models/bert_cls_single").string();
+  auto shards = dir / "shards";
+  auto r = run_cli({"run", model, "--input", input.string(), "--output", (dir / "out.csv").string(),
+                    "--precision", "fp32", "--shards-dir", shards.string(), "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto again =
+      run_cli({"run", model, "--input", input.string(), "--output", (dir / "out2.csv").string(),
+               "--precision", "bf16", "--shards-dir", shards.string(), "--resume", "--quiet"});
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_NE(again.err.find("precision"), std::string::npos) << again.err;
+  EXPECT_FALSE(fs::exists(dir / "out2.csv"));
+}
+
+}  // namespace
+}  // namespace mcinfer
