@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include "cpu/attention_bf16.h"
+#include "cpu/kernels.h"
+
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -79,6 +83,49 @@ TEST(Attention, PackedSequencesMatchReference) {
 TEST(Attention, WideHeadsAndLongSequencesMatchReference) {
   expect_matches_reference(2, 64, {{0, 40}, {40, 3}, {43, 129}, {172, 16}, {188, 9}});
   expect_matches_reference(2, 144, {{0, 33}, {33, 8}, {41, 31}});
+}
+
+// bf16: the reference is the same double computation over the bf16-rounded Q, K and V. The kernel
+// also rounds the probabilities (relative 2^-9) and its output (2^-9) to bf16, so a value of
+// magnitude ~1 may differ by a few thousandths; a wrong pairing, a dropped tail token or a
+// missing normalisation would be off by far more.
+void expect_bf16_matches_reference(int heads, std::int64_t hidden,
+                                   const std::vector<SequenceSpan>& seqs) {
+  std::int64_t tokens = 0;
+  for (const auto& s : seqs) tokens = std::max(tokens, s.offset + s.length);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0, 1);
+  std::vector<float> qkv(static_cast<std::size_t>(tokens * 3 * hidden));
+  for (auto& v : qkv) v = dist(rng);
+  std::vector<Bf16> qkv16(qkv.size());
+  kernels_for(Isa::kGeneric)
+      .to_bf16(qkv.data(), qkv16.data(), static_cast<std::int64_t>(qkv.size()));
+  std::vector<float> rounded(qkv.size());
+  for (std::size_t i = 0; i < qkv.size(); ++i)
+    rounded[i] = std::bit_cast<float>(static_cast<std::uint32_t>(qkv16[i]) << 16);
+  auto want = reference(rounded, seqs, heads, hidden, tokens);
+  GemmEngine engine;
+  for (int threads : {1, 2}) {
+    std::vector<Bf16> ctx(static_cast<std::size_t>(tokens * hidden), 0xFFFF);
+    // One object for all calls, sequences of changing lengths: stale padding must never leak.
+    Bf16Attention attention(engine, kernels_for(best_isa()), threads);
+    attention.run(qkv16.data(), ctx.data(), seqs, heads, hidden);
+    for (std::size_t i = 0; i < ctx.size(); ++i) {
+      const float got = std::bit_cast<float>(static_cast<std::uint32_t>(ctx[i]) << 16);
+      ASSERT_NEAR(got, want[i], 4e-3 * (1 + std::fabs(want[i])))
+          << "hidden " << hidden << " threads " << threads << " at " << i;
+    }
+  }
+}
+
+TEST(AttentionBf16, PackedSequencesMatchReference) {
+  if (native_bf16_isa().empty()) GTEST_SKIP() << "no native bf16 on this CPU";
+  // Head sizes 64 (BERT), 32 (MiniLM) and 24; lengths around the 16-token padding (a long one
+  // after short ones, short ones after it), one sequence of one token.
+  expect_bf16_matches_reference(
+      2, 128, {{0, 5}, {5, 1}, {6, 17}, {23, 2}, {25, 33}, {58, 129}, {187, 16}, {203, 3}});
+  expect_bf16_matches_reference(3, 96, {{0, 4}, {4, 31}, {35, 16}, {51, 7}});
+  expect_bf16_matches_reference(2, 48, {{0, 40}, {40, 9}});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "cpu/gemm_engine.h"
 
 namespace mcinfer::cpu {
 namespace {
@@ -82,10 +83,6 @@ std::string gemm_isa_name() {
       return "sse41 or older";
   }
 }
-
-struct GemmEngine::Impl {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-};
 
 GemmEngine::GemmEngine() : impl_(std::make_unique<Impl>()) {
   // Each GemmRunner caches its compiled kernels itself. oneDNN 2.6's own process-wide cache is

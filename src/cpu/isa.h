@@ -14,5 +14,7 @@ std::string_view isa_name(Isa isa);
 std::optional<Isa> parse_isa(std::string_view name);  // "generic", "avx2", "avx512"
 Isa best_isa();                                       // the widest this CPU runs
 std::vector<Isa> supported_isas();                    // every one this CPU runs
+// Both honour MCINFER_MAX_ISA (generic, avx2, avx512), our own kernels' equivalent of
+// oneDNN's ONEDNN_MAX_CPU_ISA, for testing every path on one machine.
 
 }  // namespace mcinfer::cpu

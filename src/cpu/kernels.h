@@ -21,8 +21,10 @@ struct KernelTable {
   void (*bias_activation)(float* y, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                           const float* bias, Activation act);
   // x[r] = LayerNorm(x[r] + y[r] + bias) * gamma + beta, row by row; y and bias may be null.
+  // When x_bf16 is not null it receives the same result rounded to bf16 (the next GEMM's input).
   void (*residual_layer_norm)(float* x, const float* y, const float* bias, std::int64_t rows,
-                              std::int64_t cols, const float* gamma, const float* beta, float eps);
+                              std::int64_t cols, const float* gamma, const float* beta, float eps,
+                              Bf16* x_bf16);
   // s[r, :cols] = softmax(s[r, :cols] * scale), row by row.
   void (*softmax)(float* s, std::int64_t rows, std::int64_t cols, std::int64_t ld, float scale);
   // out[t] = word[ids[t]] + position[positions[t]] (+ type[types[t]] when type is non-null).

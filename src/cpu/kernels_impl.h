@@ -64,6 +64,19 @@ struct Simd {
     return v;
   }
   static void store(float* p, F v) { std::memcpy(p, &v, sizeof(F)); }
+  // Stores the first n ≤ W lanes as bf16, rounded to nearest even on the bit pattern: add 0x7FFF
+  // plus the lowest kept bit, drop the low half. A NaN keeps its sign and gets a quiet bit, so
+  // that rounding cannot turn it into infinity.
+  static void store_bf16(Bf16* p, F v, std::int64_t n) {
+    using U = typename VectorTypes<W>::U;
+    using H = typename VectorTypes<W>::H;
+    const U u = (U)v;
+    const U rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    const U nan = (u >> 16) | 0x40u;
+    const U is_nan = (U)((u & 0x7FFFFFFFu) > 0x7F800000u);  // all ones or zero per lane
+    const H h = __builtin_convertvector((nan & is_nan) | (rounded & ~is_nan), H);
+    std::memcpy(p, &h, static_cast<std::size_t>(n) * sizeof(Bf16));
+  }
   // Loads n < W floats, the rest zero.
   static F load_partial(const float* p, std::int64_t n) {
     float tmp[W] = {};
@@ -171,7 +184,8 @@ void bias_activation(float* y, std::int64_t rows, std::int64_t cols, std::int64_
 
 template <int W>
 void residual_layer_norm(float* x, const float* y, const float* bias, std::int64_t rows,
-                         std::int64_t cols, const float* gamma, const float* beta, float eps) {
+                         std::int64_t cols, const float* gamma, const float* beta, float eps,
+                         Bf16* x_bf16) {
   using S = Simd<W>;
   using F = typename S::F;
   const std::int64_t full = cols / W * W;
@@ -212,15 +226,17 @@ void residual_layer_norm(float* x, const float* y, const float* bias, std::int64
     const float var = S::sum(var_acc) / static_cast<float>(cols);
     const float inv = 1.0f / __builtin_sqrtf(var + eps);
     F vinv = S::splat(inv);
+    Bf16* br = x_bf16 ? x_bf16 + r * cols : nullptr;
     for (std::int64_t c = 0; c < full; c += W) {
-      F v = (S::load(xr + c) - m) * vinv;
-      S::store(xr + c, v * S::load(gamma + c) + S::load(beta + c));
+      F v = (S::load(xr + c) - m) * vinv * S::load(gamma + c) + S::load(beta + c);
+      S::store(xr + c, v);
+      if (br) S::store_bf16(br + c, v, W);
     }
     if (tail) {
-      F v = (S::load_partial(xr + full, tail) - m) * vinv;
-      S::store_partial(xr + full,
-                       v * S::load_partial(gamma + full, tail) + S::load_partial(beta + full, tail),
-                       tail);
+      F v = (S::load_partial(xr + full, tail) - m) * vinv * S::load_partial(gamma + full, tail) +
+            S::load_partial(beta + full, tail);
+      S::store_partial(xr + full, v, tail);
+      if (br) S::store_bf16(br + full, v, tail);
     }
   }
 }
@@ -385,30 +401,10 @@ void attention_head(const float* q, const float* k, const float* v, std::int64_t
 
 template <int W>
 void to_bf16(const float* x, Bf16* y, std::int64_t n) {
-  using U = typename VectorTypes<W>::U;
-  using H = typename VectorTypes<W>::H;
-  // Round to nearest even on the bit pattern: add 0x7FFF plus the lowest kept bit, drop the low
-  // half. A NaN keeps its sign and gets a quiet bit so that rounding cannot turn it into infinity.
-  auto convert = [](U u) {
-    const U rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-    const U nan = (u >> 16) | 0x40u;
-    const U is_nan = (U)((u & 0x7FFFFFFFu) > 0x7F800000u);  // all ones or zero per lane
-    const U bits = (nan & is_nan) | (rounded & ~is_nan);
-    return __builtin_convertvector(bits, H);
-  };
+  using S = Simd<W>;
   std::int64_t i = 0;
-  for (; i + W <= n; i += W) {
-    U u;
-    std::memcpy(&u, x + i, sizeof(U));
-    const H h = convert(u);
-    std::memcpy(y + i, &h, sizeof(H));
-  }
-  if (i < n) {
-    U u{};
-    std::memcpy(&u, x + i, static_cast<std::size_t>(n - i) * 4);
-    const H h = convert(u);
-    std::memcpy(y + i, &h, static_cast<std::size_t>(n - i) * 2);
-  }
+  for (; i + W <= n; i += W) S::store_bf16(y + i, S::load(x + i), W);
+  if (i < n) S::store_bf16(y + i, S::load_partial(x + i, n - i), n - i);
 }
 
 template <int W>

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -97,8 +98,18 @@ TEST_P(KernelsTest, ResidualLayerNormMatchesDefinition) {
     auto beta = random_vector(static_cast<std::size_t>(cols), 1.0f, 7);
     for (bool with_y : {true, false}) {
       auto out = x;
+      // With a residual, the bf16 copy is asked for too: it must be the f32 result rounded.
+      std::vector<Bf16> out16(static_cast<std::size_t>(rows * cols), 0xABCD);
       k.residual_layer_norm(out.data(), with_y ? y.data() : nullptr, with_y ? bias.data() : nullptr,
-                            rows, cols, gamma.data(), beta.data(), 1e-12f);
+                            rows, cols, gamma.data(), beta.data(), 1e-12f,
+                            with_y ? out16.data() : nullptr);
+      if (with_y) {
+        std::vector<Bf16> rounded(out16.size());
+        k.to_bf16(out.data(), rounded.data(), static_cast<std::int64_t>(out.size()));
+        ASSERT_EQ(out16, rounded) << "cols " << cols;
+      } else {
+        ASSERT_TRUE(std::all_of(out16.begin(), out16.end(), [](Bf16 b) { return b == 0xABCD; }));
+      }
       for (std::int64_t r = 0; r < rows; ++r) {
         std::vector<double> t(static_cast<std::size_t>(cols));
         double mean = 0;

@@ -50,10 +50,12 @@ std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t token
   const auto inter = static_cast<std::uint64_t>(c.intermediate_size);
   const auto len = static_cast<std::uint64_t>(max_len);
   // x, qkv, ctx, tmp, ffn + the packed ids, types and positions + one score block per thread.
-  // bf16: ffn is bf16, and x and ctx have bf16 copies for the GEMMs' inputs.
-  std::uint64_t bytes = precision == ops::Precision::kBf16
-                            ? rows * (h + 3 * h + h + h) * 4 + rows * (h + h + inter) * 2
-                            : rows * (h + 3 * h + h + h + inter) * 4;
+  // bf16: x and tmp in f32; x, qkv, ctx and ffn in bf16; the attention's per-sequence blocks.
+  std::uint64_t bytes =
+      precision == ops::Precision::kBf16
+          ? rows * (h + h) * 4 + rows * (h + 3 * h + h + inter) * 2 +
+                cpu::Bf16Attention::workspace_bytes_for(max_len, c.hidden_size, c.num_heads)
+          : rows * (h + 3 * h + h + h + inter) * 4;
   bytes += static_cast<std::uint64_t>(tokens) * 12;
   bytes += static_cast<std::uint64_t>(threads) * len * len * 4;
   return bytes + bytes / 4;  // buffers grow with 25% headroom
@@ -63,7 +65,7 @@ std::size_t Encoder::workspace_bytes() const {
   return x_.capacity_bytes() + qkv_.capacity_bytes() + ctx_buf_.capacity_bytes() +
          tmp_.capacity_bytes() + ffn_.capacity_bytes() + head_in_.capacity_bytes() +
          head_mid_.capacity_bytes() + x_bf16_.capacity_bytes() + ctx_bf16_.capacity_bytes() +
-         ffn_bf16_.capacity_bytes();
+         ffn_bf16_.capacity_bytes() + qkv_bf16_.capacity_bytes() + ctx_.workspace_bytes();
 }
 
 void Encoder::pack(std::span<const SequenceInput> batch) {
@@ -169,38 +171,38 @@ void Encoder::layers_fp32() {
   }
 }
 
-// The same layers with bf16 GEMM inputs: the residual stream x, LayerNorm, softmax and the
-// attention products stay f32; each GEMM's input gets a bf16 copy (x after each LayerNorm, the
-// attention output), and the FFN's GELU output is written in bf16 by the GEMM itself.
+// The same layers with bf16 GEMM inputs: the residual stream x and LayerNorm stay f32 (each
+// LayerNorm also writes x's bf16 copy), the FFN's GELU output is written in bf16 by the GEMM.
+// Attention runs on bf16 Q, K, V with f32 scores and softmax, writing the bf16 input of the
+// output projection.
 void Encoder::layers_bf16() {
   const ModelConfig& c = weights_->config();
   const std::int64_t h = c.hidden_size, t = tokens_;
   const std::int64_t rows = ops::padded_rows(t);
-  ensure(qkv_, rows, 3 * h);
-  ensure(ctx_buf_, rows, h);
+  const int heads = static_cast<int>(c.num_heads);
+  ensure(qkv_bf16_, rows, 3 * h);
   ensure(tmp_, rows, h);
   ensure(x_bf16_, rows, h);
   ensure(ctx_bf16_, rows, h);
   ensure(ffn_bf16_, rows, c.intermediate_size);
   using ops::ConstRows, ops::Rows, ops::DType;
   const ConstRows x_in{x_bf16_.data(), DType::kBf16};
-  const int heads = static_cast<int>(c.num_heads);
   ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), t, h);
   for (const LayerWeights& layer : weights_->layers()) {
-    ops::linear(ctx_, layer.qkv, x_in, t, Rows{qkv_.data(), DType::kF32});
-    ops::attention(ctx_, qkv_.data(), ctx_buf_.data(), spans_, heads, h);
-    ops::to_bf16(ctx_, ctx_buf_.data(), ctx_bf16_.data(), t, h);
+    ops::linear(ctx_, layer.qkv, x_in, t, Rows{qkv_bf16_.data(), DType::kBf16});
+    ops::attention(ctx_, qkv_bf16_.data(), ctx_bf16_.data(), spans_, heads, h);
     ops::linear(ctx_, layer.attn_out, ConstRows{ctx_bf16_.data(), DType::kBf16}, t,
                 Rows{tmp_.data(), DType::kF32});
     ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.attn_norm.gamma,
-                             layer.attn_norm.beta, c.layer_norm_eps);
-    ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), t, h);
+                             layer.attn_norm.beta, c.layer_norm_eps, x_bf16_.data());
     ops::linear(ctx_, layer.ffn_in, x_in, t, Rows{ffn_bf16_.data(), DType::kBf16}, c.hidden_act);
     ops::linear(ctx_, layer.ffn_out, ConstRows{ffn_bf16_.data(), DType::kBf16}, t,
                 Rows{tmp_.data(), DType::kF32});
+    // The last layer's output feeds pooling and the head in f32 only.
+    const bool last = &layer == &weights_->layers().back();
     ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.ffn_norm.gamma,
-                             layer.ffn_norm.beta, c.layer_norm_eps);
-    if (&layer != &weights_->layers().back()) ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), t, h);
+                             layer.ffn_norm.beta, c.layer_norm_eps,
+                             last ? nullptr : x_bf16_.data());
   }
 }
 

@@ -90,6 +90,7 @@ class Encoder {
   AlignedBuffer<ops::Bf16> x_bf16_;    // [tokens, hidden]: x after each LayerNorm
   AlignedBuffer<ops::Bf16> ctx_bf16_;  // [tokens, hidden]: attention output
   AlignedBuffer<ops::Bf16> ffn_bf16_;  // [tokens, intermediate]: GELU(x · W1ᵀ + b1)
+  AlignedBuffer<ops::Bf16> qkv_bf16_;  // [tokens, 3·hidden]: Q, K, V
 };
 
 }  // namespace mcinfer::model

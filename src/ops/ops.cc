@@ -133,6 +133,17 @@ Context::Context(const Device& device, int threads, EpilogueMode epilogue)
       epilogue_(epilogue),
       gemm_(device.gemm_engine(), threads_) {}
 
+cpu::Bf16Attention& Context::bf16_attention() {
+  if (!bf16_attention_)
+    bf16_attention_ =
+        std::make_unique<cpu::Bf16Attention>(device_.gemm_engine(), device_.kernels(), threads_);
+  return *bf16_attention_;
+}
+
+std::size_t Context::workspace_bytes() const {
+  return bf16_attention_ ? bf16_attention_->workspace_bytes() : 0;
+}
+
 std::int64_t padded_rows(std::int64_t rows) { return cpu::GemmRunner::round_rows(rows); }
 
 ScopedOpTimer::ScopedOpTimer(Context& ctx, OpKind kind, double flops)
@@ -186,12 +197,13 @@ void to_bf16(Context& ctx, const float* x, Bf16* y, std::int64_t rows, std::int6
 }
 
 void residual_layer_norm(Context& ctx, float* x, const float* y, std::int64_t rows,
-                         std::int64_t cols, const float* gamma, const float* beta, float eps) {
+                         std::int64_t cols, const float* gamma, const float* beta, float eps,
+                         Bf16* x_bf16) {
   ScopedOpTimer timer(ctx, OpKind::kLayerNorm);
   const auto& k = ctx.device().kernels();
   for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
     k.residual_layer_norm(x + begin * cols, y ? y + begin * cols : nullptr, nullptr, count, cols,
-                          gamma, beta, eps);
+                          gamma, beta, eps, x_bf16 ? x_bf16 + begin * cols : nullptr);
   });
 }
 
@@ -202,6 +214,14 @@ void attention(Context& ctx, const float* qkv, float* out, std::span<const Seque
   ScopedOpTimer timer(ctx, OpKind::kAttention, flops);
   cpu::attention(ctx.device().kernels(), qkv, out, sequences, heads, hidden,
                  ctx.attention_scratch(), ctx.threads());
+}
+
+void attention(Context& ctx, const Bf16* qkv, Bf16* out, std::span<const SequenceSpan> sequences,
+               int heads, std::int64_t hidden) {
+  double flops = 0;
+  for (const auto& s : sequences) flops += 4.0 * static_cast<double>(s.length) * s.length * hidden;
+  ScopedOpTimer timer(ctx, OpKind::kAttention, flops);
+  ctx.bf16_attention().run(qkv, out, sequences, heads, hidden);
 }
 
 void embedding_sum(Context& ctx, float* out, std::int64_t tokens, std::int64_t cols,

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cpu/attention.h"
+#include "cpu/attention_bf16.h"
 #include "cpu/gemm.h"
 #include "cpu/isa.h"
 #include "cpu/kernels.h"
@@ -117,6 +118,8 @@ class Context {
   int threads() const { return threads_; }
   cpu::GemmRunner& gemm() { return gemm_; }
   cpu::AttentionScratch& attention_scratch() { return attention_scratch_; }
+  cpu::Bf16Attention& bf16_attention();  // made on first use
+  std::size_t workspace_bytes() const;
   EpilogueMode epilogue() const { return epilogue_; }
 
   // Profiling is off unless a profile is attached.
@@ -129,6 +132,7 @@ class Context {
   EpilogueMode epilogue_;
   cpu::GemmRunner gemm_;
   cpu::AttentionScratch attention_scratch_;
+  std::unique_ptr<cpu::Bf16Attention> bf16_attention_;
   OpProfile* profile_ = nullptr;
 };
 
@@ -158,11 +162,18 @@ inline void linear(Context& ctx, const Linear& w, const float* x, std::int64_t r
 void to_bf16(Context& ctx, const float* x, Bf16* y, std::int64_t rows, std::int64_t cols);
 
 // x = LayerNorm(x + y) (y may be null: plain LayerNorm), row by row, [rows, cols].
+// x_bf16, when given, receives x rounded to bf16 in the same pass.
 void residual_layer_norm(Context& ctx, float* x, const float* y, std::int64_t rows,
-                         std::int64_t cols, const float* gamma, const float* beta, float eps);
+                         std::int64_t cols, const float* gamma, const float* beta, float eps,
+                         Bf16* x_bf16 = nullptr);
 
 // Self-attention over packed sequences; qkv [tokens, 3·hidden] → out [tokens, hidden].
 void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,
+               int heads, std::int64_t hidden);
+
+// The same with bf16 products (the GEMM library's AMX or avx512_bf16 kernels): qkv
+// [tokens, 3·hidden] and out [tokens, hidden] in bf16, scores and softmax in f32.
+void attention(Context& ctx, const Bf16* qkv, Bf16* out, std::span<const SequenceSpan> sequences,
                int heads, std::int64_t hidden);
 
 // out[t] = word[ids[t]] + position[positions[t]] (+ type[types[t]]).

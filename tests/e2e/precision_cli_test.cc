@@ -22,6 +22,7 @@ using testing::run_cli;
 
 // oneDNN's own cap: below avx512_core_bf16 it has no native bf16 dot products to run.
 const std::string kNoBf16 = "ONEDNN_MAX_CPU_ISA=AVX512_CORE";
+const std::string kGenericKernels = "MCINFER_MAX_ISA=generic";
 
 // True when this CPU runs bf16 natively (what `auto` picks): read from a run's report.
 bool cpu_has_native_bf16() {
@@ -199,8 +200,9 @@ TEST(Bf16MiniLM, EveryCorpusLineWithinTheGates) {
   expect_embedding_gate(got, ref.floats("embeddings"), "all-MiniLM-L6-v2 corpus");
 }
 
-// Without native bf16 (oneDNN capped below avx512_core_bf16): an explicit bf16 is refused with
-// the missing instructions named, and auto runs fp32 with exact parity.
+// Without native bf16 (oneDNN capped below avx512_core_bf16, our kernels capped to the generic
+// table): an explicit bf16 is refused with the missing instructions named, and auto runs fp32
+// with exact parity on the capped paths.
 TEST(Precision, WithoutNativeBf16AutoIsFp32AndBf16IsRefused) {
   auto dir = testing::scratch_dir("precision_no_bf16");
   auto input = testing::write_fixture_rows(dir, "bert_cls_single");
@@ -216,18 +218,31 @@ TEST(Precision, WithoutNativeBf16AutoIsFp32AndBf16IsRefused) {
 
   auto r = run_cli({"run", model, "--input", input.string(), "--output", output.string(),
                     "--report", (dir / "report.json").string()},
-                   "", {kNoBf16});
+                   "", {kNoBf16, kGenericKernels});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("precision fp32 (auto: no native bf16"), std::string::npos) << r.err;
   Json report = read_json_file(dir / "report.json");
   EXPECT_EQ(report["precision"], "fp32");
   EXPECT_TRUE(report["precision_check"].is_null());
+  const std::string device = report["device"];
+  EXPECT_NE(device.find("generic kernels"), std::string::npos) << device;
+  EXPECT_EQ(device.find("amx"), std::string::npos) << device;
   testing::Reference ref(testing::fixture("models/bert_cls_single/reference.safetensors"));
   auto got = testing::read_table(output);
   auto want = ref.floats("probs");
   const std::size_t dim = got.values.at(0).size();
   for (std::size_t i = 0; i < got.values.size(); ++i)
     for (std::size_t j = 0; j < dim; ++j) EXPECT_NEAR(got.values[i][j], want[i * dim + j], 1e-4);
+}
+
+TEST(Precision, AnUnknownIsaCapIsAClearError) {
+  auto dir = testing::scratch_dir("precision_bad_cap");
+  auto input = testing::write_fixture_rows(dir, "bert_cls_single");
+  auto r = run_cli({"run", testing::fixture("models/bert_cls_single").string(), "--input",
+                    input.string(), "--output", (dir / "out.csv").string()},
+                   "", {"MCINFER_MAX_ISA=avx9000"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("MCINFER_MAX_ISA=avx9000"), std::string::npos) << r.err;
 }
 
 // On a bf16 CPU, auto picks bf16 and says why on its first line.

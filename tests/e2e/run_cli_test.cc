@@ -295,7 +295,8 @@ TEST(RunMiniLM, TextToEmbeddingsMatchesSentenceTransformers) {
     }
   }
   auto output = dir / "emb.csv";
-  auto r = run_cli(run_args(testing::minilm_dir().string(), csv, output, {"--normalize"}));
+  auto r = run_cli(
+      run_args(testing::minilm_dir().string(), csv, output, {"--normalize", "--precision", "fp32"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto table = testing::read_table(output);
   testing::Reference ref(testing::fixture("minilm/reference.safetensors"));
