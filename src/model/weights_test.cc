@@ -179,5 +179,29 @@ TEST(Weights, SharedWeightsLeaveMappedTensorsInPlace) {
   EXPECT_EQ(half->stats().dtype, "F16");
 }
 
+// bf16 weights are prepared once, shared, and take about half the fp32 packing: the GEMMs of a
+// bert-base-shaped model (the head, a small share, stays fp32).
+TEST(Bf16Weights, PackedBytesAreAtMostHalfOfFp32Plus5Percent) {
+  if (cpu::native_bf16_isa().empty()) GTEST_SKIP() << "no native bf16 on this CPU";
+  auto device = ops::Device::cpu();
+  const ModelConfig shape = ModelConfig::shape("bert-base");
+  auto fp32 = Weights::synthetic(shape, *device, 1, ops::Precision::kFp32);
+  auto bf16 = Weights::synthetic(shape, *device, 1, ops::Precision::kBf16);
+  EXPECT_EQ(bf16->precision(), ops::Precision::kBf16);
+  EXPECT_EQ(bf16->layers()[0].qkv.input_type(), ops::DType::kBf16);
+  EXPECT_EQ(bf16->classifier()->dense.input_type(), ops::DType::kF32);
+  const double ratio = static_cast<double>(bf16->stats().packed_bytes) /
+                       static_cast<double>(fp32->stats().packed_bytes);
+  EXPECT_LE(ratio, 0.55);
+  EXPECT_GE(ratio, 0.45);
+}
+
+TEST(Bf16Weights, AutoIsNotAWeightPrecision) {
+  auto device = ops::Device::cpu();
+  EXPECT_THROW(Weights::load(testing::fixture("models/bert_cls_single"), *device, nullptr,
+                             ops::Precision::kAuto),
+               Error);
+}
+
 }  // namespace
 }  // namespace mcinfer::model

@@ -47,6 +47,10 @@ std::vector<std::string> args(const fs::path& input, const fs::path& output, con
                                 "3",
                                 "--batch-tokens",
                                 "24",
+                                // fp32: a resumed dynamic run forms other batches, and bf16
+                                // outputs may differ in their last bit between compositions.
+                                "--precision",
+                                "fp32",
                                 "--quiet"};
   if (resume) a.push_back("--resume");
   return a;
