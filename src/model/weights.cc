@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "model/model_dir.h"
 
 namespace mcinfer::model {
 namespace {
@@ -318,13 +319,24 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
 std::shared_ptr<const Weights> Weights::load(const std::filesystem::path& model_dir,
                                              const ops::Device& device,
                                              std::vector<std::string>* warnings) {
-  auto w = std::shared_ptr<Weights>(new Weights());
-  w->directory_ = model_dir;
   const auto config_path = model_dir / "config.json";
   std::error_code ec;
   if (!std::filesystem::exists(config_path, ec))
     fail("{}: no config.json in the model directory", model_dir.string());
-  w->config_ = ModelConfig::load(config_path);
+  return load_with(model_dir, ModelConfig::load(config_path), device, warnings);
+}
+
+std::shared_ptr<const Weights> Weights::load(const ModelDir& dir, const ops::Device& device,
+                                             std::vector<std::string>* warnings) {
+  return load_with(dir.path(), dir.config(), device, warnings);
+}
+
+std::shared_ptr<const Weights> Weights::load_with(const std::filesystem::path& model_dir,
+                                                  ModelConfig config, const ops::Device& device,
+                                                  std::vector<std::string>* warnings) {
+  auto w = std::shared_ptr<Weights>(new Weights());
+  w->directory_ = model_dir;
+  w->config_ = std::move(config);
   w->checkpoint_ = io::Checkpoint::open(model_dir);
   w->stats_.file_bytes = w->checkpoint_.total_bytes();
   const ModelConfig& c = w->config_;

@@ -17,6 +17,8 @@
 
 namespace mcinfer::model {
 
+class ModelDir;
+
 struct Norm {
   const float* gamma = nullptr;  // [hidden]
   const float* beta = nullptr;   // [hidden]
@@ -64,6 +66,9 @@ class Weights {
   static std::shared_ptr<const Weights> load(const std::filesystem::path& model_dir,
                                              const ops::Device& device,
                                              std::vector<std::string>* warnings = nullptr);
+  // The same, with config.json as `dir` read it.
+  static std::shared_ptr<const Weights> load(const ModelDir& dir, const ops::Device& device,
+                                             std::vector<std::string>* warnings = nullptr);
 
   // A model of the given shape with seeded random weights and no files, for benchmarks.
   static std::shared_ptr<const Weights> synthetic(const ModelConfig& config,
@@ -80,6 +85,9 @@ class Weights {
  private:
   Weights() = default;
   friend class WeightLoader;
+  static std::shared_ptr<const Weights> load_with(const std::filesystem::path& model_dir,
+                                                  ModelConfig config, const ops::Device& device,
+                                                  std::vector<std::string>* warnings);
 
   std::filesystem::path directory_;
   ModelConfig config_;
