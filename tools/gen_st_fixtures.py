@@ -24,7 +24,7 @@ writes for a tokenizer alone, with no config.json or a partial one, plus texts.t
 (the ids of each line by the same AutoTokenizer, truncation=True, max_length=32).
 
 Regenerate: tools/venv.sh && .venv/bin/python tools/gen_st_fixtures.py
-Idempotent: deletes and rewrites tests/fixtures/st/ and tests/fixtures/tokenizer_dirs/.
+Idempotent: deletes and rewrites tests/fixtures/st/ and tests/fixtures/tokenizer_dirs/ (README.md kept).
 """
 import csv
 import io
@@ -233,9 +233,10 @@ def make_tokenizer_dirs():
 
 def main():
     for d in (OUT, TOKDIRS):
-        if d.exists():
-            shutil.rmtree(d)
-        d.mkdir(parents=True)
+        d.mkdir(parents=True, exist_ok=True)
+        for child in d.iterdir():
+            if child.name != "README.md":  # written by hand: it describes what this script makes
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
     gen = torch.Generator().manual_seed(SEED)
     # models.Transformer loads the base model with a freshly initialised BERT pooler (unused, and
     # ignored by mcinfer, but saved): drawn from the global generator.
