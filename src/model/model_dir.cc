@@ -244,21 +244,17 @@ ModelDir ModelDir::open(const fs::path& dir, Use use) {
     m.config_problem_ = fmt::format("{}: no config.json in the model directory", dir.string());
   } else if (use == Use::kRun) {
     m.config_ = ModelConfig::load(config);
+    m.model_type_ = m.config_->model_type;
   } else {
     Json json = read_json_file(config, 16u << 20);
     JsonObject obj(json, config.string());
+    m.model_type_ = obj.opt_string("model_type");
     // Tokenizing needs no dimensions; a config that has them is read (and checked) whole.
     if (obj.has("hidden_size") || obj.has("dim")) {
       m.config_ = ModelConfig::load(config);
     } else {
       m.config_problem_ = fmt::format("{}: field 'hidden_size': missing", config.string());
     }
-  }
-  if (m.config_) {
-    m.model_type_ = m.config_->model_type;
-  } else if (file_exists(config)) {
-    Json json = read_json_file(config, 16u << 20);
-    m.model_type_ = JsonObject(json, config.string()).opt_string("model_type");
   }
   for (const char* name :
        {"tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model"}) {
@@ -274,8 +270,7 @@ ModelDir ModelDir::open(const fs::path& dir, Use use) {
     const fs::path file = dir / m.st_config_name_;
     Json json = read_json_file(file, 1u << 20);
     JsonObject obj(json, file.string());
-    // Values below 2 leave no room for the special tokens; sentence-transformers then lets the
-    // tokenizer decide, as we do.
+    // Below 2 there is no room for the special tokens: ignored, as mcinfer always did.
     if (auto n = obj.opt_int("max_seq_length"); n && *n >= 2) m.st_max_seq_length_ = *n;
   }
   m.has_modules_ = file_exists(dir / "modules.json");
