@@ -26,9 +26,12 @@ enum class OutputActivation { kAuto, kSoftmax, kSigmoid, kNone };
 
 struct TaskSpec {
   TaskSpec() = default;
-  TaskSpec(TaskKind kind_, PoolingModes pooling_, bool normalize_ = false,
-           OutputActivation activation_ = OutputActivation::kAuto)
-      : kind(kind_), pooling(std::move(pooling_)), normalize(normalize_), activation(activation_) {}
+  TaskSpec(TaskKind task_kind, PoolingModes pooling_modes, bool l2_normalize = false,
+           OutputActivation output_activation = OutputActivation::kAuto)
+      : kind(task_kind),
+        pooling(std::move(pooling_modes)),
+        normalize(l2_normalize),
+        activation(output_activation) {}
 
   TaskKind kind = TaskKind::kEmbed;
   PoolingModes pooling = Pooling::kMean;

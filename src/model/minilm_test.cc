@@ -49,13 +49,14 @@ TEST(MiniLM, EmbeddingsMatchSentenceTransformers) {
     encoder.predict(batch, {TaskKind::kEmbed, plan.pooling.value, plan.normalize.value}, got);
     ASSERT_EQ(got.size(), want.size());
     // Every value, absolutely: the unit vectors' components are ~0.05; 6 layers of float32 GEMMs
-    // in a different order than torch's leave ~1e-6.
+    // summed in another order than torch's leave at most 3.7e-7 here (AVX-512).
     float worst_abs = 0;
     for (std::size_t i = 0; i < got.size(); ++i) {
-      EXPECT_NEAR(got[i], want[i], 2e-5f) << "sentence " << i / h << " value " << i % h;
+      EXPECT_NEAR(got[i], want[i], 1e-5f) << "sentence " << i / h << " value " << i % h;
       worst_abs = std::max(worst_abs, std::fabs(got[i] - want[i]));
     }
-    RecordProperty("max_abs_error_threads_" + std::to_string(threads), std::to_string(worst_abs));
+    RecordProperty("max_abs_error_threads_" + std::to_string(threads),
+                   fmt::format("{:.3g}", worst_abs));
     double worst_cosine = 1.0;
     for (std::int64_t i = 0; i < n; ++i) {
       double dot = 0, a = 0, b = 0;

@@ -1,8 +1,10 @@
 #pragma once
 // From a sequence's last hidden states to its sentence embedding, the way sentence-transformers
 // does it: pooling (one or more modes, concatenated), then Dense layers, then L2 normalisation.
-// Plain float math on [tokens, hidden] rows: the work is a few vectors per sequence, next to
-// millions of multiply-adds in the encoder, so it needs no GEMM library.
+// Plain float math on [tokens, hidden] rows, no GEMM library: a few vectors per sequence next to
+// the encoder's millions of multiply-adds per token (`run --profile` on all-MiniLM-L6-v2 and
+// examples/sentences.csv: pooling + Normalize take 0.02% of the time; a 768 -> 768 Dense adds
+// 0.6 M multiply-adds per row, against ~85 M per token in BERT-base's layers).
 
 #include <cstdint>
 #include <filesystem>
