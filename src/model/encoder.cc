@@ -39,7 +39,9 @@ Encoder::Encoder(std::shared_ptr<const Weights> weights, const ops::Device& devi
 
 std::int64_t Encoder::output_dim(const TaskSpec& task) const {
   const ModelConfig& c = weights_->config();
-  return task.kind == TaskKind::kClassify ? c.num_labels : c.hidden_size;
+  if (task.kind == TaskKind::kClassify) return c.num_labels;
+  if (task.dense && !task.dense->empty()) return task.dense->back().out_features;
+  return task.pooling.width(c.hidden_size);
 }
 
 std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t tokens,
@@ -206,30 +208,46 @@ void Encoder::layers_bf16() {
   }
 }
 
-void Encoder::pool(Pooling pooling, bool normalize, float* out) {
+void Encoder::pool(std::span<const SequenceInput> batch, const TaskSpec& task, float* out) {
   ops::ScopedOpTimer timer(ctx_, ops::OpKind::kPooling);
   const std::int64_t h = weights_->config().hidden_size;
+  const std::int64_t pooled = task.pooling.width(h), dim = output_dim(task);
+  const bool dense = task.dense && !task.dense->empty();
+  std::int64_t widest = pooled, width = pooled;
+  for (std::size_t k = 0; dense && k < task.dense->size(); ++k) {
+    const DenseLayer& layer = (*task.dense)[k];
+    if (layer.in_features != width) {
+      fail("{}: Dense takes {} values but receives {} ({} pooling of {} hidden values)",
+           layer.module, layer.in_features, width, task.pooling.name(), h);
+    }
+    width = layer.out_features;
+    widest = std::max(widest, width);
+  }
+  std::vector<float> stage(dense ? static_cast<std::size_t>(2 * widest) : 0);
+  std::vector<std::int32_t> index;
   for (std::size_t s = 0; s < spans_.size(); ++s) {
-    float* o = out + static_cast<std::int64_t>(s) * h;
-    const float* first = x_.data() + spans_[s].offset * h;
-    if (pooling == Pooling::kCls) {
-      std::memcpy(o, first, static_cast<std::size_t>(h) * sizeof(float));
-    } else {
-      // Accumulate in double: long sequences must not lose the small tokens' contributions.
-      std::vector<double> acc(static_cast<std::size_t>(h), 0.0);
-      for (std::int64_t r = 0; r < spans_[s].length; ++r) {
-        const float* row = first + r * h;
-        for (std::int64_t j = 0; j < h; ++j) acc[j] += row[j];
+    if (task.pooling.has(Pooling::kWeightedMean)) {
+      // Each kept token's position in the row as given (attention-mask zeros were dropped).
+      index.clear();
+      const auto& mask = batch[s].attention_mask;
+      for (std::size_t i = 0; i < batch[s].ids.size(); ++i) {
+        if (mask.empty() || mask[i] != 0) index.push_back(static_cast<std::int32_t>(i));
       }
-      for (std::int64_t j = 0; j < h; ++j)
-        o[j] = static_cast<float>(acc[j] / static_cast<double>(spans_[s].length));
     }
-    if (normalize) {
-      double norm = 0;
-      for (std::int64_t j = 0; j < h; ++j) norm += static_cast<double>(o[j]) * o[j];
-      const double scale = 1.0 / std::max(std::sqrt(norm), 1e-12);  // torch.nn.functional.normalize
-      for (std::int64_t j = 0; j < h; ++j) o[j] = static_cast<float>(o[j] * scale);
+    float* o = out + static_cast<std::int64_t>(s) * dim;
+    pool_sequence(task.pooling, x_.data() + spans_[s].offset * h, spans_[s].length, h, index,
+                  dense ? stage.data() : o);
+    if (dense) {
+      float* cur = stage.data();
+      float* next = stage.data() + widest;
+      for (std::size_t k = 0; k < task.dense->size(); ++k) {
+        const DenseLayer& layer = (*task.dense)[k];
+        float* dst = k + 1 == task.dense->size() ? o : next;
+        apply_dense(layer, cur, dst);
+        std::swap(cur, next);
+      }
     }
+    if (task.normalize) l2_normalize(o, dim);
   }
 }
 
@@ -266,7 +284,7 @@ void Encoder::predict(std::span<const SequenceInput> batch, const TaskSpec& task
   const std::int64_t n = static_cast<std::int64_t>(batch.size());
   out.resize(static_cast<std::size_t>(n * dim));
   if (task.kind == TaskKind::kEmbed) {
-    pool(task.pooling, task.normalize, out.data());
+    pool(batch, task, out.data());
     return;
   }
   classify(out.data());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.h"
+#include "model/pooling.h"
 #include "model/weights.h"
 #include "ops/ops.h"
 
@@ -21,14 +22,24 @@ struct SequenceInput {
 };
 
 enum class TaskKind { kClassify, kEmbed };
-enum class Pooling { kMean, kCls };
 enum class OutputActivation { kAuto, kSoftmax, kSigmoid, kNone };
 
 struct TaskSpec {
+  TaskSpec() = default;
+  TaskSpec(TaskKind task_kind, PoolingModes pooling_modes, bool l2_normalize = false,
+           OutputActivation output_activation = OutputActivation::kAuto)
+      : kind(task_kind),
+        pooling(std::move(pooling_modes)),
+        normalize(l2_normalize),
+        activation(output_activation) {}
+
   TaskKind kind = TaskKind::kEmbed;
-  Pooling pooling = Pooling::kMean;
+  PoolingModes pooling = Pooling::kMean;
   bool normalize = false;
   OutputActivation activation = OutputActivation::kAuto;
+  // Embeddings: sentence-transformers Dense modules, applied in order after pooling and before
+  // normalize. Shared read-only by every replica.
+  std::shared_ptr<const std::vector<DenseLayer>> dense;
 };
 
 // The activation `auto` means for this model (from problem_type).
@@ -39,7 +50,8 @@ class Encoder {
   Encoder(std::shared_ptr<const Weights> weights, const ops::Device& device, int threads,
           ops::EpilogueMode epilogue = ops::EpilogueMode::kInGemm);
 
-  // Values per sequence that predict() writes: labels for classify, hidden size for embed.
+  // Values per sequence that predict() writes: labels for classify; for embed the pooled width
+  // (hidden size per pooling mode), or the last Dense layer's out_features.
   std::int64_t output_dim(const TaskSpec& task) const;
 
   // Runs the batch and writes [batch, output_dim] values, row i for sequence i.
@@ -69,7 +81,7 @@ class Encoder {
   void pack(std::span<const SequenceInput> batch);
   void layers_fp32();
   void layers_bf16();
-  void pool(Pooling pooling, bool normalize, float* out);
+  void pool(std::span<const SequenceInput> batch, const TaskSpec& task, float* out);
   void classify(float* logits);
 
   std::shared_ptr<const Weights> weights_;

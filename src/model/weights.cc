@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "model/model_dir.h"
 
 namespace mcinfer::model {
 namespace {
@@ -321,14 +322,27 @@ std::shared_ptr<const Weights> Weights::load(const std::filesystem::path& model_
                                              const ops::Device& device,
                                              std::vector<std::string>* warnings,
                                              ops::Precision precision) {
-  auto w = std::shared_ptr<Weights>(new Weights());
-  w->precision_ = checked_precision(precision);
-  w->directory_ = model_dir;
   const auto config_path = model_dir / "config.json";
   std::error_code ec;
   if (!std::filesystem::exists(config_path, ec))
     fail("{}: no config.json in the model directory", model_dir.string());
-  w->config_ = ModelConfig::load(config_path);
+  return load_with(model_dir, ModelConfig::load(config_path), device, warnings, precision);
+}
+
+std::shared_ptr<const Weights> Weights::load(const ModelDir& dir, const ops::Device& device,
+                                             std::vector<std::string>* warnings,
+                                             ops::Precision precision) {
+  return load_with(dir.path(), dir.config(), device, warnings, precision);
+}
+
+std::shared_ptr<const Weights> Weights::load_with(const std::filesystem::path& model_dir,
+                                                  ModelConfig config, const ops::Device& device,
+                                                  std::vector<std::string>* warnings,
+                                                  ops::Precision precision) {
+  auto w = std::shared_ptr<Weights>(new Weights());
+  w->precision_ = checked_precision(precision);
+  w->directory_ = model_dir;
+  w->config_ = std::move(config);
   w->checkpoint_ = io::Checkpoint::open(model_dir);
   w->stats_.file_bytes = w->checkpoint_.total_bytes();
   const ModelConfig& c = w->config_;

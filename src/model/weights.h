@@ -18,6 +18,8 @@
 
 namespace mcinfer::model {
 
+class ModelDir;
+
 struct Norm {
   const float* gamma = nullptr;  // [hidden]
   const float* beta = nullptr;   // [hidden]
@@ -68,6 +70,10 @@ class Weights {
                                              const ops::Device& device,
                                              std::vector<std::string>* warnings = nullptr,
                                              ops::Precision precision = ops::Precision::kFp32);
+  // The same, with config.json as `dir` read it.
+  static std::shared_ptr<const Weights> load(const ModelDir& dir, const ops::Device& device,
+                                             std::vector<std::string>* warnings = nullptr,
+                                             ops::Precision precision = ops::Precision::kFp32);
 
   // A model of the given shape with seeded random weights and no files, for benchmarks.
   static std::shared_ptr<const Weights> synthetic(const ModelConfig& config,
@@ -85,6 +91,10 @@ class Weights {
  private:
   Weights() = default;
   friend class WeightLoader;
+  static std::shared_ptr<const Weights> load_with(const std::filesystem::path& model_dir,
+                                                  ModelConfig config, const ops::Device& device,
+                                                  std::vector<std::string>* warnings,
+                                                  ops::Precision precision);
 
   std::filesystem::path directory_;
   ModelConfig config_;

@@ -37,19 +37,21 @@ Json file_fingerprint(const fs::path& path) {
 
 }  // namespace
 
-Json model_fingerprint(const fs::path& model_dir) {
+Json model_fingerprint(const fs::path& model_dir, const std::vector<fs::path>& module_dirs) {
   Json j = Json::object();
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(model_dir)) {
-    if (!entry.is_regular_file()) continue;
-    const std::string name = entry.path().filename().string();
-    const std::string ext = entry.path().extension().string();
-    if (ext == ".safetensors" || ext == ".json" || ext == ".txt" || ext == ".model")
-      files.push_back(entry.path());
-    (void)name;
-  }
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) j[f.filename().string()] = file_fingerprint(f);
+  auto add_folder = [&](const fs::path& folder, const std::string& prefix) {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(folder)) {
+      if (!entry.is_regular_file()) continue;
+      const std::string ext = entry.path().extension().string();
+      if (ext == ".safetensors" || ext == ".json" || ext == ".txt" || ext == ".model")
+        files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) j[prefix + f.filename().string()] = file_fingerprint(f);
+  };
+  add_folder(model_dir, "");
+  for (const auto& d : module_dirs) add_folder(d, d.lexically_relative(model_dir).string() + "/");
   return j;
 }
 

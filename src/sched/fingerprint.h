@@ -12,7 +12,9 @@ namespace mcinfer::sched {
 
 // Cheap content fingerprints: whole small files; for large files the size and the CRC-32 of
 // their first and last MiB (and, for safetensors, of the whole header).
-Json model_fingerprint(const std::filesystem::path& model_dir);
+// `module_dirs`: sentence-transformers module folders inside it, whose files count too.
+Json model_fingerprint(const std::filesystem::path& model_dir,
+                       const std::vector<std::filesystem::path>& module_dirs = {});
 Json input_fingerprint(const std::filesystem::path& input);
 
 // Differences between a recorded fingerprint and the current one, as "field: was X, now Y".

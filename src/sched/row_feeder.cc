@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "model/model_dir.h"
 
 namespace mcinfer::sched {
 
@@ -72,10 +73,15 @@ bool RowFeeder::to_item(data::Row& row, WorkItem& item, std::string& reason) {
     fail("{}: the model directory has no tokenizer files, so rows must carry input_ids (JSONL)",
          options_.input.string());
   }
+  std::string_view text = row.text;
   std::optional<std::string_view> pair;
   if (row.text_pair) pair = *row.text_pair;
+  if (options_.strip_text) {
+    text = model::strip_python_whitespace(text);
+    if (pair) pair = model::strip_python_whitespace(*pair);
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  tokenizer::Encoding enc = tokenizer_->encode(row.text, pair, options_.max_len);
+  tokenizer::Encoding enc = tokenizer_->encode(text, pair, options_.max_len);
   stats_.tokenize_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_.invalid_utf8 += enc.invalid_utf8;

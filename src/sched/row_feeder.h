@@ -24,6 +24,8 @@ struct FeedOptions {
   std::int64_t vocab_size = 0;  // for checking pre-tokenised ids
   std::int64_t type_vocab_size = 0;
   bool tokenize = true;  // false: validate and count only (the static schedule's first pass)
+  // Strip each text (Python's str.strip) before tokenising, as sentence-transformers does.
+  bool strip_text = false;
 };
 
 struct BadRowRecord {

@@ -10,6 +10,7 @@
 #include "core/file_writer.h"
 #include "core/system.h"
 #include "merge/merge.h"
+#include "model/model_dir.h"
 #include "sched/fingerprint.h"
 #include "sched/manifest.h"
 #include "sched/precision_check.h"
@@ -30,41 +31,6 @@ constexpr std::size_t kDefaultCheckRows = 32;
 
 }  // namespace
 
-bool has_tokenizer_files(const fs::path& dir) {
-  for (const char* name :
-       {"tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model"}) {
-    std::error_code ec;
-    if (fs::exists(dir / name, ec)) return true;
-  }
-  return false;
-}
-
-std::size_t resolve_max_len(const fs::path& model_dir, const model::ModelConfig& config,
-                            const tokenizer::Tokenizer* tokenizer,
-                            std::optional<std::size_t> requested) {
-  const auto model_limit = static_cast<std::size_t>(config.max_sequence_length());
-  if (requested) {
-    if (*requested < 2 || *requested > model_limit) {
-      fail_usage("--max-len {} is outside [2, {}] (the model's position table)", *requested,
-                 model_limit);
-    }
-    return *requested;
-  }
-  std::size_t max_len = model_limit;
-  if (tokenizer && tokenizer->model_max_length())
-    max_len = std::min(max_len, *tokenizer->model_max_length());
-  // A sentence-transformers model truncates at its own max_seq_length (256 for all-MiniLM-L6-v2).
-  std::error_code ec;
-  const fs::path st_config = model_dir / "sentence_bert_config.json";
-  if (fs::exists(st_config, ec)) {
-    Json j = read_json_file(st_config);
-    JsonObject obj(j, st_config.string());
-    if (auto n = obj.opt_int("max_seq_length"); n && *n >= 2)
-      max_len = std::min(max_len, static_cast<std::size_t>(*n));
-  }
-  return max_len;
-}
-
 namespace {
 
 data::Format output_format(const fs::path& output) {
@@ -78,11 +44,12 @@ std::string human_bytes(std::uint64_t bytes) {
 }
 
 // Column names for the output: labels (made unique) or e0..e{d-1}.
-data::PredictionSchema make_schema(const model::ModelConfig& config, model::TaskKind kind) {
+data::PredictionSchema make_schema(const model::ModelConfig& config, model::TaskKind kind,
+                                   std::int64_t embedding_dim) {
   data::PredictionSchema schema;
   if (kind == model::TaskKind::kEmbed) {
     schema.embedding = true;
-    for (std::int64_t i = 0; i < config.hidden_size; ++i)
+    for (std::int64_t i = 0; i < embedding_dim; ++i)
       schema.columns.push_back(fmt::format("e{}", i));
     return schema;
   }
@@ -96,6 +63,20 @@ data::PredictionSchema make_schema(const model::ModelConfig& config, model::Task
     schema.columns.push_back(name);
   }
   return schema;
+}
+
+std::string_view activation_name(model::OutputActivation activation) {
+  switch (activation) {
+    case model::OutputActivation::kAuto:
+      return "auto";
+    case model::OutputActivation::kSoftmax:
+      return "softmax";
+    case model::OutputActivation::kSigmoid:
+      return "sigmoid";
+    case model::OutputActivation::kNone:
+      return "none";
+  }
+  return "?";
 }
 
 struct ReplicaResult {
@@ -148,23 +129,29 @@ Json run_job(const RunOptions& o) {
   auto device = ops::Device::cpu();
   const ops::PrecisionChoice precision = ops::resolve_precision(o.precision);
   if (!o.quiet) fmt::print(stderr, "mcinfer: {}\n", precision.reason);
-  auto weights = model::Weights::load(o.model_dir, *device, &warnings, precision.precision);
+  const model::ModelDir dir = model::ModelDir::open(o.model_dir);
+  auto weights = model::Weights::load(dir, *device, &warnings, precision.precision);
   const model::ModelConfig& config = weights->config();
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
-  if (has_tokenizer_files(o.model_dir)) tokenizer = tokenizer::Tokenizer::load(o.model_dir);
+  if (dir.has_tokenizer()) tokenizer = tokenizer::Tokenizer::load(o.model_dir);
 
   model::TaskSpec task;
-  task.kind =
-      o.task.value_or(weights->classifier() ? model::TaskKind::kClassify : model::TaskKind::kEmbed);
+  task.kind = o.task.value_or(dir.default_task().value);
   if (task.kind == model::TaskKind::kClassify && !weights->classifier()) {
     fail_usage("{}: {} has no classification head; use --task embed", o.model_dir.string(),
                config.architecture.empty() ? config.family_name() : config.architecture);
   }
-  task.pooling = o.pooling;
-  task.normalize = o.normalize;
   task.activation = o.activation;
+  std::optional<model::EmbeddingPlan> plan;
+  if (task.kind == model::TaskKind::kEmbed) {
+    plan = dir.embedding_plan(o.pooling, o.normalize);
+    task.pooling = plan->pooling.value;
+    task.normalize = plan->normalize.value;
+    task.dense = dir.load_dense(*plan);
+  }
 
-  const std::size_t max_len = resolve_max_len(o.model_dir, config, tokenizer.get(), o.max_len);
+  const std::size_t max_len =
+      dir.max_len(tokenizer ? tokenizer->model_max_length() : std::nullopt, o.max_len).value;
 
   FeedOptions feed;
   feed.input = o.input;
@@ -174,6 +161,7 @@ Json run_job(const RunOptions& o) {
   feed.max_len = max_len;
   feed.vocab_size = config.vocab_size;
   feed.type_vocab_size = config.type_vocab_size;
+  feed.strip_text = dir.strips_text();
 
   // Evidence for a reduced-precision run, before anything is written.
   const std::optional<PrecisionCheck> precision_check = check_before_run(
@@ -206,7 +194,7 @@ Json run_job(const RunOptions& o) {
         o.schedule == Schedule::kStatic ? "--batch-size or --max-len" : "--batch-tokens");
   }
 
-  const data::PredictionSchema schema = make_schema(config, task.kind);
+  const data::PredictionSchema schema = make_schema(config, task.kind, plan ? plan->output_dim : 0);
   const std::int64_t dim = static_cast<std::int64_t>(schema.columns.size());
   const std::string shard_header = data::prediction_header(schema, out_format);
 
@@ -224,11 +212,9 @@ Json run_job(const RunOptions& o) {
 
   // What the results depend on; --resume refuses to mix runs that differ in any of it.
   Json flags = {
-      {"task", task.kind == model::TaskKind::kClassify ? "classify" : "embed"},
-      {"pooling", task.pooling == model::Pooling::kCls ? "cls" : "mean"},
-      {"normalize", task.normalize},
-      {"activation", static_cast<int>(model::resolve_activation(config, task.activation))},
+      {"task", model::task_name(task.kind)},
       {"max_len", max_len},
+      {"strip_text", dir.strips_text()},
       {"id_col", o.columns.id_col},
       {"text_col", o.columns.text_col},
       {"text_pair_col", o.columns.text_pair_col.value_or("")},
@@ -238,12 +224,19 @@ Json run_job(const RunOptions& o) {
       {"schedule", o.schedule == Schedule::kStatic ? "static" : "dynamic"},
       {"precision", ops::precision_name(precision.precision)},
   };
+  if (plan) {
+    flags["pooling"] = plan->pooling.value.name();
+    flags["normalize"] = plan->normalize.value;
+    flags["dense"] = plan->to_json()["dense"];
+  } else {
+    flags["activation"] = activation_name(model::resolve_activation(config, task.activation));
+  }
   if (o.schedule == Schedule::kStatic) {
     // The sampler's index lists and batches depend on both.
     flags["replicas"] = replicas;
     flags["batch_size"] = o.batch_size;
   }
-  const Json fingerprint = {{"model", model_fingerprint(o.model_dir)},
+  const Json fingerprint = {{"model", model_fingerprint(o.model_dir, dir.module_dirs())},
                             {"input", input_fingerprint(o.input)},
                             {"flags", flags}};
   const fs::path run_record = shards_dir / "run.json";
@@ -476,7 +469,7 @@ Json run_job(const RunOptions& o) {
       {"architecture", config.architecture.empty() ? config.family_name() : config.architecture},
       {"input", o.input.string()},
       {"output", o.output.string()},
-      {"task", task.kind == model::TaskKind::kClassify ? "classify" : "embed"},
+      {"task", model::task_name(task.kind)},
       {"schedule", o.schedule == Schedule::kStatic ? "static" : "dynamic"},
       {"replicas", replicas},
       {"threads_per_replica", o.threads_per_replica},
@@ -513,6 +506,7 @@ Json run_job(const RunOptions& o) {
       {"planned_activation_bytes_per_replica", per_replica},
       {"warnings", warnings},
   };
+  if (plan) report["embedding"] = plan->to_json();
   for (const auto& w : merged.warnings) report["warnings"].push_back(w);
   if (o.profile) {
     // Where the time went, summed over every thread that did the work.

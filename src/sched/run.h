@@ -26,9 +26,12 @@ struct RunOptions {
   std::filesystem::path output;
   std::optional<std::string> format;  // of the input; default from its extension
   data::ColumnSpec columns;
-  std::optional<model::TaskKind> task;  // default: classify when the model has a head, else embed
-  model::Pooling pooling = model::Pooling::kMean;
-  bool normalize = false;
+  // Defaults: embed for a sentence-transformers model, else classify when the model has a head,
+  // else embed. Pooling and normalize default to the sentence-transformers modules, else mean
+  // pooling without normalisation (model::ModelDir::embedding_plan).
+  std::optional<model::TaskKind> task;
+  std::optional<model::PoolingModes> pooling;
+  std::optional<bool> normalize;
   model::OutputActivation activation = model::OutputActivation::kAuto;
   std::optional<std::size_t> max_len;
   // Of the encoder's GEMMs. kAuto: bf16 where the CPU has native bf16 dot products. The library
@@ -60,16 +63,6 @@ class StoppedError : public Error {
  public:
   explicit StoppedError(const std::string& message) : Error(message) {}
 };
-
-// True when the model directory holds tokenizer files of a kind Tokenizer::load reads.
-bool has_tokenizer_files(const std::filesystem::path& model_dir);
-
-// Tokens per sequence: `requested` (checked against the model's position table), else the
-// smallest of the model's limit, the tokenizer's model_max_length and, for sentence-transformers
-// models, max_seq_length from sentence_bert_config.json.
-std::size_t resolve_max_len(const std::filesystem::path& model_dir,
-                            const model::ModelConfig& config, const tokenizer::Tokenizer* tokenizer,
-                            std::optional<std::size_t> requested);
 
 // Runs the job; throws Error (nothing at --output) on any failure. Returns the report.
 Json run_job(const RunOptions& options);

@@ -7,6 +7,7 @@
 
 #include "core/json.h"
 #include "support/cli.h"
+#include "support/reference.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mcinfer {
@@ -84,6 +85,65 @@ TEST(TokenizeCli, InputFileRowsAndTokens) {
   r = testing::run_cli({"tokenize", model.string(), "--input", (dir / "bad.csv").string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("bad.csv:2:"), std::string::npos) << r.err;
+}
+
+// What AutoTokenizer.save_pretrained writes (no config.json), with a config.json that has only
+// model_type, or one without the model's dimensions: tokenizing needs none of them. Ids against
+// the same AutoTokenizer (tools/gen_st_fixtures.py, truncation=True, max_length=32).
+TEST(TokenizeCli, TokenizerDirectoriesNeedNoModelDimensions) {
+  for (const char* name :
+       {"wordpiece_no_config", "wordpiece_model_type_only", "bpe_no_hidden_size"}) {
+    SCOPED_TRACE(name);
+    const fs::path dir = testing::fixture(std::string("tokenizer_dirs/") + name);
+    auto r = testing::run_cli({"tokenize", dir.string(), "--max-len", "32"},
+                              (dir / "texts.txt").string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto got = output_lines(r.out);
+    auto want = output_lines(testing::read_file(dir / "expected.jsonl"));
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_GE(want.size(), 10u);
+    for (std::size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(Json::parse(got[i]), Json::parse(want[i])) << "line " << i;
+    // Running needs the whole config, and says what is missing.
+    for (const std::vector<std::string>& cmd :
+         {std::vector<std::string>{"inspect", dir.string()},
+          std::vector<std::string>{"run", dir.string(), "--input", (dir / "texts.txt").string(),
+                                   "--format", "csv", "--output",
+                                   (testing::scratch_dir("tokdir") / "o.csv").string()}}) {
+      r = testing::run_cli(cmd);
+      EXPECT_EQ(r.exit_code, 1) << cmd[0];
+      const bool no_config = std::string(name) == "wordpiece_no_config";
+      const std::string what =
+          no_config
+              ? "no config.json"
+              : (dir / "config.json").string() + ": field '" +
+                    (std::string(name) == "bpe_no_hidden_size" ? "hidden_size" : "vocab_size") +
+                    "': missing";
+      EXPECT_NE(r.err.find(what), std::string::npos) << cmd[0] << ": " << r.err;
+    }
+  }
+}
+
+// For a sentence-transformers model, tokenize strips each text as run (and sentence-transformers)
+// does: the ids are those SentenceTransformer.tokenize fed the model.
+TEST(TokenizeCli, SentenceTransformersTextsAreStripped) {
+  for (const char* name : {"roberta_meansqrt_dense2", "bert_cls_dense"}) {
+    SCOPED_TRACE(name);
+    const fs::path dir = testing::fixture(std::string("st/") + name);
+    auto r = testing::run_cli({"tokenize", dir.string(), "--input", (dir / "input.csv").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    testing::Reference ref(dir / "reference.safetensors");
+    auto shape = ref.shape("input_ids");
+    auto ids = ref.ints("input_ids"), mask = ref.ints("attention_mask");
+    auto got = output_lines(r.out);
+    ASSERT_EQ(static_cast<std::int64_t>(got.size()), shape[0]);
+    for (std::int64_t i = 0; i < shape[0]; ++i) {
+      std::vector<std::int32_t> want;
+      for (std::int64_t j = 0; j < shape[1]; ++j)
+        if (mask[i * shape[1] + j]) want.push_back(ids[i * shape[1] + j]);
+      EXPECT_EQ(got[i], Json(want).dump()) << "row " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 // Arbitrary bytes as model files. Loading works or throws mcinfer::Error naming the file; it
 // never crashes or reads outside the mapping.
 //
-// Input: byte 0 picks what the rest is (mod 4):
+// Input: byte 0 picks what the rest is (mod 8):
 //   0: a model.safetensors, opened and validated alone;
 //   1: a model.safetensors beside a fixed tiny BERT config.json: the whole weight loader (shape
 //      checks, dtype conversion, packing);
 //   2: a model.safetensors.index.json beside two fixed valid parts;
-//   3: a config.json (ModelConfig::load).
+//   3: a config.json (ModelConfig::load);
+//   4-7: one file of a fixed valid sentence-transformers directory (modules.json,
+//      1_Pooling/config.json, 2_Dense/config.json, 2_Dense/model.safetensors), the rest valid:
+//      ModelDir::open, its embedding plan and the Dense weights.
 #include <unistd.h>
 
 #include <cstdint>
@@ -17,6 +20,7 @@
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "model/config.h"
+#include "model/model_dir.h"
 #include "model/weights.h"
 
 namespace {
@@ -35,6 +39,25 @@ std::string tiny_part(const std::string& name) {
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
   return out + header + std::string("\0\0\x80\x3f", 4);
+}
+
+const char kModules[] =
+    R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+  {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+  {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+  {"idx": 3, "name": "3", "path": "3_Normalize", "type": "sentence_transformers.models.Normalize"}])";
+const char kPooling[] = R"({"word_embedding_dimension": 4, "pooling_mode_mean_tokens": true})";
+const char kDense[] = R"({"in_features": 4, "out_features": 2, "bias": true,
+  "activation_function": "torch.nn.modules.activation.Tanh"})";
+
+// Dense weights for kDense: linear.bias [2] and linear.weight [2, 4], F32 zeros.
+std::string dense_weights() {
+  std::string header = R"({"linear.bias":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                       R"("linear.weight":{"dtype":"F32","shape":[2,4],"data_offsets":[8,40]}})";
+  while (header.size() % 8) header += ' ';
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  return out + header + std::string(40, '\0');
 }
 
 const fs::path& work_dir() {
@@ -63,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static auto device = mcinfer::ops::Device::cpu();
   std::error_code ec;
   try {
-    switch (data[0] % 4) {
+    switch (data[0] % 8) {
       case 0:
         write(dir / "alone.safetensors", body);
         mcinfer::io::SafetensorsFile::open(dir / "alone.safetensors");
@@ -80,10 +103,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         write(dir / "model.safetensors.index.json", body);
         mcinfer::io::Checkpoint::open(dir);
         break;
-      default:
+      case 3:
         write(dir / "config.json", body);
         mcinfer::model::ModelConfig::load(dir / "config.json");
         break;
+      default: {
+        const fs::path st = dir / "st";
+        fs::create_directories(st / "1_Pooling", ec);
+        fs::create_directories(st / "2_Dense", ec);
+        const int which = data[0] % 8 - 4;
+        write(st / "config.json", kConfig);
+        write(st / "modules.json", which == 0 ? body : kModules);
+        write(st / "1_Pooling/config.json", which == 1 ? body : kPooling);
+        write(st / "2_Dense/config.json", which == 2 ? body : kDense);
+        write(st / "2_Dense/model.safetensors", which == 3 ? body : dense_weights());
+        auto model = mcinfer::model::ModelDir::open(st);
+        model.load_dense(model.embedding_plan(std::nullopt, std::nullopt));
+        break;
+      }
     }
   } catch (const mcinfer::Error&) {
   }

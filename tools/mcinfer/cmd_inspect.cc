@@ -5,6 +5,8 @@
 #include "commands.h"
 #include "core/json.h"
 #include "model/encoder.h"
+#include "model/model_dir.h"
+#include "tokenizer/tokenizer.h"
 
 namespace mcinfer::cli {
 namespace {
@@ -28,8 +30,16 @@ std::string human_bytes(std::uint64_t bytes) {
 int run_inspect(const InspectOptions& o) {
   auto device = ops::Device::cpu();
   std::vector<std::string> warnings;
-  auto weights = model::Weights::load(o.model_dir, *device, &warnings);
+  const auto dir = model::ModelDir::open(o.model_dir);
+  auto weights = model::Weights::load(dir, *device, &warnings);
   const model::ModelConfig& c = weights->config();
+  // What `run` applies with no flag, and where each choice comes from.
+  const auto task = dir.default_task();
+  const model::EmbeddingPlan plan = dir.embedding_plan(std::nullopt, std::nullopt);
+  std::optional<std::size_t> tokenizer_limit;
+  if (dir.has_tokenizer())
+    tokenizer_limit = tokenizer::Tokenizer::load(o.model_dir)->model_max_length();
+  const auto max_len = dir.max_len(tokenizer_limit, std::nullopt);
   const model::WeightStats& s = weights->stats();
   // A batch of 1,000 tokens whose longest sequence is as long as the model allows (the worst case
   // for the attention scores).
@@ -56,7 +66,12 @@ int run_inspect(const InspectOptions& o) {
       {"weight_file_bytes", s.file_bytes},
       {"packed_gemm_bytes", s.packed_bytes},
       {"converted_bytes", s.converted_bytes},
-      {"task", weights->classifier() ? "classify" : "embed"},
+      {"task", model::task_name(task.value)},
+      {"task_source", task.source},
+      {"embedding", plan.to_json()},
+      {"max_len", max_len.value},
+      {"max_len_source", max_len.source},
+      {"strips_text", dir.strips_text()},
       {"num_labels", c.num_labels},
       {"labels", labels},
       {"activation_bytes_per_1000_tokens", activation},
@@ -88,8 +103,22 @@ int run_inspect(const InspectOptions& o) {
       fmt::print("  {:>4}  {}\n", i, c.labels[i]);
     if (c.labels.size() > 20) fmt::print("  ... {} more\n", c.labels.size() - 20);
   } else {
-    fmt::print("head             none: embeddings (last hidden state, mean or CLS pooling)\n");
+    fmt::print("head             none\n");
   }
+  fmt::print("task             {} ({})\n", model::task_name(task.value), task.source);
+  fmt::print("pooling          {} ({})\n", plan.pooling.value.name(), plan.pooling.source);
+  for (const auto& d : plan.dense) {
+    fmt::print("dense            {}: {} -> {}, {}{} ({})\n", d.module, d.in_features,
+               d.out_features, model::dense_activation_name(d.activation),
+               d.bias ? "" : ", no bias", d.source);
+  }
+  if (plan.dense.empty()) fmt::print("dense            none\n");
+  fmt::print("normalize        {} ({})\n", plan.normalize.value ? "yes" : "no",
+             plan.normalize.source);
+  fmt::print(
+      "embedding        {} values per row{}\n", plan.output_dim,
+      dir.strips_text() ? "; texts stripped of edge whitespace first (sentence-transformers)" : "");
+  fmt::print("max length       {} tokens ({})\n", max_len.value, max_len.source);
   fmt::print("activations      {} per replica per 1,000 batch tokens (longest sequence {})\n",
              human_bytes(activation), longest);
   for (const auto& w : warnings) fmt::print("note             {}\n", w);

@@ -39,8 +39,8 @@ void install_stop_handlers() {
 struct RunFlags {
   sched::RunOptions options;
   std::string model_dir, input, output;
-  std::string format, task, pooling = "mean", activation = "auto", replicas = "auto",
-                            schedule = "dynamic";
+  std::string format, task, pooling, normalize, activation = "auto", replicas = "auto",
+                                                schedule = "dynamic";
   std::string on_bad_row = "error";
   std::string shards_dir, report;
   std::string text_pair_col;
@@ -60,7 +60,9 @@ int run_run(RunFlags& f) {
   if (!f.text_pair_col.empty()) o.columns.text_pair_col = f.text_pair_col;
   if (f.task == "classify") o.task = model::TaskKind::kClassify;
   if (f.task == "embed") o.task = model::TaskKind::kEmbed;
-  o.pooling = f.pooling == "cls" ? model::Pooling::kCls : model::Pooling::kMean;
+  if (!f.pooling.empty()) o.pooling = model::PoolingModes(*model::parse_pooling(f.pooling));
+  if (f.normalize == "true") o.normalize = true;
+  if (f.normalize == "false") o.normalize = false;
   o.activation = f.activation == "softmax"   ? model::OutputActivation::kSoftmax
                  : f.activation == "sigmoid" ? model::OutputActivation::kSigmoid
                  : f.activation == "none"    ? model::OutputActivation::kNone
@@ -119,11 +121,15 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("--task", f->task,
                   "classify or embed (default: classify when the model has a head)")
       ->check(CLI::IsMember({"classify", "embed"}));
-  sub->add_option("--pooling", f->pooling,
-                  "Sentence embedding: mean over tokens or the first token")
-      ->check(CLI::IsMember({"mean", "cls"}))
-      ->capture_default_str();
-  sub->add_flag("--normalize", f->options.normalize, "L2-normalise embeddings");
+  sub->add_option(
+         "--pooling", f->pooling,
+         "Sentence embedding: mean, cls (first token), max, mean_sqrt_len, weightedmean or "
+         "lasttoken (default: the sentence-transformers Pooling module, else mean)")
+      ->check(CLI::IsMember({"mean", "cls", "max", "mean_sqrt_len", "weightedmean", "lasttoken"}));
+  sub->add_flag("--normalize{true},--no-normalize{false}", f->normalize,
+                "L2-normalise embeddings, or not (default: yes when the sentence-transformers "
+                "modules list Normalize); --normalize=false works too")
+      ->check(CLI::IsMember({"true", "false"}));
   sub->add_option("--activation", f->activation, "Classifier outputs (auto: from problem_type)")
       ->check(CLI::IsMember({"auto", "softmax", "sigmoid", "none"}))
       ->capture_default_str();

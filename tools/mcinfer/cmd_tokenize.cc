@@ -9,8 +9,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "data/rows.h"
-#include "model/config.h"
-#include "sched/run.h"
+#include "model/model_dir.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mcinfer::cli {
@@ -46,20 +45,25 @@ void print_encoding(const tokenizer::Tokenizer& tok, const tokenizer::Encoding& 
 }
 
 int run_tokenize(TokenizeFlags& f) {
-  if (!sched::has_tokenizer_files(f.model_dir)) fail("{}: no tokenizer files", f.model_dir);
+  // The tokenizer files, and config.json only as far as it goes: what AutoTokenizer.save_pretrained
+  // writes has none.
+  const auto dir = model::ModelDir::open(f.model_dir, model::ModelDir::Use::kTokenize);
+  if (!dir.has_tokenizer()) {
+    fail(
+        "{}: no tokenizer files (tokenizer.json, vocab.txt, vocab.json or sentencepiece.bpe.model)",
+        f.model_dir);
+  }
   auto tok = tokenizer::Tokenizer::load(f.model_dir);
   std::size_t max_len = 0;  // 0: no truncation
   if (!f.no_truncation) {
-    std::error_code ec;
-    const std::filesystem::path config = std::filesystem::path(f.model_dir) / "config.json";
-    if (std::filesystem::exists(config, ec)) {
-      max_len =
-          sched::resolve_max_len(f.model_dir, model::ModelConfig::load(config), tok.get(),
-                                 f.max_len ? std::optional<std::size_t>(f.max_len) : std::nullopt);
-    } else {
-      max_len = f.max_len ? f.max_len : tok->model_max_length().value_or(0);
-    }
+    max_len = dir.max_len(tok->model_max_length(),
+                          f.max_len ? std::optional<std::size_t>(f.max_len) : std::nullopt)
+                  .value;
   }
+  // As run does for a sentence-transformers model.
+  auto prepare = [&](std::string_view text) {
+    return dir.strips_text() ? model::strip_python_whitespace(text) : text;
+  };
   std::string out;
   std::size_t invalid = 0;
   if (!f.input.empty()) {
@@ -76,8 +80,8 @@ int run_tokenize(TokenizeFlags& f) {
       if (r == data::RowReader::Result::kEnd) break;
       if (r == data::RowReader::Result::kBadRow) fail("{}:{}: {}", f.input, bad.line, bad.reason);
       std::optional<std::string_view> pair;
-      if (row.text_pair) pair = *row.text_pair;
-      auto enc = tok->encode(row.text, pair, max_len);
+      if (row.text_pair) pair = prepare(*row.text_pair);
+      auto enc = tok->encode(prepare(row.text), pair, max_len);
       invalid += enc.invalid_utf8;
       print_encoding(*tok, enc, f.tokens, out);
     }
@@ -92,9 +96,9 @@ int run_tokenize(TokenizeFlags& f) {
         if (tab == std::string::npos)
           fail_usage("--pair: a line without a tab between the two texts");
         text = std::string_view(line).substr(0, tab);
-        pair = std::string_view(line).substr(tab + 1);
+        pair = prepare(std::string_view(line).substr(tab + 1));
       }
-      auto enc = tok->encode(text, pair, max_len);
+      auto enc = tok->encode(prepare(text), pair, max_len);
       invalid += enc.invalid_utf8;
       print_encoding(*tok, enc, f.tokens, out);
     }

@@ -1,0 +1,274 @@
+// What ModelDir reads from a model directory and where each fact comes from: sentence-transformers
+// modules as SentenceTransformer.save writes them (tests/fixtures/st), plain checkpoints
+// (tests/fixtures/models), tokenizer-only directories as AutoTokenizer.save_pretrained writes them
+// (tests/fixtures/tokenizer_dirs), and every refusal naming its file and field.
+#include "model/model_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/error.h"
+#include "core/json.h"
+#include "support/paths.h"
+
+namespace mcinfer::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The message of the Error that `f` throws ("" when it throws none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelDir, SentenceTransformersModulesInOrder) {
+  const fs::path dir = testing::fixture("st/bert_cls_dense");
+  ModelDir m = ModelDir::open(dir);
+  ASSERT_TRUE(m.sentence_transformers().has_value());
+  const StModules& st = *m.sentence_transformers();
+  ASSERT_EQ(st.modules.size(), 4u);
+  EXPECT_EQ(st.modules[0].kind, StModule::Kind::kTransformer);
+  EXPECT_EQ(st.modules[1].kind, StModule::Kind::kPooling);
+  EXPECT_EQ(st.modules[2].kind, StModule::Kind::kDense);
+  EXPECT_EQ(st.modules[3].kind, StModule::Kind::kNormalize);
+  EXPECT_EQ(st.pooling.modes, PoolingModes(Pooling::kCls));
+  EXPECT_EQ(st.pooling.word_embedding_dimension, 16);
+  EXPECT_EQ(st.pooling.source, "1_Pooling/config.json");
+  ASSERT_EQ(st.dense.size(), 1u);
+  EXPECT_EQ(st.dense[0].in_features, 16);
+  EXPECT_EQ(st.dense[0].out_features, 8);
+  EXPECT_TRUE(st.dense[0].bias);
+  EXPECT_EQ(st.dense[0].activation, DenseActivation::kTanh);
+  EXPECT_EQ(st.dense[0].activation_function, "torch.nn.modules.activation.Tanh");
+  EXPECT_EQ(st.dense[0].weights, "2_Dense/model.safetensors");
+  EXPECT_EQ(st.normalize, "modules.json: 3_Normalize");
+  EXPECT_TRUE(m.strips_text());
+  EXPECT_EQ(m.module_dirs(), (std::vector<fs::path>{dir / "1_Pooling", dir / "2_Dense"}));
+
+  auto task = m.default_task();
+  EXPECT_EQ(task.value, TaskKind::kEmbed);
+  EXPECT_EQ(task.source, "modules.json");
+  EmbeddingPlan plan = m.embedding_plan(std::nullopt, std::nullopt);
+  EXPECT_EQ(plan.pooling.value.name(), "cls");
+  EXPECT_EQ(plan.pooling.source, "1_Pooling/config.json");
+  EXPECT_TRUE(plan.normalize.value);
+  EXPECT_EQ(plan.normalize.source, "modules.json: 3_Normalize");
+  EXPECT_EQ(plan.output_dim, 8);
+  auto len = m.max_len(std::nullopt, std::nullopt);
+  EXPECT_EQ(len.value, 24u);
+  EXPECT_EQ(len.source, "sentence_bert_config.json: max_seq_length");
+}
+
+TEST(ModelDir, FlagsOverrideTheModules) {
+  ModelDir m = ModelDir::open(testing::fixture("st/bert_cls_dense"));
+  EmbeddingPlan plan = m.embedding_plan(PoolingModes(Pooling::kMax), false);
+  EXPECT_EQ(plan.pooling.value.name(), "max");
+  EXPECT_EQ(plan.pooling.source, "--pooling");
+  EXPECT_FALSE(plan.normalize.value);
+  EXPECT_EQ(plan.normalize.source, "--no-normalize");
+  EXPECT_EQ(plan.dense.size(), 1u);  // Dense stays: it is part of the model
+  EXPECT_EQ(plan.output_dim, 8);
+
+  // Dense 96 -> 5 after six concatenated modes cannot take one mode's 16 values.
+  ModelDir all = ModelDir::open(testing::fixture("st/bert_all_modes"));
+  EXPECT_EQ(all.embedding_plan(std::nullopt, std::nullopt).pooling.value.name(),
+            "cls+max+mean+mean_sqrt_len+weightedmean+lasttoken");
+  const std::string err =
+      error_of([&] { all.embedding_plan(PoolingModes(Pooling::kMean), std::nullopt); });
+  EXPECT_NE(err.find("2_Dense/config.json: field 'in_features': 96"), std::string::npos) << err;
+  EXPECT_NE(err.find("--pooling"), std::string::npos) << err;
+}
+
+TEST(ModelDir, PlainCheckpointDefaults) {
+  ModelDir embed = ModelDir::open(testing::fixture("models/bert_embed"));
+  EXPECT_FALSE(embed.sentence_transformers().has_value());
+  EXPECT_FALSE(embed.strips_text());
+  EXPECT_EQ(embed.default_task().value, TaskKind::kEmbed);
+  EmbeddingPlan plan = embed.embedding_plan(std::nullopt, std::nullopt);
+  EXPECT_EQ(plan.pooling.value, PoolingModes(Pooling::kMean));
+  EXPECT_EQ(plan.pooling.source, "default");
+  EXPECT_FALSE(plan.normalize.value);
+  EXPECT_EQ(plan.output_dim, embed.config().hidden_size);
+  EXPECT_TRUE(embed.embedding_plan(std::nullopt, true).normalize.value);
+
+  ModelDir cls = ModelDir::open(testing::fixture("models/bert_cls_single"));
+  EXPECT_EQ(cls.default_task().value, TaskKind::kClassify);
+  // max_len: the position table, lowered by the tokenizer's limit; --max-len checked against it.
+  const auto table = static_cast<std::size_t>(cls.config().max_sequence_length());
+  EXPECT_EQ(cls.max_len(std::nullopt, std::nullopt).value, table);
+  EXPECT_EQ(cls.max_len(std::nullopt, std::nullopt).source, "config.json: max_position_embeddings");
+  EXPECT_EQ(cls.max_len(table - 1, std::nullopt).value, table - 1);
+  EXPECT_EQ(cls.max_len(table + 5, std::nullopt).value, table);
+  EXPECT_EQ(cls.max_len(table - 1, std::size_t{3}).value, 3u);
+  EXPECT_THROW(cls.max_len(std::nullopt, table + 1), UsageError);
+  EXPECT_THROW(cls.max_len(std::nullopt, std::size_t{1}), UsageError);
+}
+
+TEST(ModelDir, TokenizerDirectoriesNeedNoDimensions) {
+  ModelDir bare = ModelDir::open(testing::fixture("tokenizer_dirs/wordpiece_no_config"),
+                                 ModelDir::Use::kTokenize);
+  EXPECT_FALSE(bare.has_config());
+  EXPECT_FALSE(bare.model_type().has_value());
+  EXPECT_EQ(bare.tokenizer_files(), (std::vector<std::string>{"tokenizer.json", "vocab.txt"}));
+  EXPECT_EQ(bare.max_len(std::size_t{512}, std::nullopt).value, 512u);
+  EXPECT_EQ(bare.max_len(std::nullopt, std::nullopt).value, 0u);  // no limit known
+  EXPECT_EQ(bare.max_len(std::nullopt, std::size_t{7}).value, 7u);
+  EXPECT_NE(error_of([&] { bare.config(); }).find("no config.json"), std::string::npos);
+
+  const fs::path partial = testing::fixture("tokenizer_dirs/bpe_no_hidden_size");
+  ModelDir tok = ModelDir::open(partial, ModelDir::Use::kTokenize);
+  EXPECT_FALSE(tok.has_config());
+  EXPECT_EQ(tok.model_type(), "roberta");
+  // Running needs the whole config, and says which field is missing.
+  std::string err = error_of([&] { ModelDir::open(partial); });
+  EXPECT_NE(err.find("config.json: field 'hidden_size': missing"), std::string::npos) << err;
+  err = error_of([&] { tok.config(); });
+  EXPECT_NE(err.find("field 'hidden_size': missing"), std::string::npos) << err;
+  err = error_of([&] {
+    ModelDir::open(testing::fixture("tokenizer_dirs/wordpiece_no_config"), ModelDir::Use::kRun);
+  });
+  EXPECT_NE(err.find("no config.json"), std::string::npos) << err;
+
+  ModelDir type_only = ModelDir::open(testing::fixture("tokenizer_dirs/wordpiece_model_type_only"),
+                                      ModelDir::Use::kTokenize);
+  EXPECT_EQ(type_only.model_type(), "bert");
+  // A whole config is read whole when tokenizing too (and limits the length as for run).
+  ModelDir whole = ModelDir::open(testing::fixture("st/bert_max"), ModelDir::Use::kTokenize);
+  EXPECT_TRUE(whole.has_config());
+  EXPECT_EQ(whole.max_len(std::nullopt, std::nullopt).value, 24u);
+}
+
+// A copy of an st fixture to break in one place.
+fs::path copy_fixture(const std::string& name, const std::string& scratch) {
+  fs::path dir = testing::scratch_dir(scratch) / name;
+  fs::copy(testing::fixture("st/" + name), dir, fs::copy_options::recursive);
+  return dir;
+}
+
+void write(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+void replace_in(const fs::path& path, const std::string& from, const std::string& to) {
+  std::string text = testing::read_file(path);
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << path << ": " << from;
+  text.replace(at, from.size(), to);
+  write(path, text);
+}
+
+TEST(ModelDir, RefusalsNameTheModuleAndFile) {
+  struct Case {
+    std::string what;
+    std::function<void(const fs::path&)> change;
+    std::vector<std::string> expected;  // substrings of the message
+  };
+  const std::vector<Case> cases = {
+      {"unknown module type",
+       [](const fs::path& d) {
+         replace_in(d / "modules.json", "sentence_transformers.models.Normalize",
+                    "sentence_transformers.models.LayerNorm");
+       },
+       {"modules.json: module 3", "module '3' (3_Normalize)",
+        "'sentence_transformers.models.LayerNorm'", "does not implement"}},
+      {"Dense weights only as a pickle",
+       [](const fs::path& d) {
+         fs::rename(d / "2_Dense/model.safetensors", d / "2_Dense/pytorch_model.bin");
+       },
+       {"2_Dense/pytorch_model.bin", "pickle", "safe_serialization=True"}},
+      {"Dense without weights",
+       [](const fs::path& d) { fs::remove(d / "2_Dense/model.safetensors"); },
+       {"2_Dense/model.safetensors: missing"}},
+      {"unsupported Dense activation",
+       [](const fs::path& d) {
+         replace_in(d / "2_Dense/config.json", "activation.Tanh", "activation.Softplus");
+       },
+       {"2_Dense/config.json: field 'activation_function'", "Softplus"}},
+      {"no pooling mode",
+       [](const fs::path& d) {
+         replace_in(d / "1_Pooling/config.json", "\"pooling_mode_cls_token\": true",
+                    "\"pooling_mode_cls_token\": false");
+       },
+       {"1_Pooling/config.json: no pooling_mode_* flag is true"}},
+      {"pooling width differs from the model",
+       [](const fs::path& d) {
+         replace_in(d / "1_Pooling/config.json", "\"word_embedding_dimension\": 16",
+                    "\"word_embedding_dimension\": 384");
+       },
+       {"1_Pooling/config.json: field 'word_embedding_dimension': 384", "hidden size 16"}},
+      {"Normalize before Dense",
+       [](const fs::path& d) {
+         replace_in(d / "modules.json", "sentence_transformers.models.Dense", "@");
+         replace_in(d / "modules.json", "sentence_transformers.models.Normalize",
+                    "sentence_transformers.models.Dense");
+         replace_in(d / "modules.json", "@", "sentence_transformers.models.Normalize");
+       },
+       {"modules.json: module 3", "out of place"}},
+      {"Transformer in a folder",
+       [](const fs::path& d) {
+         replace_in(d / "modules.json", "\"path\": \"\"", "\"path\": \"0_T\"");
+       },
+       {"modules.json: module 0: field 'path'", "'0_T'"}},
+      {"lower-casing before the tokenizer",
+       [](const fs::path& d) {
+         replace_in(d / "sentence_bert_config.json", "\"do_lower_case\": false",
+                    "\"do_lower_case\": true");
+       },
+       {"sentence_bert_config.json: field 'do_lower_case'"}},
+      {"a default prompt",
+       [](const fs::path& d) {
+         replace_in(d / "config_sentence_transformers.json", "\"default_prompt_name\": null",
+                    "\"default_prompt_name\": \"query\"");
+       },
+       {"config_sentence_transformers.json: field 'default_prompt_name'", "'query'"}},
+      {"module folder outside the directory",
+       [](const fs::path& d) {
+         replace_in(d / "modules.json", "\"path\": \"1_Pooling\"", "\"path\": \"../1_Pooling\"");
+       },
+       {"modules.json: module 1: field 'path'"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const fs::path dir = copy_fixture("bert_cls_dense", "model_dir_refusals");
+    c.change(dir);
+    const std::string err = error_of([&] {
+      ModelDir m = ModelDir::open(dir);
+      m.load_dense(m.embedding_plan(std::nullopt, std::nullopt));
+    });
+    ASSERT_FALSE(err.empty());
+    for (const auto& part : c.expected) EXPECT_NE(err.find(part), std::string::npos) << err;
+  }
+}
+
+TEST(ModelDir, DenseWeightsMustMatchTheirConfig) {
+  const fs::path dir = copy_fixture("roberta_meansqrt_dense2", "model_dir_dense");
+  replace_in(dir / "3_Dense/config.json", "\"bias\": true", "\"bias\": false");
+  ModelDir m = ModelDir::open(dir);
+  const std::string err =
+      error_of([&] { m.load_dense(m.embedding_plan(std::nullopt, std::nullopt)); });
+  EXPECT_NE(err.find("3_Dense/model.safetensors: tensor 'linear.bias' present"), std::string::npos)
+      << err;
+}
+
+TEST(StripPythonWhitespace, LikeStrStrip) {
+  // Expected values follow Python's str.strip(): str.isspace() characters at both ends.
+  EXPECT_EQ(strip_python_whitespace("  a b  "), "a b");
+  EXPECT_EQ(strip_python_whitespace("\t\n\v\f\r\x1c\x1d\x1e\x1f x \x1f"), "x");
+  EXPECT_EQ(strip_python_whitespace("\u3000\u00a0\u2003x\u2028\u0085\u202f\u205f\u1680"), "x");
+  EXPECT_EQ(strip_python_whitespace("   "), "");
+  EXPECT_EQ(strip_python_whitespace(""), "");
+  // Not whitespace for Python: zero-width space, BOM, and invalid bytes.
+  EXPECT_EQ(strip_python_whitespace("\u200bx\ufeff"), "\u200bx\ufeff");
+  EXPECT_EQ(strip_python_whitespace(" \xff x \xc3"), "\xff x \xc3");
+  EXPECT_EQ(strip_python_whitespace("é "), "é");
+}
+
+}  // namespace
+}  // namespace mcinfer::model
