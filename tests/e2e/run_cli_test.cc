@@ -293,6 +293,17 @@ TEST(RunInput, UsageErrorsExitTwo) {
   auto model = testing::fixture("models/bert_cls_single").string();
   EXPECT_EQ(run_cli(run_args(model, input, dir / "o.csv", {"--replicas", "zero"})).exit_code, 2);
   EXPECT_EQ(run_cli(run_args(model, input, dir / "o.csv", {"--max-len", "100000"})).exit_code, 2);
+  // 0 is refused like 1 (it once meant "the model's default"); the message gives the range.
+  for (const char* n : {"0", "1"}) {
+    auto r = run_cli(run_args(model, input, dir / "o.csv", {"--max-len", n}));
+    EXPECT_EQ(r.exit_code, 2) << n << ": " << r.err;
+    EXPECT_NE(r.err.find(fmt::format("--max-len {} is outside [2, 40]", n)), std::string::npos)
+        << r.err;
+  }
+  auto negative = run_cli(run_args(model, input, dir / "o.csv", {"--max-len", "-1"}));
+  EXPECT_EQ(negative.exit_code, 2) << negative.err;
+  EXPECT_NE(negative.err.find("--max-len: must be a whole number"), std::string::npos)
+      << negative.err;
   EXPECT_EQ(run_cli(run_args(testing::fixture("models/bert_embed").string(), input, dir / "o.csv",
                              {"--task", "classify"}))
                 .exit_code,

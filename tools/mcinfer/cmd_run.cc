@@ -43,7 +43,7 @@ struct RunFlags {
   std::string on_bad_row = "error";
   std::string shards_dir, report;
   std::string text_pair_col;
-  std::size_t max_len = 0;
+  std::optional<std::size_t> max_len;  // absent: the model's (0 is refused, not "the default")
   std::vector<std::string> argv;
 };
 
@@ -61,7 +61,7 @@ int run_run(RunFlags& f) {
                  : f.activation == "sigmoid" ? model::OutputActivation::kSigmoid
                  : f.activation == "none"    ? model::OutputActivation::kNone
                                              : model::OutputActivation::kAuto;
-  if (f.max_len) o.max_len = f.max_len;
+  o.max_len = f.max_len;
   if (f.replicas != "auto") {
     try {
       std::size_t used = 0;
@@ -117,7 +117,8 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
       ->check(CLI::IsMember({"auto", "softmax", "sigmoid", "none"}))
       ->capture_default_str();
   sub->add_option("--max-len", f->max_len,
-                  "Tokens per sequence, special tokens included (default: the model's)");
+                  "Tokens per sequence, special tokens included (default: the model's)")
+      ->check(kWholeNumber);
   sub->add_option("--replicas", f->replicas,
                   "Model replicas (threads), or auto: one per physical core")
       ->capture_default_str();

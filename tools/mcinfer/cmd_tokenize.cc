@@ -19,7 +19,7 @@ namespace {
 struct TokenizeFlags {
   std::string model_dir, input, format, text_pair_col;
   data::ColumnSpec columns;
-  std::size_t max_len = 0;
+  std::optional<std::size_t> max_len;  // absent: as run (0 is refused, not "the default")
   bool pair = false;
   bool tokens = false;
   bool no_truncation = false;
@@ -53,11 +53,14 @@ int run_tokenize(TokenizeFlags& f) {
     std::error_code ec;
     const std::filesystem::path config = std::filesystem::path(f.model_dir) / "config.json";
     if (std::filesystem::exists(config, ec)) {
-      max_len =
-          sched::resolve_max_len(f.model_dir, model::ModelConfig::load(config), tok.get(),
-                                 f.max_len ? std::optional<std::size_t>(f.max_len) : std::nullopt);
+      max_len = sched::resolve_max_len(f.model_dir, model::ModelConfig::load(config), tok.get(),
+                                       f.max_len);
+    } else if (f.max_len) {
+      // No position table to check against; a sequence needs room for its special tokens.
+      if (*f.max_len < 2) fail_usage("--max-len {} is below 2", *f.max_len);
+      max_len = *f.max_len;
     } else {
-      max_len = f.max_len ? f.max_len : tok->model_max_length().value_or(0);
+      max_len = tok->model_max_length().value_or(0);
     }
   }
   std::string out;
@@ -114,7 +117,8 @@ Action add_tokenize_command(CLI::App& app, const Invocation&) {
   sub->add_option("model_dir", f->model_dir, "Hugging Face model directory with tokenizer files")
       ->required();
   sub->add_option("--max-len", f->max_len,
-                  "Truncate to N tokens, special tokens included (default: as run)");
+                  "Truncate to N tokens, special tokens included (default: as run)")
+      ->check(kWholeNumber);
   sub->add_flag("--no-truncation", f->no_truncation, "Do not truncate");
   sub->add_flag("--pair", f->pair,
                 "Two texts per line, separated by a tab (or --text-pair-col with --input)");
