@@ -317,6 +317,7 @@ Json run_job(const RunOptions& o) {
 
   RunCounters counters(replicas);
   std::vector<ops::OpProfile> profiles(static_cast<std::size_t>(replicas));
+  // Per replica: appending its batches to its shard and fsyncing shard and manifest.
   std::vector<double> write_seconds(static_cast<std::size_t>(replicas), 0.0);
   Clock::time_point computed;
   FeedStats feed_stats;
@@ -378,7 +379,10 @@ Json run_job(const RunOptions& o) {
               for (const WorkItem& item : batch->items)
                 inputs.push_back({item.ids, item.type_ids, item.mask});
               encoder.predict(inputs, task, values);
+              const auto written = Clock::now();
               shard.write_batch(*batch, values, dim);
+              write_seconds[static_cast<std::size_t>(r)] +=
+                  std::chrono::duration<double>(Clock::now() - written).count();
               mine.busy_ns += static_cast<std::uint64_t>(
                   std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
               mine.rows += batch->items.size();

@@ -312,6 +312,28 @@ TEST(RunInput, UsageErrorsExitTwo) {
   EXPECT_FALSE(fs::exists(dir / "o.csv"));
 }
 
+TEST(RunReport, ProfileCountsEveryStageShardWritesIncluded) {
+  auto dir = testing::scratch_dir("run_profile");
+  auto input = write_many_rows(dir, 120);
+  auto report = dir / "report.json";
+  auto r = run_cli(run_args(
+      testing::fixture("models/bert_cls_multi").string(), input, dir / "out.csv",
+      {"--replicas", "2", "--batch-tokens", "64", "--profile", "--report", report.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json rep = read_json_file(report);
+  // Every batch is appended to a shard and fsynced (twice, with its manifest record): that time
+  // is measured, not left at 0.
+  const double shard_io = rep["time_seconds"]["shard_io"].get<double>();
+  EXPECT_GT(shard_io, 0.0);
+  EXPECT_GT(rep["time_share"]["shard_io"].get<double>(), 0.0);
+  double busy = 0;
+  for (const auto& replica : rep["replica_stats"]) busy += replica["busy_seconds"].get<double>();
+  EXPECT_LT(shard_io, busy);  // the writes are part of each replica's busy time
+  double share = 0;
+  for (const auto& [stage, s] : rep["time_share"].items()) share += s.get<double>();
+  EXPECT_NEAR(share, 1.0, 1e-9);
+}
+
 TEST(RunMiniLM, TextToEmbeddingsMatchesSentenceTransformers) {
   MCINFER_NEED_MINILM();
   auto dir = testing::scratch_dir("run_minilm");
