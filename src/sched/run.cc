@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -92,10 +93,6 @@ data::PredictionSchema make_schema(const model::ModelConfig& config, model::Task
   }
   return schema;
 }
-
-struct ReplicaResult {
-  std::exception_ptr error;
-};
 
 // shard_<N>.csv / shard_<N>.jsonl files in a directory, by N.
 std::vector<fs::path> existing_shards(const fs::path& dir) {
@@ -345,7 +342,10 @@ Json run_job(const RunOptions& o) {
           feeder, DynamicOptions{o.window_rows, o.batch_tokens}, replicas);
     }
 
-    std::vector<ReplicaResult> results(static_cast<std::size_t>(replicas));
+    // The first failure in time is the cause; one that follows may be its consequence (a
+    // replica stopped by it, or reading on after it), so only the first is reported.
+    std::mutex failure_mutex;
+    std::exception_ptr first_failure;
     std::atomic<bool> signalled{false};
     {
       std::unique_ptr<ProgressPrinter> progress;
@@ -393,16 +393,17 @@ Json run_job(const RunOptions& o) {
             }
             shard.close();
           } catch (...) {
-            results[static_cast<std::size_t>(r)].error = std::current_exception();
+            {
+              std::lock_guard lock(failure_mutex);
+              if (!first_failure) first_failure = std::current_exception();
+            }
             source->stop();
           }
         });
       }
       for (auto& t : pool) t.join();
     }
-    for (const auto& r : results) {
-      if (r.error) std::rethrow_exception(r.error);
-    }
+    if (first_failure) std::rethrow_exception(first_failure);
     if (signalled) {
       throw StoppedError(fmt::format(
           "stopped before the end of the input: {} rows are durable in {} and nothing "

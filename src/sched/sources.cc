@@ -121,6 +121,16 @@ bool DynamicSource::produce_window() {
   return true;
 }
 
+void DynamicSource::refill() {
+  if (stopped_ || input_done_) return;
+  try {
+    if (!produce_window()) input_done_ = true;
+  } catch (...) {
+    stopped_ = true;
+    throw;
+  }
+}
+
 std::optional<Batch> DynamicSource::next(int /*replica*/) {
   while (!stopped_) {
     std::optional<Batch> batch;
@@ -133,27 +143,22 @@ std::optional<Batch> DynamicSource::next(int /*replica*/) {
         running_low = queue_.size() < static_cast<std::size_t>(replicas_);
       }
     }
-    try {
-      if (batch) {
-        // Refill ahead of need when no other replica is already reading.
-        if (running_low && !input_done_) {
-          std::unique_lock produce(produce_mutex_, std::try_to_lock);
-          if (produce.owns_lock() && !input_done_ && !produce_window()) input_done_ = true;
-        }
-        return batch;
+    if (batch) {
+      // Refill ahead of need when no other replica is already reading.
+      if (running_low && !input_done_) {
+        std::unique_lock produce(produce_mutex_, std::try_to_lock);
+        if (produce.owns_lock()) refill();
       }
-      if (input_done_) return std::nullopt;
-      std::lock_guard produce(produce_mutex_);
-      bool empty;
-      {
-        std::lock_guard lock(queue_mutex_);
-        empty = queue_.empty();
-      }
-      if (empty && !input_done_ && !produce_window()) input_done_ = true;
-    } catch (...) {
-      stopped_ = true;
-      throw;
+      return batch;
     }
+    if (input_done_) return std::nullopt;
+    std::lock_guard produce(produce_mutex_);
+    bool empty;
+    {
+      std::lock_guard lock(queue_mutex_);
+      empty = queue_.empty();
+    }
+    if (empty) refill();
   }
   return std::nullopt;
 }

@@ -66,6 +66,10 @@ class DynamicSource : public WorkSource {
  private:
   // Reads, sorts and cuts one window; caller holds produce_mutex_. False when input is exhausted.
   bool produce_window();
+  // produce_window() unless the input is done or the source stopped; caller holds
+  // produce_mutex_. A read that throws stops the source before the lock is released, so that a
+  // replica waiting for the lock does not read on past the bad row (and report a later one).
+  void refill();
 
   RowFeeder& feeder_;
   const DynamicOptions options_;
