@@ -322,6 +322,7 @@ Json run_job(const RunOptions& o) {
   merge::Report merged;
   try {
     std::unique_ptr<WorkSource> source;
+    const StaticSource* static_source = nullptr;
     RowFeeder feeder(feed, tokenizer.get());
     counters.input_size = feeder.file_size();
     counters.rows_done = done_rows;
@@ -335,6 +336,7 @@ Json run_job(const RunOptions& o) {
       while (counter.next(item)) ++static_rows;
       auto s = std::make_unique<StaticSource>(feeder, static_rows, replicas, o.batch_size, done);
       counters.rows_total = s->padded_total();
+      static_source = s.get();
       source = std::move(s);
     } else {
       feeder.skip_done(&done);
@@ -347,6 +349,17 @@ Json run_job(const RunOptions& o) {
     std::mutex failure_mutex;
     std::exception_ptr first_failure;
     std::atomic<bool> signalled{false};
+    // What the progress line needs to know of the input, from the feeder (safe from any thread).
+    auto publish_input_progress = [&] {
+      counters.input_bytes = feeder.bytes_read();
+      const std::uint64_t read = feeder.tokens_read();
+      const std::uint64_t skipped = static_source ? static_source->skipped_tokens() : 0;
+      counters.tokens_read = read - std::min(read, skipped);
+      if (!static_source) {
+        counters.rows_read = feeder.rows_read();
+        if (auto rows = feeder.rows_in_input()) counters.rows_total = *rows;
+      }
+    };
     {
       std::unique_ptr<ProgressPrinter> progress;
       if (!o.quiet)
@@ -372,7 +385,7 @@ Json run_job(const RunOptions& o) {
                 break;
               }
               std::optional<Batch> batch = source->next(r);
-              counters.input_bytes = feeder.bytes_read();
+              publish_input_progress();
               if (!batch) break;
               const auto t0 = Clock::now();
               inputs.clear();

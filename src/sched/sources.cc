@@ -42,6 +42,10 @@ void StaticSource::produce_one() {
   const auto r = static_cast<std::size_t>(position_ % static_cast<std::uint64_t>(replicas_));
   item.position = position_;
   const bool done = position_ < done_.size() && done_[position_];
+  if (done && position_ < rows_) {
+    skipped_tokens_.store(skipped_tokens_.load(std::memory_order_relaxed) + item.ids.size(),
+                          std::memory_order_relaxed);
+  }
   if (!done) pending_[r].add(std::move(item));
   ++position_;
   auto flush = [&](std::size_t replica) {
