@@ -118,7 +118,7 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
       ->capture_default_str();
   sub->add_option("--max-len", f->max_len,
                   "Tokens per sequence, special tokens included (default: the model's)")
-      ->check(kWholeNumber);
+      ->check(whole_number());
   sub->add_option("--replicas", f->replicas,
                   "Model replicas (threads), or auto: one per physical core")
       ->capture_default_str();

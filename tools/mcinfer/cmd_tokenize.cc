@@ -118,7 +118,7 @@ Action add_tokenize_command(CLI::App& app, const Invocation&) {
       ->required();
   sub->add_option("--max-len", f->max_len,
                   "Truncate to N tokens, special tokens included (default: as run)")
-      ->check(kWholeNumber);
+      ->check(whole_number());
   sub->add_flag("--no-truncation", f->no_truncation, "Do not truncate");
   sub->add_flag("--pair", f->pair,
                 "Two texts per line, separated by a tab (or --text-pair-col with --input)");

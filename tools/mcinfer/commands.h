@@ -24,13 +24,15 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitMissingIds = 3;  // merge --expect found ids with no prediction
 
 // For count flags parsed into unsigned types: CLI11 would read "-1" as 2^64 - 1.
-inline const CLI::Validator kWholeNumber(
-    [](const std::string& value) {
-      return !value.empty() && value.find_first_not_of("0123456789") == std::string::npos
-                 ? std::string()
-                 : "must be a whole number, not '" + value + "'";
-    },
-    "N");
+inline CLI::Validator whole_number() {
+  return CLI::Validator(
+      [](const std::string& value) {
+        return !value.empty() && value.find_first_not_of("0123456789") == std::string::npos
+                   ? std::string()
+                   : "must be a whole number, not '" + value + "'";
+      },
+      "N");
+}
 
 Action add_run_command(CLI::App& app, const Invocation& invocation);
 Action add_merge_command(CLI::App& app, const Invocation& invocation);
