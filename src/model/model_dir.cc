@@ -302,6 +302,8 @@ std::vector<fs::path> ModelDir::module_dirs() const {
 Sourced<std::size_t> ModelDir::max_len(std::optional<std::size_t> tokenizer_limit,
                                        std::optional<std::size_t> requested) const {
   if (requested) {
+    // No position table to check against: a sequence still needs room for its special tokens.
+    if (!config_ && *requested < 2) fail_usage("--max-len {} is below 2", *requested);
     if (config_) {
       const auto model_limit = static_cast<std::size_t>(config_->max_sequence_length());
       if (*requested < 2 || *requested > model_limit) {

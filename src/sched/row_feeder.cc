@@ -91,6 +91,11 @@ bool RowFeeder::to_item(data::Row& row, WorkItem& item, std::string& reason) {
   return true;
 }
 
+std::optional<std::uint64_t> RowFeeder::rows_in_input() const {
+  if (!at_end_.load(std::memory_order_acquire)) return std::nullopt;
+  return rows_read_.load(std::memory_order_relaxed);
+}
+
 bool RowFeeder::next(WorkItem& item) {
   data::BadRow bad;
   while (true) {
@@ -99,7 +104,10 @@ bool RowFeeder::next(WorkItem& item) {
     stats_.read_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     bytes_read_.store(reader_->bytes_read(), std::memory_order_relaxed);
-    if (result == data::RowReader::Result::kEnd) return false;
+    if (result == data::RowReader::Result::kEnd) {
+      at_end_.store(true, std::memory_order_release);
+      return false;
+    }
     std::string reason;
     std::uint64_t line = 0;
     if (result == data::RowReader::Result::kRow) {
@@ -113,14 +121,16 @@ bool RowFeeder::next(WorkItem& item) {
         const bool ok = to_item(row_, item, reason);
         options_ = std::move(saved);
         if (ok) {
-          ++stats_.rows;
+          rows_read_.store(++stats_.rows, std::memory_order_relaxed);
           ids_.push_back(item.id);
           continue;
         }
       } else if (to_item(row_, item, reason)) {
         item.ordinal = stats_.rows++;
+        rows_read_.store(stats_.rows, std::memory_order_relaxed);
         item.position = item.ordinal;
         stats_.tokens += item.ids.size();
+        tokens_read_.store(stats_.tokens, std::memory_order_relaxed);
         ids_.push_back(item.id);
         return true;
       }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,12 @@ class RowFeeder {
   // Safe to call from any thread, while another reads.
   std::uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
   std::uint64_t file_size() const { return reader_->file_size(); }
+  // Tokens of the rows returned so far (rows skipped as done are not tokenised). Any thread.
+  std::uint64_t tokens_read() const { return tokens_read_.load(std::memory_order_relaxed); }
+  // Good rows read so far (those skipped as done included). Any thread.
+  std::uint64_t rows_read() const { return rows_read_.load(std::memory_order_relaxed); }
+  // rows_read() once next() has reached the end of the input; nullopt before. Any thread.
+  std::optional<std::uint64_t> rows_in_input() const;
 
  private:
   bool to_item(data::Row& row, WorkItem& item, std::string& reason);
@@ -76,6 +83,9 @@ class RowFeeder {
   std::vector<data::RowId> ids_;
   const std::vector<bool>* done_ = nullptr;
   std::atomic<std::uint64_t> bytes_read_{0};
+  std::atomic<std::uint64_t> tokens_read_{0};
+  std::atomic<std::uint64_t> rows_read_{0};
+  std::atomic<bool> at_end_{false};
 };
 
 }  // namespace mcinfer::sched

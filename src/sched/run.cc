@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -78,10 +79,6 @@ std::string_view activation_name(model::OutputActivation activation) {
   }
   return "?";
 }
-
-struct ReplicaResult {
-  std::exception_ptr error;
-};
 
 // shard_<N>.csv / shard_<N>.jsonl files in a directory, by N.
 std::vector<fs::path> existing_shards(const fs::path& dir) {
@@ -326,6 +323,7 @@ Json run_job(const RunOptions& o) {
 
   RunCounters counters(replicas);
   std::vector<ops::OpProfile> profiles(static_cast<std::size_t>(replicas));
+  // Per replica: appending its batches to its shard and fsyncing shard and manifest.
   std::vector<double> write_seconds(static_cast<std::size_t>(replicas), 0.0);
   Clock::time_point computed;
   FeedStats feed_stats;
@@ -333,6 +331,7 @@ Json run_job(const RunOptions& o) {
   merge::Report merged;
   try {
     std::unique_ptr<WorkSource> source;
+    const StaticSource* static_source = nullptr;
     RowFeeder feeder(feed, tokenizer.get());
     counters.input_size = feeder.file_size();
     counters.rows_done = done_rows;
@@ -346,6 +345,7 @@ Json run_job(const RunOptions& o) {
       while (counter.next(item)) ++static_rows;
       auto s = std::make_unique<StaticSource>(feeder, static_rows, replicas, o.batch_size, done);
       counters.rows_total = s->padded_total();
+      static_source = s.get();
       source = std::move(s);
     } else {
       feeder.skip_done(&done);
@@ -353,8 +353,22 @@ Json run_job(const RunOptions& o) {
           feeder, DynamicOptions{o.window_rows, o.batch_tokens}, replicas);
     }
 
-    std::vector<ReplicaResult> results(static_cast<std::size_t>(replicas));
+    // The first failure in time is the cause; one that follows may be its consequence (a
+    // replica stopped by it, or reading on after it), so only the first is reported.
+    std::mutex failure_mutex;
+    std::exception_ptr first_failure;
     std::atomic<bool> signalled{false};
+    // What the progress line needs to know of the input, from the feeder (safe from any thread).
+    auto publish_input_progress = [&] {
+      counters.input_bytes = feeder.bytes_read();
+      const std::uint64_t read = feeder.tokens_read();
+      const std::uint64_t skipped = static_source ? static_source->skipped_tokens() : 0;
+      counters.tokens_read = read - std::min(read, skipped);
+      if (!static_source) {
+        counters.rows_read = feeder.rows_read();
+        if (auto rows = feeder.rows_in_input()) counters.rows_total = *rows;
+      }
+    };
     {
       std::unique_ptr<ProgressPrinter> progress;
       if (!o.quiet)
@@ -380,14 +394,17 @@ Json run_job(const RunOptions& o) {
                 break;
               }
               std::optional<Batch> batch = source->next(r);
-              counters.input_bytes = feeder.bytes_read();
+              publish_input_progress();
               if (!batch) break;
               const auto t0 = Clock::now();
               inputs.clear();
               for (const WorkItem& item : batch->items)
                 inputs.push_back({item.ids, item.type_ids, item.mask});
               encoder.predict(inputs, task, values);
+              const auto written = Clock::now();
               shard.write_batch(*batch, values, dim);
+              write_seconds[static_cast<std::size_t>(r)] +=
+                  std::chrono::duration<double>(Clock::now() - written).count();
               mine.busy_ns += static_cast<std::uint64_t>(
                   std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
               mine.rows += batch->items.size();
@@ -398,16 +415,17 @@ Json run_job(const RunOptions& o) {
             }
             shard.close();
           } catch (...) {
-            results[static_cast<std::size_t>(r)].error = std::current_exception();
+            {
+              std::lock_guard lock(failure_mutex);
+              if (!first_failure) first_failure = std::current_exception();
+            }
             source->stop();
           }
         });
       }
       for (auto& t : pool) t.join();
     }
-    for (const auto& r : results) {
-      if (r.error) std::rethrow_exception(r.error);
-    }
+    if (first_failure) std::rethrow_exception(first_failure);
     if (signalled) {
       throw StoppedError(fmt::format(
           "stopped before the end of the input: {} rows are durable in {} and nothing "

@@ -42,6 +42,10 @@ void StaticSource::produce_one() {
   const auto r = static_cast<std::size_t>(position_ % static_cast<std::uint64_t>(replicas_));
   item.position = position_;
   const bool done = position_ < done_.size() && done_[position_];
+  if (done && position_ < rows_) {
+    skipped_tokens_.store(skipped_tokens_.load(std::memory_order_relaxed) + item.ids.size(),
+                          std::memory_order_relaxed);
+  }
   if (!done) pending_[r].add(std::move(item));
   ++position_;
   auto flush = [&](std::size_t replica) {
@@ -121,6 +125,16 @@ bool DynamicSource::produce_window() {
   return true;
 }
 
+void DynamicSource::refill() {
+  if (stopped_ || input_done_) return;
+  try {
+    if (!produce_window()) input_done_ = true;
+  } catch (...) {
+    stopped_ = true;
+    throw;
+  }
+}
+
 std::optional<Batch> DynamicSource::next(int /*replica*/) {
   while (!stopped_) {
     std::optional<Batch> batch;
@@ -133,27 +147,22 @@ std::optional<Batch> DynamicSource::next(int /*replica*/) {
         running_low = queue_.size() < static_cast<std::size_t>(replicas_);
       }
     }
-    try {
-      if (batch) {
-        // Refill ahead of need when no other replica is already reading.
-        if (running_low && !input_done_) {
-          std::unique_lock produce(produce_mutex_, std::try_to_lock);
-          if (produce.owns_lock() && !input_done_ && !produce_window()) input_done_ = true;
-        }
-        return batch;
+    if (batch) {
+      // Refill ahead of need when no other replica is already reading.
+      if (running_low && !input_done_) {
+        std::unique_lock produce(produce_mutex_, std::try_to_lock);
+        if (produce.owns_lock()) refill();
       }
-      if (input_done_) return std::nullopt;
-      std::lock_guard produce(produce_mutex_);
-      bool empty;
-      {
-        std::lock_guard lock(queue_mutex_);
-        empty = queue_.empty();
-      }
-      if (empty && !input_done_ && !produce_window()) input_done_ = true;
-    } catch (...) {
-      stopped_ = true;
-      throw;
+      return batch;
     }
+    if (input_done_) return std::nullopt;
+    std::lock_guard produce(produce_mutex_);
+    bool empty;
+    {
+      std::lock_guard lock(queue_mutex_);
+      empty = queue_.empty();
+    }
+    if (empty) refill();
   }
   return std::nullopt;
 }

@@ -33,6 +33,9 @@ class StaticSource : public WorkSource {
   void stop() override;
 
   std::uint64_t padded_total() const { return total_; }
+  // Tokens of the input rows read so far that a resumed run had already done (left out). Any
+  // thread.
+  std::uint64_t skipped_tokens() const { return skipped_tokens_.load(std::memory_order_relaxed); }
 
  private:
   void produce_one();  // reads the next row of the padded stream; caller holds mutex_
@@ -50,6 +53,7 @@ class StaticSource : public WorkSource {
   std::uint64_t batches_ = 0;
   bool stopped_ = false;
   std::vector<bool> done_;
+  std::atomic<std::uint64_t> skipped_tokens_{0};
 };
 
 struct DynamicOptions {
@@ -66,6 +70,10 @@ class DynamicSource : public WorkSource {
  private:
   // Reads, sorts and cuts one window; caller holds produce_mutex_. False when input is exhausted.
   bool produce_window();
+  // produce_window() unless the input is done or the source stopped; caller holds
+  // produce_mutex_. A read that throws stops the source before the lock is released, so that a
+  // replica waiting for the lock does not read on past the bad row (and report a later one).
+  void refill();
 
   RowFeeder& feeder_;
   const DynamicOptions options_;

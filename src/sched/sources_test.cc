@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <latch>
 #include <random>
 #include <set>
 #include <thread>
@@ -147,6 +148,42 @@ TEST(DynamicSource, SameInputSameBatches) {
     return out;
   };
   EXPECT_EQ(collect(), collect());
+}
+
+// Replicas waiting to read when another one's read fails must not read on past the bad row: a
+// bad row after it would then be reported instead (the cause of a flaky MalformedCsv.NulBytes,
+// whose input has a second bad row right after the first).
+TEST(DynamicSource, AFailedReadIsTheOnlyErrorEvenWithReplicasWaiting) {
+  auto path = testing::scratch_dir("dynamic_bad_row") / "rows.jsonl";
+  {
+    std::ofstream out(path);
+    out << "{\"id\": 1, \"input_ids\": [1, 2]}\n";
+    for (int i = 0; i < 20; ++i) out << "{\"id\": " << i + 2 << ", \"input_ids\": [1, 500]}\n";
+  }
+  constexpr int kReplicas = 8;
+  for (int attempt = 0; attempt < 300; ++attempt) {
+    RowFeeder feeder(feed_options(path), nullptr);
+    DynamicSource source(feeder, DynamicOptions{64, 200}, kReplicas);
+    std::mutex mutex;
+    std::vector<std::string> errors;
+    std::latch start(kReplicas);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kReplicas; ++r) {
+      threads.emplace_back([&, r] {
+        start.arrive_and_wait();
+        try {
+          while (source.next(r)) {
+          }
+        } catch (const Error& e) {
+          std::lock_guard lock(mutex);
+          errors.emplace_back(e.what());
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(errors.size(), 1u) << "attempt " << attempt << ": " << errors.back();
+    ASSERT_NE(errors[0].find("rows.jsonl:2: "), std::string::npos) << errors[0];
+  }
 }
 
 TEST(RowFeeder, BadPretokenisedRowsNameFileAndLine) {

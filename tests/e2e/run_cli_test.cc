@@ -272,12 +272,45 @@ TEST(RunInput, UsageErrorsExitTwo) {
   auto model = testing::fixture("models/bert_cls_single").string();
   EXPECT_EQ(run_cli(run_args(model, input, dir / "o.csv", {"--replicas", "zero"})).exit_code, 2);
   EXPECT_EQ(run_cli(run_args(model, input, dir / "o.csv", {"--max-len", "100000"})).exit_code, 2);
+  // 0 is refused like 1 (it once meant "the model's default"); the message gives the range.
+  for (const char* n : {"0", "1"}) {
+    auto r = run_cli(run_args(model, input, dir / "o.csv", {"--max-len", n}));
+    EXPECT_EQ(r.exit_code, 2) << n << ": " << r.err;
+    EXPECT_NE(r.err.find(fmt::format("--max-len {} is outside [2, 40]", n)), std::string::npos)
+        << r.err;
+  }
+  auto negative = run_cli(run_args(model, input, dir / "o.csv", {"--max-len", "-1"}));
+  EXPECT_EQ(negative.exit_code, 2) << negative.err;
+  EXPECT_NE(negative.err.find("--max-len: must be a whole number"), std::string::npos)
+      << negative.err;
   EXPECT_EQ(run_cli(run_args(testing::fixture("models/bert_embed").string(), input, dir / "o.csv",
                              {"--task", "classify"}))
                 .exit_code,
             2);
   EXPECT_EQ(run_cli({"run", model, "--input", input.string()}).exit_code, 2);  // no --output
   EXPECT_FALSE(fs::exists(dir / "o.csv"));
+}
+
+TEST(RunReport, ProfileCountsEveryStageShardWritesIncluded) {
+  auto dir = testing::scratch_dir("run_profile");
+  auto input = write_many_rows(dir, 120);
+  auto report = dir / "report.json";
+  auto r = run_cli(run_args(
+      testing::fixture("models/bert_cls_multi").string(), input, dir / "out.csv",
+      {"--replicas", "2", "--batch-tokens", "64", "--profile", "--report", report.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json rep = read_json_file(report);
+  // Every batch is appended to a shard and fsynced (twice, with its manifest record): that time
+  // is measured, not left at 0.
+  const double shard_io = rep["time_seconds"]["shard_io"].get<double>();
+  EXPECT_GT(shard_io, 0.0);
+  EXPECT_GT(rep["time_share"]["shard_io"].get<double>(), 0.0);
+  double busy = 0;
+  for (const auto& replica : rep["replica_stats"]) busy += replica["busy_seconds"].get<double>();
+  EXPECT_LT(shard_io, busy);  // the writes are part of each replica's busy time
+  double share = 0;
+  for (const auto& [stage, s] : rep["time_share"].items()) share += s.get<double>();
+  EXPECT_NEAR(share, 1.0, 1e-9);
 }
 
 TEST(RunMiniLM, TextToEmbeddingsMatchesSentenceTransformers) {

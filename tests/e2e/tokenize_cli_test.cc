@@ -1,5 +1,6 @@
 // `mcinfer tokenize` prints exactly what the tokenizer library produces (which parity_test checks
 // against Hugging Face), for stdin lines, pairs, and rows of an input file.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -143,6 +144,21 @@ TEST(TokenizeCli, SentenceTransformersTextsAreStripped) {
         if (mask[i * shape[1] + j]) want.push_back(ids[i * shape[1] + j]);
       EXPECT_EQ(got[i], Json(want).dump()) << "row " << i;
     }
+  }
+}
+
+TEST(TokenizeCli, MaxLenBelowTwoIsRefusedNotTheDefault) {
+  const fs::path with_config = testing::fixture("text/roberta_cls");
+  const fs::path tokenizer_only = testing::fixture("tokenizer/models/minilm_vocab");
+  for (const char* n : {"0", "1"}) {
+    SCOPED_TRACE(n);
+    auto r = testing::run_cli({"tokenize", with_config.string(), "--max-len", n});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("--max-len {} is outside [2, ", n)), std::string::npos)
+        << r.err;
+    r = testing::run_cli({"tokenize", tokenizer_only.string(), "--max-len", n});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(fmt::format("--max-len {} is below 2", n)), std::string::npos) << r.err;
   }
 }
 

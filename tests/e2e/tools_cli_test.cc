@@ -60,5 +60,23 @@ TEST(BenchCli, ReportsThroughputGemmSpeedAndOpShares) {
   EXPECT_EQ(testing::run_cli({"bench", "--shape", "gpt-9"}).exit_code, 2);
 }
 
+// A failure the code does not wrap in its own error type (here std::filesystem::filesystem_error
+// from stat on a symlink loop, or on a name longer than the filesystem allows) must still end as
+// "mcinfer: error: ..." and status 1, never std::terminate (an abort, status 134).
+TEST(ToolsCli, FilesystemErrorsAreReportedNotAborted) {
+  auto dir = testing::scratch_dir("tools_fs_error");
+  const auto loop = dir / "loop";
+  std::filesystem::create_symlink(loop, loop);
+  const auto too_long = dir / std::string(300, 'a');  // NAME_MAX is 255
+  for (const auto& path : {loop, too_long}) {
+    auto r = testing::run_cli({"merge", path.string(), "--output", (dir / "out.csv").string()});
+    EXPECT_EQ(r.exit_code, 1) << path << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("mcinfer: error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(path.string()), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "out.csv"));
+  }
+}
+
 }  // namespace
 }  // namespace mcinfer

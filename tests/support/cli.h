@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -21,6 +22,12 @@ struct CliResult {
   int exit_code = -1;  // exit status, or 128 + signal number
   std::string out;     // stdout
   std::string err;     // stderr
+  // The child's peak resident memory (wait4's ru_maxrss). posix_spawn starts the child with
+  // vfork, whose memory is this process's until the exec, and the kernel keeps that peak: the
+  // figure is max(the child's peak, this process's peak at the spawn), an upper bound.
+  std::uint64_t peak_rss_bytes = 0;
+  // CliOptions::signal was sent: the child was still running after signal_after_ms.
+  bool signalled = false;
 };
 
 inline std::filesystem::path cli_path() {
@@ -88,17 +95,19 @@ inline CliResult run_cli(const std::vector<std::string>& args, const CliOptions&
   if (options.file_size_limit > 0) setrlimit(RLIMIT_FSIZE, &saved);
   if (spawned == 0) {
     int status = 0;
+    struct rusage usage {};
     bool finished = false;
     if (options.signal_after_ms > 0) {
       // Poll so that a child that finishes early is not signalled after its pid is reused.
       for (int waited = 0; waited < options.signal_after_ms && !finished; ++waited) {
-        finished = waitpid(pid, &status, WNOHANG) == pid;
+        finished = wait4(pid, &status, WNOHANG, &usage) == pid;
         if (!finished) usleep(1000);
       }
-      if (!finished) kill(pid, options.signal);
+      if (!finished) result.signalled = kill(pid, options.signal) == 0;
     }
-    if (!finished) waitpid(pid, &status, 0);
+    if (!finished) wait4(pid, &status, 0, &usage);
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.peak_rss_bytes = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;  // KiB on Linux
   }
   posix_spawn_file_actions_destroy(&actions);
   result.out = read_file(out_path);

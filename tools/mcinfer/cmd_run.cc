@@ -44,7 +44,7 @@ struct RunFlags {
   std::string on_bad_row = "error";
   std::string shards_dir, report;
   std::string text_pair_col;
-  std::size_t max_len = 0;
+  std::optional<std::size_t> max_len;  // absent: the model's (0 is refused, not "the default")
   std::string precision = "auto";
   std::optional<std::size_t> check_precision;
   std::optional<double> min_cosine, min_agreement;
@@ -67,7 +67,7 @@ int run_run(RunFlags& f) {
                  : f.activation == "sigmoid" ? model::OutputActivation::kSigmoid
                  : f.activation == "none"    ? model::OutputActivation::kNone
                                              : model::OutputActivation::kAuto;
-  if (f.max_len) o.max_len = f.max_len;
+  o.max_len = f.max_len;
   o.precision = parse_precision_flag(f.precision);
   o.check_precision_rows = f.check_precision;
   o.min_cosine = f.min_cosine;
@@ -134,7 +134,8 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
       ->check(CLI::IsMember({"auto", "softmax", "sigmoid", "none"}))
       ->capture_default_str();
   sub->add_option("--max-len", f->max_len,
-                  "Tokens per sequence, special tokens included (default: the model's)");
+                  "Tokens per sequence, special tokens included (default: the model's)")
+      ->check(whole_number());
   sub->add_option("--precision", f->precision,
                   "fp32, bf16, or auto: bf16 where the CPU has native bf16 dot products "
                   "(avx512_bf16, AMX), else fp32")

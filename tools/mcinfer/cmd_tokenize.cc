@@ -18,7 +18,7 @@ namespace {
 struct TokenizeFlags {
   std::string model_dir, input, format, text_pair_col;
   data::ColumnSpec columns;
-  std::size_t max_len = 0;
+  std::optional<std::size_t> max_len;  // absent: as run (0 is refused, not "the default")
   bool pair = false;
   bool tokens = false;
   bool no_truncation = false;
@@ -56,9 +56,7 @@ int run_tokenize(TokenizeFlags& f) {
   auto tok = tokenizer::Tokenizer::load(f.model_dir);
   std::size_t max_len = 0;  // 0: no truncation
   if (!f.no_truncation) {
-    max_len = dir.max_len(tok->model_max_length(),
-                          f.max_len ? std::optional<std::size_t>(f.max_len) : std::nullopt)
-                  .value;
+    max_len = dir.max_len(tok->model_max_length(), f.max_len).value;
   }
   // As run does for a sentence-transformers model.
   auto prepare = [&](std::string_view text) {
@@ -118,7 +116,8 @@ Action add_tokenize_command(CLI::App& app, const Invocation&) {
   sub->add_option("model_dir", f->model_dir, "Hugging Face model directory with tokenizer files")
       ->required();
   sub->add_option("--max-len", f->max_len,
-                  "Truncate to N tokens, special tokens included (default: as run)");
+                  "Truncate to N tokens, special tokens included (default: as run)")
+      ->check(whole_number());
   sub->add_flag("--no-truncation", f->no_truncation, "Do not truncate");
   sub->add_flag("--pair", f->pair,
                 "Two texts per line, separated by a tab (or --text-pair-col with --input)");

@@ -34,6 +34,17 @@ inline ops::Precision parse_precision_flag(const std::string& value) {
   return *p;
 }
 
+// For count flags parsed into unsigned types: CLI11 would read "-1" as 2^64 - 1.
+inline CLI::Validator whole_number() {
+  return CLI::Validator(
+      [](const std::string& value) {
+        return !value.empty() && value.find_first_not_of("0123456789") == std::string::npos
+                   ? std::string()
+                   : "must be a whole number, not '" + value + "'";
+      },
+      "N");
+}
+
 Action add_run_command(CLI::App& app, const Invocation& invocation);
 Action add_merge_command(CLI::App& app, const Invocation& invocation);
 Action add_tokenize_command(CLI::App& app, const Invocation& invocation);

@@ -50,6 +50,15 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "mcinfer: error: out of memory\n");
     return kExitError;
+  } catch (const std::exception& e) {
+    // What the code did not turn into an Error (e.g. std::filesystem::filesystem_error, which
+    // names the operation and the path) must still end as a message and status 1, not
+    // std::terminate and an abort.
+    fmt::print(stderr, "mcinfer: error: {}\n", e.what());
+    return kExitError;
+  } catch (...) {
+    fmt::print(stderr, "mcinfer: error: unexpected failure (an exception of unknown type)\n");
+    return kExitError;
   }
   return kExitUsage;
 }
