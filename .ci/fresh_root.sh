@@ -80,7 +80,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 mount_in_root() { # TYPE DIR [OPTIONS]
   mkdir -p "$root$2"
-  mount -t "$1" ${3:+-o "$3"} "$1" "$root$2"
+  mount -t "$1" ${3:+-o "$3"} "$1" "$root$2" || return 1
   mounted+=("$root$2")
 }
 
@@ -136,26 +136,32 @@ echo "passed to the root: ${pass[*]%%=*}"
 mount_in_root proc /proc
 mount_in_root sysfs /sys
 mount_in_root tmpfs /dev/shm mode=1777
+# apt logs through a pseudo-terminal; without one it only prints an error and goes on.
+if mount_in_root devpts /dev/pts newinstance,ptmxmode=0666; then
+  mount --bind "$root/dev/pts/ptmx" "$root/dev/ptmx" && mounted+=("$root/dev/ptmx") || true
+fi
 
 if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]; then
   echo "fresh_root.sh: note: uncommitted changes in $repo are not part of this check (it clones HEAD)" >&2
 fi
 head=$(git -C "$repo" rev-parse HEAD)
-git clone -q --no-hardlinks "$repo" "$root/root/mcinfer"
-git -C "$root/root/mcinfer" checkout -q --detach "$head"
+home=/root # the new user is root, so scripts/setup.sh needs no sudo (not in a minimal system)
+clone="$home/mcinfer"
+git clone -q --no-hardlinks "$repo" "$root$clone"
+git -C "$root$clone" checkout -q --detach "$head"
 
-echo "== in the fresh root, /root/mcinfer at ${head:0:12}: $first_line"
+echo "== in the fresh root, $clone at ${head:0:12}: $first_line"
 t=$(now)
-chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+chroot "$root" /usr/bin/env -i HOME="$home" LANG=C.UTF-8 TERM=dumb \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "${pass[@]}" \
-  /bin/bash -c "cd /root/mcinfer && $first_line" ||
+  /bin/bash -c "cd $clone && $first_line" ||
   die "the README's first command failed in a fresh Debian 12 root (output above)"
 echo "README's first command: $(($(now) - t)) s"
 
 # The demo's product: one row per distinct input id, in input order, "id" + 384 normalised values.
-out="$root/root/mcinfer/out/sentences_embeddings.csv"
+out="$root$clone/out/sentences_embeddings.csv"
 [ -s "$out" ] || die "the demo wrote no out/sentences_embeddings.csv"
-[ -s "$root/root/mcinfer/out/sentences_report.json" ] || die "the demo wrote no out/sentences_report.json"
+[ -s "$root$clone/out/sentences_report.json" ] || die "the demo wrote no out/sentences_report.json"
 awk -F, '
   FNR == 1 { file++ }
   file == 1 && FNR > 1 { # input CSV: ids start records; quoted fields may span lines
@@ -177,5 +183,5 @@ awk -F, '
   END { if (bad) exit 1
     if (rows != n) { print rows " rows, want " n " (distinct ids of the input)"; exit 1 }
     print "out/sentences_embeddings.csv: " rows " rows x 385 columns, unit norms, input order" }
-' "$root/root/mcinfer/examples/sentences.csv" "$out" || die "out/sentences_embeddings.csv has the wrong shape"
+ ' "$root$clone/examples/sentences.csv" "$out" || die "out/sentences_embeddings.csv has the wrong shape"
 echo "fresh root check: $(($(now) - t0)) s"
