@@ -43,7 +43,7 @@ sources822=$(awk -v RS= -v ORS='\n\n' -v s="$suite" '
     if (ok && !bad && $0 ~ /(^|\n)Types:[^\n]*deb([ \t]|$|\n)/) print }' \
   /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
 sources_list=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-  awk -v s="$suite" '$1 == "deb" { i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
+  awk -v s="$suite" '$1 == "deb" { i = 2; if ($i ~ /^\[/) { while (i < NF && $i !~ /\]$/) i++; i++ }
     if ($(i + 1) ~ ("^" s "(-updates|-security)?$")) print }' || true)
 mirror=$(printf '%s\n' "$sources822" | awk -v s="$suite" -v RS= '
   { u = ""; hit = 0; n = split($0, l, "\n")
@@ -53,7 +53,7 @@ mirror=$(printf '%s\n' "$sources822" | awk -v s="$suite" -v RS= '
     }
     if (hit && u != "") { print u; exit } }')
 if [ -z "$mirror" ]; then
-  mirror=$(printf '%s\n' "$sources_list" | awk -v s="$suite" '{ i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
+  mirror=$(printf '%s\n' "$sources_list" | awk -v s="$suite" '{ i = 2; if ($i ~ /^\[/) { while (i < NF && $i !~ /\]$/) i++; i++ }
     if ($(i + 1) == s) { print $i; exit } }')
 fi
 [ -n "$mirror" ] || die "no '$suite' entry in the host's apt sources (/etc/apt/sources.list[.d])"
