@@ -4,7 +4,15 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${MCINFER_BUILD_DIR:-$root/build}"
-"$root/scripts/build.sh"
-export MCINFER_MINILM_DIR="$("$root/scripts/get_minilm.sh")"
+# The model comes first: a failed fetch stops here, before a long build, with its own message
+# (`export VAR="$(cmd)"` would not stop under set -e; the failure used to surface only later as
+# a test's "not found at ''").
+if ! minilm=$("$root/scripts/get_minilm.sh"); then
+  echo "scripts/test.sh: stopping: scripts/get_minilm.sh could not provide the MiniLM model" \
+    "(see its message above); the real-model tests need it." >&2
+  exit 1
+fi
+export MCINFER_MINILM_DIR="$minilm"
 export MCINFER_REQUIRE_MINILM=1
+"$root/scripts/build.sh"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"

