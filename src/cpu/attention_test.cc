@@ -48,13 +48,23 @@ std::vector<double> reference(const std::vector<float>& qkv, const std::vector<S
   return ctx;
 }
 
-void expect_matches_reference(int heads, std::int64_t hidden, std::vector<SequenceSpan> seqs) {
+// Rows up to the end of the last sequence, and random [tokens, 3·hidden] Q, K, V for them.
+std::int64_t token_count(const std::vector<SequenceSpan>& seqs) {
   std::int64_t tokens = 0;
   for (const auto& s : seqs) tokens = std::max(tokens, s.offset + s.length);
-  std::mt19937 rng(7);
+  return tokens;
+}
+std::vector<float> random_qkv(std::int64_t tokens, std::int64_t hidden, std::uint32_t seed) {
+  std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0, 1);
   std::vector<float> qkv(static_cast<std::size_t>(tokens * 3 * hidden));
   for (auto& v : qkv) v = dist(rng);
+  return qkv;
+}
+
+void expect_matches_reference(int heads, std::int64_t hidden, std::vector<SequenceSpan> seqs) {
+  const std::int64_t tokens = token_count(seqs);
+  const std::vector<float> qkv = random_qkv(tokens, hidden, 7);
   auto want = reference(qkv, seqs, heads, hidden, tokens);
   for (Isa isa : supported_isas()) {
     for (int threads : {1, 2}) {
@@ -91,12 +101,8 @@ TEST(Attention, WideHeadsAndLongSequencesMatchReference) {
 // missing normalisation would be off by far more.
 void expect_bf16_matches_reference(int heads, std::int64_t hidden,
                                    const std::vector<SequenceSpan>& seqs) {
-  std::int64_t tokens = 0;
-  for (const auto& s : seqs) tokens = std::max(tokens, s.offset + s.length);
-  std::mt19937 rng(11);
-  std::normal_distribution<float> dist(0, 1);
-  std::vector<float> qkv(static_cast<std::size_t>(tokens * 3 * hidden));
-  for (auto& v : qkv) v = dist(rng);
+  const std::int64_t tokens = token_count(seqs);
+  const std::vector<float> qkv = random_qkv(tokens, hidden, 11);
   std::vector<Bf16> qkv16(qkv.size());
   kernels_for(Isa::kGeneric)
       .to_bf16(qkv.data(), qkv16.data(), static_cast<std::int64_t>(qkv.size()));
