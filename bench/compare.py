@@ -74,7 +74,7 @@ from seed_recipe import physical_cores  # noqa: E402  (light: no torch at import
 from bench_common import git_revision, sh  # noqa: E402
 import compare_report as report  # noqa: E402
 import onednn_isa  # noqa: E402
-from compare_report import PRECISION, mib  # noqa: E402
+from compare_report import PRECISION, fmt, mib  # noqa: E402
 
 SYSTEMS = ["mcinfer-fp32", "mcinfer-bf16", "torch", "torch-bf16", "torch-mp", "ort", "ort-mp", "openvino",
            "openvino-bf16", "ct2"]
@@ -471,8 +471,8 @@ def diagnostics(ctx) -> tuple[list, list, list]:
     md += ["### mcinfer: where the time goes (1 replica, `--profile`)", "",
            f"`mcinfer bench MODEL --batch {a.batch} --seq {a.seq} --threads 1 --iters {a.iters} --precision P "
            f"--profile --json`, run after the measurements above; shares of the profiled forward time.", "",
-           "| model | precision | seq/s | GFLOP/s | oneDNN alone GFLOP/s | model ÷ oneDNN | "
-           + " | ".join(PROFILE_OPS) + " |", "|---|---|---:|---:|---:|---:|" + "---:|" * len(PROFILE_OPS)]
+           "| model | precision | seq/s | GFLOP/s | GEMM GFLOP/s inside the model | oneDNN alone GFLOP/s | "
+           "model ÷ oneDNN | " + " | ".join(PROFILE_OPS) + " |", "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(PROFILE_OPS)]
     for name, m in ctx.models.items():
         for system in (s for s in MCINFER_PRECISION if s in a.systems):
             cmd = [str(a.mcinfer), "bench", str(m["dir"]), "--batch", str(a.batch), "--seq", str(a.seq), "--threads",
@@ -484,7 +484,8 @@ def diagnostics(ctx) -> tuple[list, list, list]:
                 continue
             share = info.get("op_share", {})
             md.append(f"| {name} | {info.get('precision')} | {info['seq_per_s']:.2f} | {info['gflops']:.1f} | "
-                      f"{info['gemm_gflops']:.1f} | {100 * info['efficiency_vs_gemm']:.1f}% | "
+                      f"{fmt(info.get('gemm_achieved_gflops_in_model'))} | {info['gemm_gflops']:.1f} | "
+                      f"{100 * info['efficiency_vs_gemm']:.1f}% | "
                       + " | ".join(f"{100 * share.get(op, 0):.1f}%" for op in PROFILE_OPS) + " |")
             term.append(f"  profile {name} {info.get('precision')}: " +
                         ", ".join(f"{op} {100 * share.get(op, 0):.1f}%" for op in PROFILE_OPS))
