@@ -650,8 +650,9 @@ def section_head(ctx, facts: dict, vers: dict, command: str, minutes: float, loa
            f"({facts['threads_per_core']} thread(s)/core), L3 {facts['l3']}; {facts['memory_gib']} GiB memory; "
            f"Linux {facts['kernel']}{', ' + facts['hypervisor'] + ' guest' if facts['hypervisor'] else ''}; "
            f"all cores = {a.cores}",
-           f"- CPU flags: {onednn_isa.flags_line(facts['flags'])}; bf16 ÷ fp32 target in (a): "
-           + (f"≥ {target} ({flag})" if flag else "none (no native bf16)"),
+           f"- CPU flags: {onednn_isa.flags_line(facts['flags'])}"
+           + ("" if "a" not in a.workloads else "; bf16 ÷ fp32 target in (a): "
+              + (f"≥ {target} ({flag})" if flag else "none (no native bf16)")),
            f"- Load average (1 min) at the start {load[0]:.1f}, at the end {load[1]:.1f}, on {facts['logical_cpus']} "
            f"logical CPUs" + (f"; {a.note}" if a.note else ""),
            f"- Versions: mcinfer `{vers['mcinfer']}` (git {vers['git']}); Python {vers['python']}; "
