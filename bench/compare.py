@@ -2,31 +2,47 @@
 """mcinfer side by side with its peers: same models, same inputs, same machine, one invocation.
 
 Systems (each run is its own process; peers live in bench/compare_peers.py):
-  mcinfer    the CLI: `mcinfer bench` for (a), `mcinfer run` for (b); replicas = cores, 1 thread each
-  torch      PyTorch + transformers eager, torch.inference_mode, one process with threads = cores
-  torch-mp   the same, one process per core (one thread and one model copy each)
-  ort        ONNX Runtime, optimum's ONNX export + ORT's transformer fusions, ORT_ENABLE_ALL,
-             one session with intra-op threads = cores
-  ort-mp     ONNX Runtime, one process per core, one session with one intra-op thread each
-  openvino   OpenVINO IR (fp32 weights, f32 inference precision), THROUGHPUT hint, AsyncInferQueue
-  ct2        CTranslate2 Encoder, inter_threads = cores, intra_threads = 1; the classifier head
-             (BERT pooler+classifier, XLM-R dense+tanh+out_proj) runs in numpy, timed with it
+  mcinfer-fp32   the CLI with --precision fp32 (`mcinfer` is accepted for it): `mcinfer bench` for
+                 (a), `mcinfer run` for (b); replicas = cores, 1 thread each
+  mcinfer-bf16   the same with --precision bf16 (bf16 GEMM inputs and weights, f32 elsewhere)
+  torch          PyTorch + transformers eager, torch.inference_mode, one process with threads = cores
+  torch-bf16     the same under torch.autocast("cpu", dtype=torch.bfloat16)
+  torch-mp       torch, one process per core (one thread and one model copy each)
+  ort            ONNX Runtime, optimum's ONNX export + ORT's transformer fusions (their counts are
+                 read back; no Attention or SkipLayerNormalization fusion fails the system),
+                 ORT_ENABLE_ALL, one session with intra-op threads = cores
+  ort-mp         ONNX Runtime, one process per core, one session with one intra-op thread each
+  openvino       OpenVINO IR (fp32 weights), f32 inference precision forced and read back,
+                 THROUGHPUT hint, AsyncInferQueue
+  openvino-bf16  the same IR in OpenVINO's default PERFORMANCE execution mode, no precision forced;
+                 the inference precision it chose (bf16 on CPUs with native bf16) is read back
+  ct2            CTranslate2 Encoder, inter_threads = cores, intra_threads = 1; the classifier head
+                 (BERT pooler+classifier, XLM-R dense+tanh+out_proj) runs in numpy, timed with it
+The bf16 systems are left out of the default list on a CPU without native bf16 dot products.
 Workloads:
   (a) fixed B x S random token ids (default 32 x 128), forward passes only: sequences/s, measured
-      inside each process after warm-up; swept over 1..cores threads / processes / replicas;
-      every system's outputs for the batch are compared with PyTorch's (max abs diff, flag > 1e-3)
+      inside each process after warm-up; swept over 1..cores threads / processes / replicas
   (b) the long-tailed test set (bench/gen_testset.py), end to end: wall time from process start
       to the output file in place (imports, model load, CSV, tokenisation, output included);
-      every peer sorts by length and pads per batch; outputs compared with mcinfer's
+      every peer sorts by length and pads per batch. OpenVINO compiles through its model cache
+      (warmed before the timed runs), so no run is charged for compiling the model.
+Every system's outputs (a: the batch; b: every row, every repetition) are compared with PyTorch
+fp32's (b: an untimed `torch` run, cached per test set): fp32 systems within 1e-3, bf16 systems
+within 0.01 on class probabilities or at cosine >= 0.999 on embeddings. A disagreement or a failed
+run fails the comparison (exit 1).
 Repetitions are interleaved (the order rotates each repetition); medians are reported, with
-ratios mcinfer / peer (above 1 favours mcinfer), the target checks, peak RSS of each run's
-process tree, a PNG of throughput against threads and a `## compare:` section in RESULTS.md.
+ratios mcinfer / peer against the mcinfer of the peer's precision (above 1 favours mcinfer), the
+target checks, peak RSS of each run's process tree, a PNG of throughput against threads and a
+`## compare:` section in RESULTS.md with the CPU's flags. With mcinfer-bf16 the section also
+shows which oneDNN implementation (AMX or not) each primitive ran on (bench/onednn_isa.py) and,
+with (a), where mcinfer's time goes per op (`mcinfer bench --profile`) in each precision.
 
     bench/compare --quick --models minilm --no-results   # smoke test, about a minute
     bench/compare --quick --no-results                   # every model and system, tiny sizes (~7 min on 2 cores)
-    bench/compare                                        # the full comparison: on 2 cores about 1 h of (a)
-                                                         # and 10+ h of (b), mostly bert-base (b)
-    bench/compare --b-reps 1 --rows 2000                 # a 2-core machine in about 1.5 h
+    bench/compare                                        # the full comparison: on 2 cores about 1.5 h of (a)
+                                                         # and 15+ h of (b), mostly bert-base (b)
+    bench/compare --b-reps 1 --rows 2000                 # a 2-core machine in about 2.5 h
+    bench/compare --workloads a --systems mcinfer-fp32,mcinfer-bf16,openvino-bf16,torch-bf16
     bench/compare --models bert-base --workloads a --systems mcinfer,ort,openvino --reps 5
 
 Model conversions (ONNX, OpenVINO IR, CTranslate2) are cached in bench/work/compare/<model>/
@@ -42,7 +58,6 @@ import os
 import platform
 import shlex
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,9 +72,14 @@ PEERS = BENCH / "compare_peers.py"
 sys.path.insert(0, str(BENCH))
 from seed_recipe import physical_cores  # noqa: E402  (light: no torch at import)
 from bench_common import git_revision, sh  # noqa: E402
+import compare_report as report  # noqa: E402
+import onednn_isa  # noqa: E402
+from compare_report import PRECISION, fmt, mib  # noqa: E402
 
-SYSTEMS = ["mcinfer", "torch", "torch-mp", "ort", "ort-mp", "openvino", "ct2"]
-MULTI_PROCESS = {"torch-mp", "ort-mp"}
+SYSTEMS = ["mcinfer-fp32", "mcinfer-bf16", "torch", "torch-bf16", "torch-mp", "ort", "ort-mp", "openvino",
+           "openvino-bf16", "ct2"]
+ALIASES = {"mcinfer": "mcinfer-fp32"}
+MCINFER_PRECISION = {"mcinfer-fp32": "fp32", "mcinfer-bf16": "bf16"}
 MODELS = {
     "bert-base": {"dir": WORK / "models/bert-base-cls", "make": "bert-base-cls",
                   "about": "BertForSequenceClassification, bert-base shape, random weights (bench/make_models.py)"},
@@ -70,8 +90,6 @@ MODELS = {
 }
 PACKAGES = ["torch", "transformers", "tokenizers", "onnxruntime", "openvino", "ctranslate2", "optimum", "onnx",
             "numpy", "pyarrow", "pandas", "matplotlib", "safetensors"]
-TOLERANCE = 1e-3
-TARGETS = {"single_thread_eff": 0.90, "scaling": 0.95, "a_vs_peer": 1.12, "b_vs_peer": 1.3, "rss": 1.1}
 TIME = "/usr/bin/time"
 
 
@@ -201,7 +219,7 @@ def machine_facts() -> dict:
     return {"cpu": lscpu.get("Model name", platform.processor()), "physical_cores": physical_cores(),
             "logical_cpus": len(os.sched_getaffinity(0)), "threads_per_core": lscpu.get("Thread(s) per core", "?"),
             "l3": lscpu.get("L3 cache", "?"), "memory_gib": round(mem_kib / 2**20, 1), "kernel": platform.release(),
-            "hypervisor": lscpu.get("Hypervisor vendor", "")}
+            "hypervisor": lscpu.get("Hypervisor vendor", ""), "flags": onednn_isa.cpu_flags()}
 
 
 def versions(mcinfer: Path) -> dict:
@@ -289,9 +307,10 @@ def peer_cmd(ctx, mode: str, system: str, model: dict, k: int, extra: list) -> l
 def run_a(ctx, model: dict, system: str, k: int, rep: int) -> dict:
     a = ctx.a
     first = model["art"] / f"first_{system}_k{k}_{a.batch}x{a.seq}.npy"
-    if system == "mcinfer":
+    if system in MCINFER_PRECISION:
         cmd = [str(a.mcinfer), "bench", str(model["dir"]), "--batch", str(a.batch), "--seq", str(a.seq),
-               "--threads", "1", "--replicas", str(k), "--warmup", str(a.warmup), "--iters", str(a.iters), "--json"]
+               "--threads", "1", "--replicas", str(k), "--warmup", str(a.warmup), "--iters", str(a.iters),
+               "--precision", MCINFER_PRECISION[system], "--json"]
     else:
         first.unlink(missing_ok=True)
         cmd = peer_cmd(ctx, "a", system, model, k, ["--batch", str(a.batch), "--seq", str(a.seq), "--warmup",
@@ -303,12 +322,16 @@ def run_a(ctx, model: dict, system: str, k: int, rep: int) -> dict:
     if res["rc"] != 0 or "seq_per_s" not in info:
         out["error"] = failure(res)
         return out
-    out.update(seq_per_s=info["seq_per_s"], setting=info.get("setting"))
-    if system == "mcinfer":
+    out.update(seq_per_s=info["seq_per_s"], setting=info.get("setting"), precision=info.get("precision"))
+    if system in MCINFER_PRECISION:
         out.update(gflops=info.get("gflops"), gemm_gflops=info.get("gemm_gflops"),
-                   efficiency=info.get("efficiency_vs_gemm"), setting=f"{k} replicas x 1 thread (mcinfer bench)")
+                   efficiency=info.get("efficiency_vs_gemm"),
+                   setting=f"{k} replicas x 1 thread (mcinfer bench); {info.get('precision_reason')}")
     elif first.is_file():
-        out["diff"] = max_abs_diff(first, model["art"] / f"ref_{a.batch}x{a.seq}.npy")
+        import numpy as np
+
+        out["agreement"] = report.agreement(np.load(first), np.load(model["art"] / f"ref_{a.batch}x{a.seq}.npy"),
+                                            model["kind"], PRECISION[system], probabilities=False)
     return out
 
 
@@ -318,13 +341,14 @@ def run_b(ctx, model: dict, system: str, rep: int) -> dict:
     outdir = WORK / "compare" / "runs"
     outdir.mkdir(parents=True, exist_ok=True)
     output = outdir / f"{model['name']}_{system}_rep{rep}.csv"
-    report = outdir / f"{model['name']}_{system}_rep{rep}.report.json"
-    for p in (output, report):
+    report_path = outdir / f"{model['name']}_{system}_rep{rep}.report.json"
+    for p in (output, report_path):
         p.unlink(missing_ok=True)
-    if system == "mcinfer":
+    if system in MCINFER_PRECISION:
         cmd = [str(a.mcinfer), "run", str(model["dir"]), "--input", str(model["testset"]), "--output", str(output),
                "--replicas", "auto" if a.cores == physical_cores() else str(a.cores), "--max-len",
-               str(model["max_len"]), "--report", str(report), "--quiet"]
+               str(model["max_len"]), "--precision", MCINFER_PRECISION[system], "--report", str(report_path),
+               "--quiet"]
     else:
         cmd = peer_cmd(ctx, "b", system, model, k, ["--input", str(model["testset"]), "--output", str(output),
                                                     "--max-len", str(model["max_len"]),
@@ -339,61 +363,44 @@ def run_b(ctx, model: dict, system: str, rep: int) -> dict:
     # Wall time from the process start to the output file in place. A peer stamps that moment
     # (CLOCK_MONOTONIC, shared by all processes) so that interpreter teardown is not charged to
     # it; mcinfer exits right after its atomic rename, so its process end is used.
-    written = info.get("written_at") if system != "mcinfer" else None
+    written = info.get("written_at") if system not in MCINFER_PRECISION else None
     out["wall"] = (min(written, res["end"]) if written else res["end"]) - res["start"]
     out["rows_per_s"] = model["rows"] / out["wall"]
-    if system == "mcinfer" and report.is_file():
-        r = json.loads(report.read_text())
+    if system in MCINFER_PRECISION and report_path.is_file():
+        r = json.loads(report_path.read_text())
         out.update(real_tokens=r.get("real_tokens"), padded_tokens=r.get("padded_tokens"), workers=r.get("replicas"),
                    peak_rss_report=r.get("peak_rss_bytes"), weights=r.get("weights_resident_bytes"),
                    act_per_replica=r.get("planned_activation_bytes_per_replica"), max_len=r.get("max_len"),
-                   setting=f"{r.get('replicas')} replicas x 1 thread, --schedule {r.get('schedule')}",
+                   precision=r.get("precision"),
+                   setting=f"{r.get('replicas')} replicas x 1 thread, --schedule {r.get('schedule')}, "
+                           f"--precision {MCINFER_PRECISION[system]}",
                    pipeline="mcinfer run: streaming CSV, own tokenizer, length-sorted dynamic batches "
                             "(token budget), one shared weight copy")
     else:
         out.update(real_tokens=info.get("real_tokens"), padded_tokens=info.get("padded_tokens"), workers=k,
-                   setting=info.get("setting"), pipeline=info.get("pipeline"))
+                   setting=info.get("setting"), pipeline=info.get("pipeline"), precision=info.get("precision"))
+    out["agreement"] = report.file_agreement(output, model["b_ref"], model["kind"], PRECISION[system])
     return out
 
 
-def max_abs_diff(a_path: Path, b_path: Path) -> float:
-    import numpy as np
 
-    x, y = np.load(a_path), np.load(b_path)
-    if x.shape != y.shape:
-        return float("inf")
-    return float(np.abs(x.astype(np.float64) - y.astype(np.float64)).max())
-
-
-def compare_outputs(mine: Path, peer: Path) -> dict:
-    """Max abs difference per id between two prediction files (columns matched by name)."""
-    import numpy as np
-    import pandas as pd
-
-    a = pd.read_csv(mine, dtype={"id": str}, keep_default_na=False).set_index("id")
-    b = pd.read_csv(peer, dtype={"id": str}, keep_default_na=False).set_index("id")
-    out = {"rows": len(b), "same_ids": bool(set(a.index) == set(b.index) and b.index.is_unique),
-           "same_columns": list(a.columns) == list(b.columns)}
-    if out["same_ids"] and out["same_columns"]:
-        out["max_abs_diff"] = float(np.abs(a.to_numpy(float) - b.loc[a.index].to_numpy(float)).max())
-    return out
-
-
-def mcinfer_guard(ctx, model: dict) -> dict:
+def mcinfer_guard(ctx, model: dict, system: str) -> dict:
     """mcinfer's outputs for the (a) batch: `mcinfer bench` prints none, so the same ids go through
-    `mcinfer run` as pre-tokenised JSONL rows (one replica, no activation)."""
+    `mcinfer run` as pre-tokenised JSONL rows (one replica, no activation), in the system's precision."""
     import numpy as np
 
     a = ctx.a
     ids = np.load(model["art"] / f"ids_{a.batch}x{a.seq}.npy")
     d = WORK / "compare" / "runs"
     d.mkdir(parents=True, exist_ok=True)
-    src, dst, rep = (d / f"{model['name']}_guard_{a.batch}x{a.seq}{s}" for s in (".jsonl", ".out.jsonl", ".report.json"))
+    src, dst, rep = (d / f"{model['name']}_guard_{system}_{a.batch}x{a.seq}{s}"
+                     for s in (".jsonl", ".out.jsonl", ".report.json"))
     with open(src, "w") as f:
         for i, row in enumerate(ids.tolist()):
             f.write(json.dumps({"id": f"r{i}", "input_ids": row}) + "\n")
     cmd = [str(a.mcinfer), "run", str(model["dir"]), "--input", str(src), "--output", str(dst), "--replicas", "1",
-           "--report", str(rep), "--quiet"] + (["--activation", "none"] if model["kind"] == "classify" else [])
+           "--precision", MCINFER_PRECISION[system], "--report", str(rep), "--quiet"] + \
+        (["--activation", "none"] if model["kind"] == "classify" else [])
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         return {"error": res.stderr.strip()[-500:]}
@@ -403,262 +410,99 @@ def mcinfer_guard(ctx, model: dict) -> dict:
         rid = r.pop("id")
         rows[rid] = r["embedding"] if "embedding" in r else list(r.values())  # JSONL embeds as one list
     out = np.array([rows[f"r{i}"] for i in range(len(ids))], dtype=np.float32)
-    np.save(model["art"] / f"first_mcinfer_{a.batch}x{a.seq}.npy", out)
-    report = json.loads(rep.read_text())
-    return {"diff": max_abs_diff(model["art"] / f"first_mcinfer_{a.batch}x{a.seq}.npy",
-                                 model["art"] / f"ref_{a.batch}x{a.seq}.npy"),
-            "weights": report.get("weights_resident_bytes")}
+    np.save(model["art"] / f"first_{system}_{a.batch}x{a.seq}.npy", out)
+    r = json.loads(rep.read_text())
+    return {"agreement": report.agreement(out, np.load(model["art"] / f"ref_{a.batch}x{a.seq}.npy"), model["kind"],
+                                          MCINFER_PRECISION[system], probabilities=False),
+            "weights": r.get("weights_resident_bytes")}
 
 
-# ---------------------------------------------------------------- summaries
-
-def med(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
-def fmt(x, spec=".1f", none="—"):
-    return none if x is None else format(x, spec)
-
-
-def mib(b):
-    return None if not b else b / 2**20
-
-
-def check(name: str, value, target, detail: str) -> dict:
-    ok = None if value is None else value >= target
-    return {"name": name, "value": value, "target": target, "ok": ok, "detail": detail}
-
-
-def summarise_a(ctx, model: dict, runs: list) -> dict:
+def b_reference(ctx, model: dict) -> Path:
+    """PyTorch fp32's predictions for the (b) test set, the reference every (b) output is judged
+    against: one untimed `torch` run, cached next to the model's conversions (which `prepare`
+    drops when the checkpoint changes) and redone when the test set or the length changes."""
     a = ctx.a
-    by = {}
-    for r in runs:
-        by.setdefault((r["system"], r["k"]), []).append(r)
-    s = {}
-    for key, rs in by.items():
-        ok = [r for r in rs if "error" not in r]
-        s[key] = {"seq_per_s": med([r["seq_per_s"] for r in ok]), "all": [r.get("seq_per_s") for r in rs],
-                  "rss": max((r["rss"] for r in ok), default=None), "setting": (ok or rs)[-1].get("setting"),
-                  "diff": next((r["diff"] for r in ok if "diff" in r), None), "errors": [r["error"] for r in rs if "error" in r],
-                  "efficiency": med([r.get("efficiency") for r in ok]), "gflops": med([r.get("gflops") for r in ok]),
-                  "gemm_gflops": med([r.get("gemm_gflops") for r in ok])}
-    guard = model.get("guard", {})
-    if ("mcinfer", 1) in s or ("mcinfer", a.cores) in s:
-        for k in {1, a.cores}:
-            if ("mcinfer", k) in s:
-                s[("mcinfer", k)]["diff"] = guard.get("diff")
-    checks = []
-    one, allc = s.get(("mcinfer", 1), {}), s.get(("mcinfer", a.cores), {})
-    if one:
-        # per-run ratio (same process, same moment), then the median over repetitions
-        checks.append(check("(a) single thread: mcinfer GFLOP/s ÷ oneDNN GEMM GFLOP/s on the same shapes",
-                            one["efficiency"], TARGETS["single_thread_eff"],
-                            f"{fmt(one['gflops'])} ÷ {fmt(one['gemm_gflops'])} GFLOP/s"))
-    if one.get("seq_per_s") and allc.get("seq_per_s") and a.cores > 1:
-        v = allc["seq_per_s"] / (a.cores * one["seq_per_s"])
-        checks.append(check(f"(a) all cores: mcinfer {a.cores} replicas ÷ ({a.cores} × one replica)", v,
-                            TARGETS["scaling"], f"{allc['seq_per_s']:.2f} ÷ ({a.cores} × {one['seq_per_s']:.2f}) seq/s"))
-    peers = [(sys_, v) for (sys_, k), v in s.items() if k == a.cores and sys_ != "mcinfer" and v["seq_per_s"]]
-    if allc.get("seq_per_s") and peers:
-        best = max(peers, key=lambda p: p[1]["seq_per_s"])
-        checks.append(check(f"(a) fp32, all cores: mcinfer ÷ fastest peer ({best[0]})",
-                            allc["seq_per_s"] / best[1]["seq_per_s"], TARGETS["a_vs_peer"],
-                            f"{allc['seq_per_s']:.2f} ÷ {best[1]['seq_per_s']:.2f} seq/s"))
-    if allc.get("rss") and guard.get("weights") and model.get("act_per_1000"):
-        act = model["act_per_1000"] * a.batch * a.seq / 1000
-        budget = guard["weights"] + a.cores * act
-        checks.append(check(f"(a) peak RSS, {a.cores} replicas: {TARGETS['rss']} × (weights + activations) ÷ RSS",
-                            TARGETS["rss"] * budget / allc["rss"], 1.0,
-                            f"RSS {mib(allc['rss']):.0f} MiB vs weights {mib(guard['weights']):.0f} MiB + "
-                            f"{a.cores} × {mib(act):.0f} MiB activations (estimate from `mcinfer inspect`)"))
-    return {"systems": s, "checks": checks}
+    testset = model["testset"]
+    path = model["art"] / f"ref_b_{testset.stem}_L{model['max_len']}.csv"
+    stamp_path = path.with_suffix(".json")
+    st = testset.stat()
+    stamp = {"testset": testset.name, "size": st.st_size, "mtime": int(st.st_mtime), "max_len": model["max_len"],
+             "peer_batch_tokens": a.peer_batch_tokens}
+    if path.is_file() and stamp_path.is_file() and json.loads(stamp_path.read_text()) == stamp:
+        return path
+    log(f"{model['name']}: PyTorch fp32 reference outputs for (b) ({model['rows']} rows; untimed, cached in "
+        f"{rel(path)})")
+    cmd = peer_cmd(ctx, "b", "torch", model, a.cores, ["--input", str(testset), "--output", str(path),
+                                                       "--max-len", str(model["max_len"]),
+                                                       "--batch-tokens", str(a.peer_batch_tokens)])
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0 or not path.is_file():
+        sys.exit(f"compare: the PyTorch reference run for (b) failed:\n{res.stderr[-3000:]}")
+    stamp_path.write_text(json.dumps(stamp) + "\n")
+    return path
 
 
-def summarise_b(ctx, model: dict, runs: list) -> dict:
-    by = {}
-    for r in runs:
-        by.setdefault(r["system"], []).append(r)
-    s = {}
-    for sys_, rs in by.items():
-        ok = [r for r in rs if "error" not in r]
-        last = (ok or rs)[-1]
-        s[sys_] = {"rows_per_s": med([r["rows_per_s"] for r in ok]), "wall": med([r["wall"] for r in ok]),
-                   "walls": [round(r["wall"], 2) for r in ok], "rss": max((r["rss"] for r in ok), default=None),
-                   "setting": last.get("setting"), "pipeline": last.get("pipeline"),
-                   "real_tokens": last.get("real_tokens"), "padded_tokens": last.get("padded_tokens"),
-                   "errors": [r["error"] for r in rs if "error" in r], "output": last.get("output") if ok else None,
-                   "peak_rss_report": max((r.get("peak_rss_report") or 0 for r in ok), default=None),
-                   "weights": last.get("weights"), "act_per_replica": last.get("act_per_replica"),
-                   "workers": last.get("workers"), "max_len": last.get("max_len")}
-    mc = s.get("mcinfer", {})
-    for sys_, v in s.items():
-        if sys_ != "mcinfer" and v.get("output") and mc.get("output"):
-            v["agreement"] = compare_outputs(mc["output"], v["output"])
-    checks = []
-    peers = [(k, v) for k, v in s.items() if k != "mcinfer" and v["rows_per_s"]]
-    if mc.get("rows_per_s") and peers:
-        best = max(peers, key=lambda p: p[1]["rows_per_s"])
-        checks.append(check(f"(b) fp32, all cores, CSV to CSV: mcinfer ÷ fastest peer ({best[0]})",
-                            mc["rows_per_s"] / best[1]["rows_per_s"], TARGETS["b_vs_peer"],
-                            f"{mc['rows_per_s']:.1f} ÷ {best[1]['rows_per_s']:.1f} rows/s"))
-    if mc.get("peak_rss_report") and mc.get("weights") and mc.get("act_per_replica"):
-        budget = mc["weights"] + (mc["workers"] or 1) * mc["act_per_replica"]
-        checks.append(check(f"(b) peak RSS, {mc['workers']} replicas: {TARGETS['rss']} × (weights + activations) ÷ RSS",
-                            TARGETS["rss"] * budget / mc["peak_rss_report"], 1.0,
-                            f"RSS {mib(mc['peak_rss_report']):.0f} MiB (report; /usr/bin/time {fmt(mib(mc['rss']), '.0f')} MiB) "
-                            f"vs weights {mib(mc['weights']):.0f} MiB + {mc['workers']} × {mib(mc['act_per_replica']):.0f} MiB "
-                            f"planned activations"))
-    return {"systems": s, "checks": checks}
-
-
-# ---------------------------------------------------------------- output
-
-def tables(ctx, results: dict) -> tuple[list, list]:
-    """(lines for the terminal, lines of markdown)."""
+def diagnostics(ctx) -> tuple[list, list, list]:
+    """mcinfer-bf16's evidence: which oneDNN implementation each primitive ran on (AMX or not),
+    and, with (a), where mcinfer's time goes per op in each precision measured.
+    Returns (terminal lines, markdown lines, checks)."""
     a = ctx.a
-    term, md = [], []
-    for name, per in results.items():
-        model = ctx.models[name]
-        if "a" in per:
-            sa = per["a"]["systems"]
-            mc = sa.get(("mcinfer", a.cores), {}).get("seq_per_s")
-            mc1 = sa.get(("mcinfer", 1), {}).get("seq_per_s")
-            title = f"{name} — (a) {a.batch} × {a.seq} tokens, fp32, forward only"
-            term += ["", title]
-            md += ["", f"### {title}", "",
-                   f"| system | setting ({a.cores} cores) | seq/s | mcinfer ÷ system | 1 thread/process: seq/s | "
-                   f"mcinfer ÷ system (1) | peak RSS | max abs diff vs PyTorch | runs (seq/s) |",
-                   "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-            head = f"  {'system':<10} {'seq/s':>9} {'÷':>6} {'1-thr':>8} {'÷':>6} {'RSS MiB':>8} {'diff':>9}  setting"
-            term.append(head)
-            for system in a.systems:
-                v, v1 = sa.get((system, a.cores)), sa.get((system, 1))
-                if v is None:
-                    continue
-                thr = v["seq_per_s"]
-                one = v1["seq_per_s"] if v1 else None
-                ratio = mc / thr if mc and thr else None
-                ratio1 = mc1 / one if mc1 and one else None
-                diff = v["diff"] if v["diff"] is not None else (v1 or {}).get("diff")
-                flag = " FLAG" if diff is not None and diff > TOLERANCE else ""
-                err = f" FAILED: {v['errors'][0]}" if not thr and v["errors"] else ""
-                term.append(f"  {system:<10} {fmt(thr, '.2f'):>9} {fmt(ratio, '.2f'):>6} {fmt(one, '.2f'):>8} "
-                            f"{fmt(ratio1, '.2f'):>6} {fmt(mib(v['rss']), '.0f'):>8} {fmt(diff, '.1e'):>9}{flag}  "
-                            f"{v['setting'] or ''}{err}")
-                md.append(f"| {system} | {v['setting'] or ''} | {fmt(thr, '.2f') if thr else 'FAILED'} | "
-                          f"{fmt(ratio, '.2f')} | {fmt(one, '.2f')} | {fmt(ratio1, '.2f')} | "
-                          f"{fmt(mib(v['rss']), '.0f')} MiB | {fmt(diff, '.1e')}{' **> 1e-3**' if flag else ''} | "
-                          f"{', '.join(fmt(x, '.2f', 'fail') for x in v['all'])} |")
-            ks = sorted({k for (_, k) in sa})
-            if len(ks) > 2 or ks != [1, a.cores]:
-                md += ["", "Sweep (seq/s; threads, processes, streams or replicas = k):", "",
-                       "| system | " + " | ".join(f"k={k}" for k in ks) + " |", "|---|" + "---:|" * len(ks)]
-                for system in a.systems:
-                    if any((system, k) in sa for k in ks):
-                        md.append(f"| {system} | " + " | ".join(fmt(sa.get((system, k), {}).get("seq_per_s"), ".2f")
-                                                                for k in ks) + " |")
-            errs = [(k, e) for k, v in sa.items() for e in v["errors"]]
-            for (system, k), e in errs:
-                md.append(f"\n- {system} (k={k}) failed: `{e[:300]}`")
-        if "b" in per:
-            sb = per["b"]["systems"]
-            mc = sb.get("mcinfer", {}).get("rows_per_s")
-            title = f"{name} — (b) {model['rows']} rows, CSV to CSV, max length {model['max_len']}, fp32, {a.cores} cores"
-            term += ["", title]
-            term.append(f"  {'system':<10} {'rows/s':>9} {'÷':>6} {'wall s':>8} {'RSS MiB':>8} {'padded':>7} {'diff':>9}  pipeline")
-            md += ["", f"### {title}", "",
-                   "| system | rows/s | mcinfer ÷ system | wall s (median) | peak RSS | padded-token share | "
-                   "max abs diff vs mcinfer | pipeline | walls (s) |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
-            for system in a.systems:
-                v = sb.get(system)
-                if v is None:
-                    continue
-                r = v["rows_per_s"]
-                ratio = mc / r if mc and r else None
-                padded = (1 - v["real_tokens"] / v["padded_tokens"]) if v.get("real_tokens") and v.get("padded_tokens") else None
-                ag = v.get("agreement", {})
-                diff = ag.get("max_abs_diff")
-                bad = ag and (diff is None or diff > TOLERANCE)
-                err = f" FAILED: {v['errors'][0]}" if not r and v["errors"] else ""
-                term.append(f"  {system:<10} {fmt(r, '.1f'):>9} {fmt(ratio, '.2f'):>6} {fmt(v['wall'], '.2f'):>8} "
-                            f"{fmt(mib(v['rss']), '.0f'):>8} {fmt(None if padded is None else 100 * padded, '.1f'):>6}% "
-                            f"{fmt(diff, '.1e'):>9}{' FLAG' if bad else ''}  {v['pipeline'] or ''}{err}")
-                md.append(f"| {system} | {fmt(r, '.1f') if r else 'FAILED'} | {fmt(ratio, '.2f')} | {fmt(v['wall'], '.2f')} | "
-                          f"{fmt(mib(v['rss']), '.0f')} MiB | {fmt(None if padded is None else 100 * padded, '.1f')}% | "
-                          f"{fmt(diff, '.1e')}{' **FLAG**' if bad else ''} | {v['pipeline'] or ''} | "
-                          f"{', '.join(map(str, v['walls']))} |")
-            for system, v in sb.items():
-                for e in v["errors"]:
-                    md.append(f"\n- {system} failed: `{e[:300]}`")
-        checks = per.get("a", {}).get("checks", []) + per.get("b", {}).get("checks", [])
-        if checks:
-            term.append("  checks:")
-            md += ["", f"Checks ({name}, from this run):", ""]
-            for c in checks:
-                verdict = "—" if c["ok"] is None else ("PASS" if c["ok"] else "FAIL")
-                term.append(f"    {verdict:<4} {c['name']}: {fmt(c['value'], '.3f')} (target ≥ {c['target']}); {c['detail']}")
-                md.append(f"- **{verdict}** {c['name']}: {fmt(c['value'], '.3f')} (target ≥ {c['target']}); {c['detail']}")
-    return term, md
+    flags = onednn_isa.cpu_flags()
+    term, md, checks = [], ["", "### mcinfer bf16: oneDNN primitives by implementation", "",
+                            "From oneDNN's own verbose log (`ONEDNN_VERBOSE=1`): executions per primitive, "
+                            "implementation and source type (bench/onednn_isa.py). Attention, LayerNorm and the "
+                            "conversions run in mcinfer's own kernels and do not appear here; the f32 matmuls are "
+                            "the classifier head's, the reorders pack the weights once.", ""], []
+    targets = [("--shape bert-base", ["--shape", "bert-base"])] + \
+              [(f"{name} (`{rel(m['dir'])}`)", [str(m["dir"])]) for name, m in ctx.models.items()]
+    for label, args in targets:
+        res = onednn_isa.run_verbose(a.mcinfer, args, "bf16")
+        md += onednn_isa.markdown(label, res) + [""]
+        if "error" in res:
+            term.append(f"  oneDNN verbose, {label}: FAILED {res['error'][-200:]}")
+            continue
+        amx, total = onednn_isa.amx_share(res["table"])
+        term.append(f"  oneDNN verbose, {label}: bf16 compute primitives on AMX: {amx} of {total}")
+        if "amx_bf16" in flags:
+            checks.append(report.check(f"bf16 on AMX ({label}): oneDNN bf16 matmul executions on an AMX implementation",
+                                       amx / total if total else 0.0, 1.0, f"{amx} of {total} (ONEDNN_VERBOSE=1)"))
+    if "a" not in a.workloads:
+        return term, md, checks
+    md += ["### mcinfer: where the time goes (1 replica, `--profile`)", "",
+           f"`mcinfer bench MODEL --batch {a.batch} --seq {a.seq} --threads 1 --iters {a.iters} --precision P "
+           f"--profile --json`, run after the measurements above; shares of the profiled forward time.", "",
+           "| model | precision | seq/s | GFLOP/s | GEMM GFLOP/s inside the model | oneDNN alone GFLOP/s | "
+           "model ÷ oneDNN | " + " | ".join(PROFILE_OPS) + " |", "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(PROFILE_OPS)]
+    for name, m in ctx.models.items():
+        for system in (s for s in MCINFER_PRECISION if s in a.systems):
+            cmd = [str(a.mcinfer), "bench", str(m["dir"]), "--batch", str(a.batch), "--seq", str(a.seq), "--threads",
+                   "1", "--warmup", str(a.warmup), "--iters", str(a.iters), "--precision", MCINFER_PRECISION[system],
+                   "--profile", "--json"]
+            info = last_json(sh(cmd, timeout=a.timeout_s or 3600))
+            if not info:
+                md.append(f"| {name} | {MCINFER_PRECISION[system]} | failed: `{shlex.join(cmd)}` |")
+                continue
+            share = info.get("op_share", {})
+            md.append(f"| {name} | {info.get('precision')} | {info['seq_per_s']:.2f} | {info['gflops']:.1f} | "
+                      f"{fmt(info.get('gemm_achieved_gflops_in_model'))} | {info['gemm_gflops']:.1f} | "
+                      f"{100 * info['efficiency_vs_gemm']:.1f}% | "
+                      + " | ".join(f"{100 * share.get(op, 0):.1f}%" for op in PROFILE_OPS) + " |")
+            term.append(f"  profile {name} {info.get('precision')}: " +
+                        ", ".join(f"{op} {100 * share.get(op, 0):.1f}%" for op in PROFILE_OPS))
+    return term, md, checks
 
 
-def plot(ctx, results: dict, path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        log("matplotlib missing: no plot")
-        return False
-    names = [n for n in results if "a" in results[n]]
-    if not names:
-        return False
-    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4.2), squeeze=False)
-    for ax, name in zip(axes[0], names):
-        sa = results[name]["a"]["systems"]
-        for system in ctx.a.systems:
-            pts = sorted((k, v["seq_per_s"]) for (s, k), v in sa.items() if s == system and v["seq_per_s"])
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                        linewidth=2.5 if system == "mcinfer" else 1.3, label=system)
-        ax.set_title(f"{name}: {ctx.a.batch}×{ctx.a.seq} tokens, fp32")
-        ax.set_xlabel("threads / processes / replicas")
-        ax.set_ylabel("sequences / s")
-        ax.set_xticks(sorted({k for (_, k) in sa}))
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"mcinfer vs peers, workload (a), same run ({time.strftime('%Y-%m-%d')})")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    return True
-
-
-def write_results(path: Path, section: list, scope: str) -> None:
-    """Replaces this script's own section for the same scope (`## compare: <scope> — <date>`), or
-    appends one; every other section, other scopes of this script included, stays as it is."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    lines = text.split("\n")
-    start = next((i for i, l in enumerate(lines) if l.startswith(f"## compare: {scope} — ")), None)
-    if start is None:
-        new = text.rstrip("\n") + "\n\n" + "\n".join(section).rstrip("\n") + "\n"
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        tail = lines[end:]
-        new = "\n".join(lines[:start] + section + ([""] if tail else []) + tail).rstrip("\n") + "\n"
-    path.write_text(new, encoding="utf-8")
+PROFILE_OPS = ["gemm", "attention", "layernorm", "activation", "embedding", "pooling+head", "convert"]
 
 
 # ---------------------------------------------------------------- main
 
-def main() -> int:
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--models", default="bert-base,xlmr-base,minilm")
     ap.add_argument("--workloads", default="a,b")
-    ap.add_argument("--systems", default=",".join(SYSTEMS))
+    ap.add_argument("--systems", help="comma-separated (default: all; the bf16 ones only on a CPU with native bf16)")
     ap.add_argument("--reps", type=int, help="repetitions (default 3; --quick: 1)")
     ap.add_argument("--b-reps", type=int, help="repetitions of workload (b) (default: --reps); (b) is the long part")
     ap.add_argument("--rows", type=int, help="(b) test-set rows (default 20000)")
@@ -674,6 +518,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true",
                     help="smoke test: batch 4 x 32, 200 rows, 1 rep, 1 timed batch, sweep 1 and cores")
     ap.add_argument("--no-results", action="store_true", help="print only: no RESULTS.md section, plot in bench/work")
+    ap.add_argument("--note", help="a remark for the RESULTS section (e.g. what else ran on the machine)")
     ap.add_argument("--results", type=Path, default=BENCH / "RESULTS.md")
     ap.add_argument("--mcinfer", type=Path, default=REPO / "build/tools/mcinfer/mcinfer")
     ap.add_argument("--timeout-s", type=float, help="limit per process (default: none)")
@@ -685,7 +530,14 @@ def main() -> int:
             setattr(a, k, v)
     a.models = [m.strip() for m in a.models.split(",") if m.strip()]
     a.workloads = [w.strip() for w in a.workloads.split(",") if w.strip()]
-    a.systems = [s.strip() for s in a.systems.split(",") if s.strip()]
+    a.default_systems = a.systems is None
+    if a.systems is None:
+        native = onednn_isa.bf16_class(onednn_isa.cpu_flags())[0]
+        a.systems = [s for s in SYSTEMS if native or PRECISION[s] != "bf16"]
+        if not native:
+            log("no native bf16 on this CPU (neither amx_bf16 nor avx512_bf16): the bf16 systems are left out")
+    else:
+        a.systems = list(dict.fromkeys(ALIASES.get(s.strip(), s.strip()) for s in a.systems.split(",") if s.strip()))
     bad = [m for m in a.models if m not in MODELS] + [w for w in a.workloads if w not in ("a", "b")] + \
           [s for s in a.systems if s not in SYSTEMS]
     if bad:
@@ -694,7 +546,7 @@ def main() -> int:
     if min(a.reps, a.b_reps, a.rows, a.batch, a.seq, a.iters, a.cores) < 1 or a.warmup < 0:
         ap.error("sizes must be positive")
     a.mcinfer = a.mcinfer.resolve()
-    if "mcinfer" in a.systems and not os.access(a.mcinfer, os.X_OK):
+    if set(a.systems) & set(MCINFER_PRECISION) and not os.access(a.mcinfer, os.X_OK):
         sys.exit(f"compare: no mcinfer binary at {a.mcinfer} (build it: ninja -C build)")
     if a.sweep:
         ks = {int(x) for x in a.sweep.split(",") if x.strip()}
@@ -705,49 +557,55 @@ def main() -> int:
     else:
         ks = {2 ** i for i in range(1, a.cores.bit_length()) if 2 ** i < a.cores}
     a.ks = sorted({1, a.cores} | {k for k in ks if 1 <= k <= a.cores})
-    command = shlex.join(["bench/compare"] + sys.argv[1:])
-    ctx = Ctx(a)
-    t_start = time.monotonic()
-    facts, vers = machine_facts(), versions(a.mcinfer)
-    log(f"{facts['cpu']}, {a.cores} cores; models {a.models}, workloads {a.workloads}, systems {a.systems}, "
-        f"reps {a.reps} (b: {a.b_reps}), sweep {a.ks}")
+    return a
 
-    # ---- models, conversions, inputs (not timed)
+
+def prepare_models(ctx) -> None:
+    """Checkpoints, conversions, inputs, mcinfer's outputs for (a) and PyTorch's for (b); not timed."""
+    a = ctx.a
     testset = ensure_testset(a.rows) if "b" in a.workloads else None
     for name in a.models:
         d = ensure_model(name).resolve()
         art = (WORK / "compare" / name).resolve()
         has_tok = (d / "tokenizer.json").is_file()
         m = {"name": name, "dir": d, "art": art, "tokenizer": has_tok, "max_len": a.max_len or model_max_len(d)}
-        peers = [s for s in a.systems if s != "mcinfer"]
+        peers = [s for s in a.systems if s not in MCINFER_PRECISION]
         cmd = [sys.executable, str(PEERS), "prepare", "--model-dir", str(d), "--art", str(art),
                "--systems", ",".join(peers or ["torch"])]
         if "a" in a.workloads:
             cmd += ["--batch", str(a.batch), "--seq", str(a.seq)]
+        if "b" in a.workloads and has_tok:
+            cmd += ["--warm-ov-cache", str(a.cores)]
         log(f"preparing {name} (conversions are cached in {rel(art)})")
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             sys.exit(f"compare: preparing {name} failed:\n{res.stderr[-3000:]}")
-        info = last_json(res.stdout)
-        m["kind"] = info.get("kind")
+        for line in res.stderr.splitlines():
+            if line.startswith("[prepare"):
+                log(line)
+        m["kind"] = last_json(res.stdout).get("kind")
         inspect = json.loads(sh([str(a.mcinfer), "inspect", str(d), "--json"]) or "{}")
         m["act_per_1000"] = inspect.get("activation_bytes_per_1000_tokens")
-        if "a" in a.workloads and "mcinfer" in a.systems:
-            m["guard"] = mcinfer_guard(ctx, m)
-            if "error" in m["guard"]:
-                log(f"{name}: mcinfer's correctness run failed: {m['guard']['error']}")
+        m["guard"] = {}
+        for system in (s for s in a.systems if s in MCINFER_PRECISION and "a" in a.workloads):
+            m["guard"][system] = g = mcinfer_guard(ctx, m, system)
+            if "error" in g:
+                log(f"{name}: {system}'s correctness run failed: {g['error']}")
         if "b" in a.workloads:
             if not has_tok:
                 log(f"{name}: no tokenizer, so no workload (b) (pre-tokenised workload (a) only)")
             else:
                 m["testset"] = testset.resolve()
                 m["rows"] = count_rows(testset)
+                m["b_ref"] = b_reference(ctx, m)
         ctx.models[name] = m
-    log(f"prepared in {time.monotonic() - t_start:.0f} s")
 
-    # ---- measurements, interleaved
-    results = {}
-    timings = {}
+
+def measure(ctx) -> tuple[dict, dict]:
+    """Every run, interleaved: (results per model and workload, seconds per system)."""
+    a = ctx.a
+    bf16_target = onednn_isa.bf16_class(onednn_isa.cpu_flags())
+    results, timings = {}, {}
     for name, m in ctx.models.items():
         results[name] = {}
         warm_page_cache([m["dir"], m["art"]] + ([m["testset"]] if m.get("testset") else []))
@@ -765,18 +623,102 @@ def main() -> int:
                     dt_ = time.monotonic() - t
                     timings.setdefault(f"{name}/{w}/{system}", []).append(dt_)
                     runs.append(r)
+                    ag = (r.get("agreement") or {}).get("text", "—")
                     if "error" in r:
                         log(f"{name} ({w}) rep {rep} {system} k={k}: FAILED ({dt_:.1f} s): {r['error'][-300:]}")
                     elif w == "a":
                         log(f"{name} (a) rep {rep} {system} k={k}: {r['seq_per_s']:.2f} seq/s, "
-                            f"RSS {mib(r['rss']):.0f} MiB, diff {fmt(r.get('diff'), '.1e')} ({dt_:.1f} s)")
+                            f"RSS {mib(r['rss']):.0f} MiB, outputs {ag} ({dt_:.1f} s)")
                     else:
                         log(f"{name} (b) rep {rep} {system}: {r['rows_per_s']:.1f} rows/s, wall {r['wall']:.2f} s, "
-                            f"RSS {mib(r['rss']):.0f} MiB")
-            results[name][w] = (summarise_a if w == "a" else summarise_b)(ctx, m, runs)
+                            f"RSS {mib(r['rss']):.0f} MiB, outputs {ag}")
+            summarise = report.summarise_a if w == "a" else report.summarise_b
+            results[name][w] = summarise(a, m, runs, bf16_target)
+    return results, timings
 
-    term, md_tables = tables(ctx, results)
-    print("\n".join(term))
+
+def section_head(ctx, facts: dict, vers: dict, command: str, minutes: float, load: tuple) -> list:
+    """The RESULTS section's title and its description of what was measured and how."""
+    a = ctx.a
+    scope = scope_of(a)
+    flag, target = onednn_isa.bf16_class(facts["flags"])
+    sec = [f"## compare: {scope} — {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC", "",
+           f"mcinfer ({', '.join(s for s in a.systems if s in MCINFER_PRECISION)}) vs "
+           f"{', '.join(s for s in a.systems if s not in MCINFER_PRECISION)} (bench/compare.py).", "",
+           f"Command: `{command}` (from the repository root; {minutes:.0f} min)", "",
+           f"- Machine: {facts['cpu']}; {facts['physical_cores']} physical cores, {facts['logical_cpus']} logical CPUs "
+           f"({facts['threads_per_core']} thread(s)/core), L3 {facts['l3']}; {facts['memory_gib']} GiB memory; "
+           f"Linux {facts['kernel']}{', ' + facts['hypervisor'] + ' guest' if facts['hypervisor'] else ''}; "
+           f"all cores = {a.cores}",
+           f"- CPU flags: {onednn_isa.flags_line(facts['flags'])}"
+           + ("" if "a" not in a.workloads else "; bf16 ÷ fp32 target in (a): "
+              + (f"≥ {target} ({flag})" if flag else "none (no native bf16)")),
+           f"- Load average (1 min) at the start {load[0]:.1f}, at the end {load[1]:.1f}, on {facts['logical_cpus']} "
+           f"logical CPUs" + (f"; {a.note}" if a.note else ""),
+           f"- Versions: mcinfer `{vers['mcinfer']}` (git {vers['git']}); Python {vers['python']}; "
+           + ", ".join(f"{p} {vers[p]}" for p in PACKAGES),
+           "- Models: " + "; ".join(f"{n} = {MODELS[n]['about']} (`{rel(ctx.models[n]['dir'])}`)" for n in ctx.models)]
+    if "a" in a.workloads:
+        sec.append(f"- (a): {a.batch} × {a.seq} random token ids (the same for every peer; mcinfer bench draws its own), "
+                   f"{a.warmup} warm-up and {a.iters} timed batches per thread/process/replica (k × {a.iters} batches "
+                   f"at k), throughput measured inside each process; k = {', '.join(map(str, a.ks))}. Outputs of the "
+                   f"batch vs PyTorch fp32 eager (classifier logits, as probabilities for bf16; MiniLM: mean-pooled "
+                   f"last hidden state); mcinfer's through `mcinfer run` on the same ids as pre-tokenised JSONL, in "
+                   f"the system's precision. GFLOP/s ÷ oneDNN: `mcinfer bench` times oneDNN alone on the model's "
+                   f"four GEMM shapes in the same precision, same process, right after the model's batches.")
+    if "b" in a.workloads:
+        sec.append(f"- (b): test set from bench/gen_testset.py ({a.rows} rows); wall time from process start to "
+                   f"output file in place, model load and tokenisation included; every row's output (probabilities / "
+                   f"embeddings), every repetition, vs PyTorch fp32's (one untimed `torch` run, cached). Peers use HF "
+                   f"tokenizers with truncation at the model's length, sort by length, and batch up to "
+                   f"{a.peer_batch_tokens} padded tokens; openvino and ct2 keep several batches in flight. OpenVINO "
+                   f"loads its compiled model from its model cache (CACHE_DIR bench/work/compare/<model>/ov_cache/<system>, "
+                   f"compiled into it afresh before the timed runs), so compile time is not charged to any run.")
+    sec += [f"- {', '.join(f'{n} repetition(s) of ({w})' for w, n in (('a', a.reps), ('b', a.b_reps)) if w in a.workloads)}, "
+            f"systems interleaved with the order rotated each repetition; medians. Peak RSS: the child's own peak "
+            f"(/usr/bin/time) or, for process trees, the sampled sum over the tree (shared library pages counted once "
+            f"per process), the max over repetitions.",
+            f"- Agreement with PyTorch fp32: fp32 systems max abs diff ≤ {report.TOL_FP32}; bf16 systems max abs diff "
+            f"of class probabilities ≤ {report.TOL_BF16_PROB}, embeddings cosine ≥ {report.MIN_COS_BF16}; a "
+            f"disagreement fails the comparison.",
+            "- Ratios are mcinfer ÷ system, against the mcinfer of the system's precision (fp32 peers vs mcinfer-fp32, "
+            "bf16 peers vs mcinfer-bf16): above 1 favours mcinfer."]
+    if a.quick:
+        sec.append("- **--quick: smoke-test sizes (one tiny timed batch); these numbers are not a measurement.**")
+    if "b" in a.workloads and (a.rows < 20000 or a.b_reps < 2):
+        sec.append(f"- **(b) below its publication size ({a.rows} rows, {a.b_reps} repetition(s); published: 20000 "
+                   f"rows, ≥ 2 repetitions): start-up weighs more here than in the full run.**")
+    return sec
+
+
+def scope_of(a) -> str:
+    """One RESULTS section per scope (workloads x models, and the systems when not the default
+    list), so that a run split in parts keeps every part."""
+    scope = f"workload{'s' if len(a.workloads) > 1 else ''} {', '.join(a.workloads)} on {', '.join(a.models)}"
+    return scope if a.default_systems else f"{scope} ({', '.join(a.systems)})"
+
+
+def main() -> int:
+    a = parse_args()
+    command = shlex.join(["bench/compare"] + sys.argv[1:])
+    ctx = Ctx(a)
+    t_start = time.monotonic()
+    load_start = os.getloadavg()[0]
+    facts, vers = machine_facts(), versions(a.mcinfer)
+    flag, target = onednn_isa.bf16_class(facts["flags"])
+    log(f"{facts['cpu']}, {a.cores} cores; models {a.models}, workloads {a.workloads}, systems {a.systems}, "
+        f"reps {a.reps} (b: {a.b_reps}), sweep {a.ks}")
+    log(f"CPU flags: {onednn_isa.flags_line(facts['flags'])}; bf16 ÷ fp32 target in (a): "
+        + (f"≥ {target} ({flag} present)" if flag else "none (no native bf16)"))
+    prepare_models(ctx)
+    log(f"prepared in {time.monotonic() - t_start:.0f} s")
+    results, timings = measure(ctx)
+    term, md_tables = report.tables(a, ctx.models, results)
+    diag_term, diag_md, diag_checks = diagnostics(ctx) if "mcinfer-bf16" in a.systems else ([], [], [])
+    if diag_checks:
+        t, m = report.check_lines("bf16 on AMX", diag_checks)
+        diag_term, diag_md = diag_term + t, diag_md + m
+    print("\n".join(term + diag_term))
     total = time.monotonic() - t_start
     print(f"\ntotal {total:.0f} s; time per system (s, all its runs): " +
           ", ".join(f"{k} {sum(v):.0f}" for k, v in timings.items()))
@@ -785,51 +727,24 @@ def main() -> int:
     # next to the RESULTS file, which links it by name; a partial run's plot says which models
     tag = "" if a.models == list(MODELS) else "_" + "-".join(a.models)
     png = (a.results.parent / f"compare_{date:%Y-%m-%d}{tag}.png") if not a.no_results else WORK / "compare" / "plot.png"
-    has_plot = plot(ctx, results, png)
+    has_plot = report.plot(a, results, png, log)
     if has_plot:
         print(f"plot: {rel(png)}")
-    flagged = [f"{n}/{s}" for n, per in results.items()
-               for (s, k), v in per.get("a", {}).get("systems", {}).items() if v["diff"] is not None and v["diff"] > TOLERANCE]
-    if flagged:
-        print(f"\nCORRECTNESS FLAG (max abs diff > {TOLERANCE} vs PyTorch): {', '.join(sorted(set(flagged)))}")
+    # bf16 that does not run on AMX on an AMX CPU is a broken build, not a slow one
+    problems = report.problems(results) + [f"{c['name']}: {c['detail']}" for c in diag_checks if c["ok"] is False]
+    if problems:
+        print("\nCOMPARISON FAILED:\n  " + "\n  ".join(problems))
     if a.no_results:
-        return 1 if flagged else 0
-
-    # ---- RESULTS.md
-    v = vers
-    # One section per scope (workloads x models), so that a run split in parts keeps every part.
-    scope = f"workload{'s' if len(a.workloads) > 1 else ''} {', '.join(a.workloads)} on {', '.join(a.models)}"
-    sec = [f"## compare: {scope} — {date:%Y-%m-%d %H:%M} UTC", "",
-           "mcinfer vs PyTorch, ONNX Runtime, OpenVINO and CTranslate2 (bench/compare.py).", "",
-           f"Command: `{command}` (from the repository root; {total / 60:.0f} min)", "",
-           f"- Machine: {facts['cpu']}; {facts['physical_cores']} physical cores, {facts['logical_cpus']} logical CPUs "
-           f"({facts['threads_per_core']} thread(s)/core), L3 {facts['l3']}; {facts['memory_gib']} GiB memory; "
-           f"Linux {facts['kernel']}{', ' + facts['hypervisor'] + ' guest' if facts['hypervisor'] else ''}; "
-           f"all cores = {a.cores}",
-           f"- Versions: mcinfer `{v['mcinfer']}` (git {v['git']}); Python {v['python']}; "
-           + ", ".join(f"{p} {v[p]}" for p in PACKAGES),
-           "- Models: " + "; ".join(f"{n} = {MODELS[n]['about']} (`{rel(ctx.models[n]['dir'])}`)" for n in ctx.models),
-           f"- (a): {a.batch} × {a.seq} random token ids (the same for every peer; mcinfer bench draws its own), "
-           f"{a.warmup} warm-up and {a.iters} timed batches per thread/process/replica (k × {a.iters} batches at k), "
-           f"throughput measured inside each process; k = {', '.join(map(str, a.ks))}. Outputs of the batch vs "
-           f"PyTorch eager (classifier logits; MiniLM: mean-pooled last hidden state); mcinfer's through "
-           f"`mcinfer run` on the same ids as pre-tokenised JSONL.",
-           f"- (b): test set from bench/gen_testset.py ({a.rows} rows); wall time from process start to output file "
-           f"in place, model load and tokenisation included; outputs (probabilities / embeddings) vs mcinfer's. "
-           f"Peers use HF tokenizers with truncation at the model's length, sort by length, and batch up to "
-           f"{a.peer_batch_tokens} padded tokens; openvino and ct2 keep several batches in flight.",
-           f"- {', '.join(f'{n} repetition(s) of ({w})' for w, n in (('a', a.reps), ('b', a.b_reps)) if w in a.workloads)}, systems interleaved with the order rotated each repetition; medians. "
-           f"Peak RSS: the child's own peak (/usr/bin/time) or, for process trees, the sampled sum over the tree "
-           f"(shared library pages counted once per process), the max over repetitions.",
-           "- Ratios are mcinfer ÷ system: above 1 favours mcinfer."]
-    if a.quick:
-        sec.append("- **--quick: smoke-test sizes (one tiny timed batch); these numbers are not a measurement.**")
-    sec += md_tables
+        return 1 if problems else 0
+    sec = section_head(ctx, facts, vers, command, total / 60, (load_start, os.getloadavg()[0]))
+    sec += md_tables + diag_md
+    if problems:
+        sec += ["", "**The comparison failed:**", ""] + [f"- {p}" for p in problems]
     if has_plot:
         sec += ["", f"![throughput vs threads]({png.name})"]
-    write_results(a.results, sec, scope)
+    report.write_results(a.results, sec, scope_of(a))
     print(f"\nwrote the `## compare:` section of {rel(a.results)}")
-    return 1 if flagged else 0
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

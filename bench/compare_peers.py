@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The peers of bench/compare.py: one system, one workload, one process per call.
 
-    compare_peers.py prepare --model-dir D --art A [--systems ...] [--batch B --seq S]
+    compare_peers.py prepare --model-dir D --art A [--systems ...] [--batch B --seq S] [--warm-ov-cache K]
         Converts the checkpoint once into A (ONNX via optimum plus ONNX Runtime's transformer
-        fusions, OpenVINO IR in fp32, CTranslate2, the classifier head as numpy arrays), writes
-        the fixed random batch ids_BxS.npy and PyTorch's outputs for it, ref_BxS.npy.
+        fusions, whose counts it reads back into onnx/fusions.json; OpenVINO IR in fp32,
+        CTranslate2, the classifier head as numpy arrays), writes the fixed random batch
+        ids_BxS.npy and PyTorch's fp32 outputs for it, ref_BxS.npy. --warm-ov-cache K compiles
+        each OpenVINO system once for workload (b) with K threads, so that the timed runs load
+        the compiled model from OpenVINO's model cache (A/ov_cache/SYSTEM) instead of compiling it.
     compare_peers.py a SYSTEM --k K --model-dir D --art A --batch B --seq S --warmup W --iters N
         Workload (a): K threads / processes / streams, K*N timed batches of B x S random ids;
         prints one JSON line with seq_per_s; --first-out saves the outputs of the first batch.
@@ -12,7 +15,11 @@
         Workload (b): CSV in, predictions out, tokenisation included; prints one JSON line with
         `written_at` (CLOCK_MONOTONIC when the output file was in place).
 
-SYSTEM is torch, torch-mp, ort, ort-mp, openvino or ct2. Outputs are what `mcinfer` computes for
+SYSTEM is torch, torch-bf16, torch-mp, ort, ort-mp, openvino, openvino-bf16 or ct2 (the -bf16
+systems run in reduced precision: PyTorch under torch.autocast("cpu", dtype=torch.bfloat16),
+OpenVINO in its default PERFORMANCE execution mode with no precision forced, which it resolves
+to bf16 on CPUs with native bf16; the precision each ran in is read back and printed). Outputs
+are what `mcinfer` computes for
 the same checkpoint: classifier logits (probabilities after softmax in workload b) or, for a
 model without a head (all-MiniLM-L6-v2), the mean of the last hidden state over the tokens.
 
@@ -32,9 +39,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-SYSTEMS = ["torch", "torch-mp", "ort", "ort-mp", "openvino", "ct2"]
+SYSTEMS = ["torch", "torch-bf16", "torch-mp", "ort", "ort-mp", "openvino", "openvino-bf16", "ct2"]
 MULTI_PROCESS = {"torch-mp": "torch", "ort-mp": "ort"}
+OPENVINO = {"openvino", "openvino-bf16"}
 ONNX_OPSET = 17
+# ORT's fused BERT graph must have these (the optimizer's own statistics and the saved graph
+# agree): without them ORT runs the unfused graph, 15-30% slower, and the comparison is void.
+ORT_REQUIRED_FUSIONS = (("Attention", "MultiHeadAttention"), ("SkipLayerNormalization",))
 
 
 # ---------------------------------------------------------------- model facts
@@ -119,10 +130,39 @@ def convert_onnx(model_dir: Path, art: Path, info: dict, log) -> None:
     opt = optimize_model(str(tmp / "model.onnx"), model_type="bert", num_heads=info["heads"],
                          hidden_size=info["hidden"], opt_level=0, use_gpu=False)
     opt.save_model_to_file(str(tmp / "model_ort.onnx"))
-    (tmp / "fusions.json").write_text(json.dumps(opt.get_fused_operator_statistics()) + "\n")
+    write_fusions(tmp, opt.get_fused_operator_statistics())
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
-    log(f"ONNX export + ORT fusions in {time.monotonic() - t:.1f} s -> {out}")
+    log(f"ONNX export + ORT fusions in {time.monotonic() - t:.1f} s -> {out}: {ort_fusions(art)[1]}")
+
+
+def write_fusions(onnx_dir: Path, optimizer_stats: dict) -> None:
+    """fusions.json: the optimizer's fused-operator statistics next to the op counts of the graph
+    actually saved (model_ort.onnx, the file every ORT session loads)."""
+    import onnx
+
+    graph = onnx.load(str(onnx_dir / "model_ort.onnx"), load_external_data=False).graph
+    ops = {}
+    for node in graph.node:
+        ops[node.op_type] = ops.get(node.op_type, 0) + 1
+    (onnx_dir / "fusions.json").write_text(json.dumps({"optimizer": optimizer_stats, "graph_ops": ops}) + "\n")
+
+
+def ort_fusions(art: Path) -> tuple:
+    """(ok, summary) from fusions.json: ok only when every required fusion is in both the
+    optimizer's statistics and the saved graph."""
+    path = art / "onnx" / "fusions.json"
+    if not path.is_file():
+        return False, f"{path} is missing (no fused graph)"
+    data = json.loads(path.read_text())
+    if "graph_ops" not in data:  # written by an older version of this script
+        return False, f"{path} has no graph op counts"
+    stats, ops = data["optimizer"], data["graph_ops"]
+    missing = [" or ".join(names) for names in ORT_REQUIRED_FUSIONS
+               if not any(stats.get(n, 0) > 0 and ops.get(n, 0) > 0 for n in names)]
+    shown = sorted((n, c) for n, c in stats.items() if c)
+    summary = ", ".join(f"{n} {c}" for n, c in shown) or "no fusions"
+    return not missing, summary + (f"; MISSING: {', '.join(missing)}" if missing else "")
 
 
 def convert_openvino(art: Path, log) -> None:
@@ -218,10 +258,26 @@ def prepare(a) -> int:
             shutil.rmtree(p) if p.is_dir() else p.unlink()
     stamp_path.write_text(json.dumps(stamp, indent=1) + "\n")
     systems = set(a.systems.split(",")) if a.systems else set(SYSTEMS)
-    if systems & {"ort", "ort-mp", "openvino"}:
+    if systems & ({"ort", "ort-mp"} | OPENVINO):
         convert_onnx(a.model_dir, a.art, info, log)
-    if "openvino" in systems:
+    if systems & {"ort", "ort-mp"}:
+        onnx_dir = a.art / "onnx"
+        if "graph_ops" not in json.loads((onnx_dir / "fusions.json").read_text()):
+            # cached by an older version of this script: the optimizer statistics are there, the
+            # saved graph's op counts are added (a conversion redone from scratch writes both)
+            write_fusions(onnx_dir, json.loads((onnx_dir / "fusions.json").read_text()))
+        ok, summary = ort_fusions(a.art)
+        log(f"ORT fused graph: {summary}" + ("" if ok else " -> the ort systems will refuse to run"))
+    if systems & OPENVINO:
         convert_openvino(a.art, log)
+        for system in sorted(systems & OPENVINO) if a.warm_ov_cache else []:
+            t = time.monotonic()
+            cache = a.art / "ov_cache" / system
+            shutil.rmtree(cache, ignore_errors=True)  # compiled afresh: this IR, this OpenVINO, this CPU
+            cache.mkdir(parents=True)
+            runner = OpenVinoRunner(a.art, info, a.warm_ov_cache, precision=OV_PRECISION[system], cache_dir=cache)
+            log(f"{system}: compiled for (b) with {a.warm_ov_cache} threads into the model cache in "
+                f"{time.monotonic() - t:.1f} s; inference precision read back: {runner.precision}")
     if "ct2" in systems:
         convert_ct2(a.model_dir, a.art, info, log)
         extract_head(a.model_dir, a.art, info)
@@ -250,11 +306,13 @@ def prepare(a) -> int:
 # ---------------------------------------------------------------- runners: (ids, mask) -> outputs
 
 class TorchRunner:
-    """PyTorch + transformers eager, torch.inference_mode, fp32."""
+    """PyTorch + transformers eager, torch.inference_mode, fp32 weights; with bf16, the forward
+    pass runs under torch.autocast("cpu", dtype=torch.bfloat16) (matmuls in bf16 through oneDNN,
+    the ops autocast keeps in fp32 in fp32), PyTorch's documented way to run CPU inference in bf16."""
 
     parallel = 1
 
-    def __init__(self, model_dir: Path, info: dict, threads: int):
+    def __init__(self, model_dir: Path, info: dict, threads: int, bf16: bool = False):
         import torch
         from transformers import AutoModel, AutoModelForSequenceClassification
 
@@ -265,17 +323,21 @@ class TorchRunner:
             pass
         cls = AutoModelForSequenceClassification if info["kind"] == "classify" else AutoModel
         self.model = cls.from_pretrained(str(model_dir), torch_dtype=torch.float32).eval()
-        self.info, self.torch = info, torch
+        self.info, self.torch, self.bf16 = info, torch, bf16
+        self.precision = "bf16 (torch.autocast)" if bf16 else "fp32"
 
     def one(self, ids, mask):
+        import contextlib
+
         torch = self.torch
-        with torch.inference_mode():
+        autocast = torch.autocast("cpu", dtype=torch.bfloat16) if self.bf16 else contextlib.nullcontext()
+        with torch.inference_mode(), autocast:
             t_ids, t_mask = torch.from_numpy(ids), torch.from_numpy(mask)
             out = self.model(input_ids=t_ids, attention_mask=t_mask)
             if self.info["kind"] == "classify":
                 return out.logits.float().numpy()
             m = t_mask.unsqueeze(-1).float()
-            h = out.last_hidden_state
+            h = out.last_hidden_state.float()
             return ((h * m).sum(1) / m.sum(1).clamp(min=1.0)).numpy()
 
     def map(self, batches):
@@ -290,6 +352,10 @@ class OrtRunner:
     def __init__(self, art: Path, info: dict, threads: int):
         import onnxruntime as ort
 
+        ok, self.fusions = ort_fusions(art)
+        if not ok:
+            raise SystemExit(f"compare_peers: ORT's fused graph was not produced ({self.fusions}); "
+                             f"delete {art / 'onnx'} and prepare again")
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.intra_op_num_threads = threads
@@ -312,24 +378,49 @@ class OrtRunner:
         return [self.one(i, m) for i, m in batches]
 
 
-class OpenVinoRunner:
-    """OpenVINO CPU: THROUGHPUT hint, fp32 inference precision, AsyncInferQueue."""
+OV_PRECISION = {"openvino": "f32", "openvino-bf16": "default"}
 
-    def __init__(self, art: Path, info: dict, threads: int, static_shape=None):
+
+class OpenVinoRunner:
+    """OpenVINO CPU: THROUGHPUT hint, AsyncInferQueue. precision "f32" forces f32 inference
+    precision; "default" forces nothing, so the plugin's default PERFORMANCE execution mode picks
+    it (bf16 on CPUs with native bf16). Either way the precision is read back from the compiled
+    model. With cache_dir (one folder per system), the compiled model goes through OpenVINO's
+    model cache: OpenVINO 2026.4's cache key leaves INFERENCE_PRECISION_HINT out (an f32 compile
+    loaded the bf16 blob of a shared folder, reported f32 and crashed the other way round), and a
+    model loaded from the cache echoes the requested hint back, so the precision read back when
+    the cache was written is kept in compiled.json beside it."""
+
+    def __init__(self, art: Path, info: dict, threads: int, static_shape=None, precision: str = "f32",
+                 cache_dir: Path | None = None):
         import openvino as ov
         import openvino.properties as props
         import openvino.properties.hint as hints
 
         core = ov.Core()
+        if cache_dir is not None:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            core.set_property({props.cache_dir: str(cache_dir)})
         model = core.read_model(str(art / "ov" / "model.xml"))
         self.inputs = [i.get_any_name() for i in model.inputs]
         if static_shape:  # fixed-size batches: static shapes are OpenVINO's documented fast path
             model.reshape({name: list(static_shape) for name in self.inputs})
-        config = {hints.performance_mode: hints.PerformanceMode.THROUGHPUT,
-                  # on CPUs with bf16 support the plugin would otherwise run in bf16
-                  hints.inference_precision: ov.Type.f32,
-                  props.inference_num_threads: threads}
+        config = {hints.performance_mode: hints.PerformanceMode.THROUGHPUT, props.inference_num_threads: threads}
+        if precision == "f32":  # on CPUs with bf16 support the plugin would otherwise run in bf16
+            config[hints.inference_precision] = ov.Type.f32
         self.compiled = core.compile_model(model, "CPU", config)
+        self.precision = self.compiled.get_property(hints.inference_precision).get_type_name()
+        self.mode = self.compiled.get_property(hints.execution_mode).name
+        self.loaded_from_cache = bool(self.compiled.get_property(props.loaded_from_cache))
+        stamp = cache_dir / "compiled.json" if cache_dir is not None else None
+        if self.loaded_from_cache:
+            if not stamp.is_file():
+                raise SystemExit(f"compare_peers: {cache_dir} has a compiled model but no compiled.json")
+            self.precision = json.loads(stamp.read_text())["precision"] + " (read back when cached)"
+        elif stamp is not None:
+            stamp.write_text(json.dumps({"precision": self.precision, "mode": self.mode}) + "\n")
+        if precision == "f32" and not self.precision.startswith("f32"):
+            raise SystemExit(f"compare_peers: OpenVINO was asked for f32 and compiled {self.precision}")
         self.parallel = int(self.compiled.get_property(props.optimal_number_of_infer_requests))
         self.streams = str(self.compiled.get_property(props.num_streams))
         self.queue = ov.AsyncInferQueue(self.compiled, self.parallel)
@@ -388,26 +479,35 @@ class Ct2Runner:
         return list(self.pool.map(lambda b: self.one(*b), batches))
 
 
-def make_runner(base: str, model_dir: Path, art: Path, info: dict, threads: int, static_shape=None):
-    if base == "torch":
-        return TorchRunner(model_dir, info, threads)
+def make_runner(base: str, model_dir: Path, art: Path, info: dict, threads: int, static_shape=None,
+                ov_cache: bool = False):
+    if base in ("torch", "torch-bf16"):
+        return TorchRunner(model_dir, info, threads, bf16=base == "torch-bf16")
     if base == "ort":
         return OrtRunner(art, info, threads)
-    if base == "openvino":
-        return OpenVinoRunner(art, info, threads, static_shape)
+    if base in OPENVINO:
+        return OpenVinoRunner(art, info, threads, static_shape, precision=OV_PRECISION[base],
+                              cache_dir=art / "ov_cache" / base if ov_cache else None)
     if base == "ct2":
         return Ct2Runner(art, info, threads)
     raise SystemExit(f"compare_peers: unknown system {base}")
 
 
 def setting(system: str, k: int, runner=None) -> str:
-    if system == "openvino":
-        extra = f" ({runner.parallel} requests, {runner.streams} streams)" if runner is not None else ""
-        return f"THROUGHPUT hint, INFERENCE_NUM_THREADS={k}, f32, AsyncInferQueue{extra}"
+    if system in OPENVINO:
+        forced = "INFERENCE_PRECISION_HINT=f32 forced" if OV_PRECISION[system] == "f32" else "no precision forced"
+        extra = ""
+        if runner is not None:
+            extra = (f"; read back: {runner.precision}, EXECUTION_MODE_HINT={runner.mode}, "
+                     f"{runner.parallel} requests, {runner.streams} streams")
+            extra += ", compiled model loaded from the model cache" if runner.loaded_from_cache else ""
+        return f"THROUGHPUT hint, INFERENCE_NUM_THREADS={k}, {forced}, AsyncInferQueue{extra}"
+    fusions = f" ({runner.fusions})" if isinstance(runner, OrtRunner) else ""
     return {
         "torch": f"eager, inference_mode, torch.set_num_threads({k})",
+        "torch-bf16": f"eager, inference_mode + torch.autocast(\"cpu\", dtype=torch.bfloat16), torch.set_num_threads({k})",
         "torch-mp": f"{k} processes x 1 thread, one model copy each",
-        "ort": f"1 session, intra_op_num_threads={k}, ORT_ENABLE_ALL, fused graph",
+        "ort": f"1 session, intra_op_num_threads={k}, ORT_ENABLE_ALL, fused graph{fusions}",
         "ort-mp": f"{k} processes x 1 session (intra_op_num_threads=1)",
         "ct2": f"Encoder inter_threads={k}, intra_threads=1, float32, numpy head",
     }[system]
@@ -481,7 +581,7 @@ def workload_a(a) -> int:
             raise SystemExit(f"compare_peers: worker failed: {errors[0]}")
         seconds = max(g[2] for g in got) - min(g[1] for g in got)
         batches = a.k * a.iters
-        result = {"setting": setting(a.system, a.k)}
+        result = {"setting": setting(a.system, a.k), "precision": "fp32"}
     else:
         _single_env(a.k)
         import numpy as np
@@ -497,7 +597,7 @@ def workload_a(a) -> int:
         t0 = time.monotonic()
         runner.map([batch] * batches)
         seconds = time.monotonic() - t0
-        result = {"setting": setting(a.system, a.k, runner)}
+        result = {"setting": setting(a.system, a.k, runner), "precision": getattr(runner, "precision", "fp32")}
     result.update({"system": a.system, "k": a.k, "batches": batches, "seconds": seconds,
                    "seq_per_s": batches * a.batch / seconds})
     print(json.dumps(result), flush=True)
@@ -626,20 +726,23 @@ def workload_b(a) -> int:
         _single_env(a.k)
         import numpy as np
 
-        runner = make_runner(a.system, a.model_dir, a.art, info, threads=a.k)
+        # OpenVINO through its model cache (warmed by `prepare --warm-ov-cache`): the run loads the
+        # compiled model instead of compiling it, as a deployment would
+        runner = make_runner(a.system, a.model_dir, a.art, info, threads=a.k, ov_cache=True)
         ids, texts = read_csv(a.input)
         token_ids = tokenize(a.model_dir, texts, a.max_len)
         values, stats = run_rows(runner, token_ids, info["pad"], a.batch_tokens, a.max_rows)
         pipeline = (f"pyarrow CSV, HF tokenizers encode_batch (all cores), sorted by length (longest first), "
                     f"batches of <= {a.batch_tokens} padded tokens / {a.max_rows} rows")
-        if a.system in ("openvino", "ct2"):
+        if a.system in OPENVINO | {"ct2"}:
             pipeline += f", {runner.parallel} batches in flight"
     values = activation(info, values)
     write_output(a.output, ids, info["columns"], values)
     written = time.monotonic()
+    runner = runner if a.system not in MULTI_PROCESS else None
     print(json.dumps({"system": a.system, "k": a.k, "rows": len(ids), "written_at": written,
-                      "self_seconds": written - T0, "setting": setting(a.system, a.k), "pipeline": pipeline,
-                      **stats}), flush=True)
+                      "self_seconds": written - T0, "setting": setting(a.system, a.k, runner), "pipeline": pipeline,
+                      "precision": getattr(runner, "precision", "fp32"), **stats}), flush=True)
     return 0
 
 
@@ -652,6 +755,8 @@ def main() -> int:
     ap.add_argument("--model-dir", type=Path, required=True)
     ap.add_argument("--art", type=Path, required=True, help="conversion cache of this model")
     ap.add_argument("--systems", help="prepare: only what these systems need")
+    ap.add_argument("--warm-ov-cache", type=int, metavar="K",
+                    help="prepare: compile the OpenVINO systems for (b) with K threads into the model cache")
     ap.add_argument("--k", type=int, default=1, help="threads / processes / streams")
     ap.add_argument("--batch", type=int)
     ap.add_argument("--seq", type=int)
