@@ -64,16 +64,48 @@ PrecisionCheck compare_precision(const std::vector<WorkItem>& rows,
                                  std::shared_ptr<const model::Weights> reference,
                                  const ops::Device& device, const model::TaskSpec& task,
                                  int threads) {
+  PrecisionReference ref;
+  ref.rows = rows;
+  ref.outputs = outputs(rows, std::move(reference), device, task, threads, ref.dim);
+  return check_against(ref, std::move(checked), device, task, threads, PrecisionBounds{});
+}
+
+std::optional<PrecisionReference> reference_before_run(
+    const model::ModelDir& dir, const ops::Device& device, const model::TaskSpec& task,
+    const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer, std::size_t n, int threads) {
+  if (n == 0) return std::nullopt;
+  const auto t0 = std::chrono::steady_clock::now();
+  PrecisionReference ref;
+  ref.rows = sample_rows(feed, tokenizer, n);
+  // The two reading passes grew and freed buffers up to the row limit (64 MiB); hand the freed
+  // heap back so that the run's own pass does not stack its buffers on top (measured: peak RSS
+  // 205 MiB instead of 143 on a 512 MiB field without this).
+  ::malloc_trim(0);
+  if (ref.rows.empty()) return std::nullopt;
+  auto fp32 = model::Weights::load(dir, device, nullptr, ops::Precision::kFp32);
+  ref.outputs = outputs(ref.rows, std::move(fp32), device, task, threads, ref.dim);
+  ::malloc_trim(0);  // the fp32 packing is gone: return it before the run's weights load
+  ref.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return ref;
+}
+
+PrecisionCheck check_against(const PrecisionReference& reference,
+                             std::shared_ptr<const model::Weights> checked,
+                             const ops::Device& device, const model::TaskSpec& task, int threads,
+                             const PrecisionBounds& bounds) {
   const auto t0 = std::chrono::steady_clock::now();
   PrecisionCheck check;
   check.precision = std::string(ops::precision_name(checked->precision()));
-  check.rows = rows.size();
+  check.rows = reference.rows.size();
   std::int64_t dim = 0;
-  const std::vector<float> got = outputs(rows, std::move(checked), device, task, threads, dim);
-  const std::vector<float> want = outputs(rows, std::move(reference), device, task, threads, dim);
+  const std::vector<float> got =
+      outputs(reference.rows, std::move(checked), device, task, threads, dim);
+  if (dim != reference.dim)
+    fail("internal: precision check output widths {} and {}", dim, reference.dim);
+  const std::vector<float>& want = reference.outputs;
   double cosine_sum = 0;
   std::size_t same_argmax = 0;
-  for (std::size_t r = 0; r < rows.size(); ++r) {
+  for (std::size_t r = 0; r < check.rows; ++r) {
     const float* a = got.data() + r * static_cast<std::size_t>(dim);
     const float* b = want.data() + r * static_cast<std::size_t>(dim);
     double dot = 0, na = 0, nb = 0;
@@ -90,10 +122,12 @@ PrecisionCheck compare_precision(const std::vector<WorkItem>& rows,
     cosine_sum += cosine;
     same_argmax += std::max_element(a, a + dim) - a == std::max_element(b, b + dim) - b;
   }
-  if (!rows.empty()) check.mean_cosine = cosine_sum / static_cast<double>(rows.size());
-  if (task.kind == model::TaskKind::kClassify && !rows.empty())
-    check.argmax_agreement = static_cast<double>(same_argmax) / static_cast<double>(rows.size());
-  check.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (check.rows > 0) check.mean_cosine = cosine_sum / static_cast<double>(check.rows);
+  if (task.kind == model::TaskKind::kClassify && check.rows > 0)
+    check.argmax_agreement = static_cast<double>(same_argmax) / static_cast<double>(check.rows);
+  check.seconds = reference.seconds +
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  enforce(check, bounds);
   return check;
 }
 
@@ -129,26 +163,6 @@ void enforce(const PrecisionCheck& check, const PrecisionBounds& bounds) {
       "precision check failed: {} ({}). Nothing was written; use --precision fp32 for exact "
       "results",
       failed, check.summary()));
-}
-
-std::optional<PrecisionCheck> check_before_run(const std::filesystem::path& model_dir,
-                                               std::shared_ptr<const model::Weights> weights,
-                                               const ops::Device& device,
-                                               const model::TaskSpec& task, const FeedOptions& feed,
-                                               const tokenizer::Tokenizer* tokenizer, std::size_t n,
-                                               int threads, const PrecisionBounds& bounds) {
-  if (n == 0 || weights->precision() == ops::Precision::kFp32) return std::nullopt;
-  const std::vector<WorkItem> rows = sample_rows(feed, tokenizer, n);
-  // The two reading passes grew and freed buffers up to the row limit (64 MiB); hand the freed
-  // heap back so that the run's own pass does not stack its buffers on top (measured: peak RSS
-  // 205 MiB instead of 143 on a 512 MiB field without this).
-  ::malloc_trim(0);
-  if (rows.empty()) return std::nullopt;  // the run itself reports an input without rows
-  auto reference = model::Weights::load(model_dir, device, nullptr, ops::Precision::kFp32);
-  PrecisionCheck check =
-      compare_precision(rows, std::move(weights), std::move(reference), device, task, threads);
-  enforce(check, bounds);
-  return check;
 }
 
 }  // namespace mcinfer::sched

@@ -127,14 +127,14 @@ Json run_job(const RunOptions& o) {
   const ops::PrecisionChoice precision = ops::resolve_precision(o.precision);
   if (!o.quiet) fmt::print(stderr, "mcinfer: {}\n", precision.reason);
   const model::ModelDir dir = model::ModelDir::open(o.model_dir);
-  auto weights = model::Weights::load(dir, *device, &warnings, precision.precision);
-  const model::ModelConfig& config = weights->config();
+  const model::ModelConfig& config = dir.config();
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   if (dir.has_tokenizer()) tokenizer = tokenizer::Tokenizer::load(o.model_dir);
 
   model::TaskSpec task;
   task.kind = o.task.value_or(dir.default_task().value);
-  if (task.kind == model::TaskKind::kClassify && !weights->classifier()) {
+  if (task.kind == model::TaskKind::kClassify &&
+      config.head != model::Head::kSequenceClassification) {
     fail_usage("{}: {} has no classification head; use --task embed", o.model_dir.string(),
                config.architecture.empty() ? config.family_name() : config.architecture);
   }
@@ -160,12 +160,21 @@ Json run_job(const RunOptions& o) {
   feed.type_vocab_size = config.type_vocab_size;
   feed.strip_text = dir.strips_text();
 
-  // Evidence for a reduced-precision run, before anything is written.
-  const std::optional<PrecisionCheck> precision_check = check_before_run(
-      o.model_dir, weights, *device, task, feed, tokenizer.get(),
-      o.check_precision_rows.value_or(kDefaultCheckRows), replicas * o.threads_per_replica,
-      PrecisionBounds{o.min_cosine, o.min_agreement});
-  if (precision_check && !o.quiet) fmt::print(stderr, "mcinfer: {}\n", precision_check->summary());
+  // Evidence for a reduced-precision run, before anything is written: the fp32 side first, with
+  // its own weights freed before the run's are loaded.
+  const int check_threads = replicas * o.threads_per_replica;
+  const std::optional<PrecisionReference> reference =
+      precision.precision == ops::Precision::kFp32
+          ? std::nullopt
+          : reference_before_run(dir, *device, task, feed, tokenizer.get(),
+                                 o.check_precision_rows.value_or(kDefaultCheckRows), check_threads);
+  auto weights = model::Weights::load(dir, *device, &warnings, precision.precision);
+  std::optional<PrecisionCheck> precision_check;
+  if (reference) {
+    precision_check = check_against(*reference, weights, *device, task, check_threads,
+                                    PrecisionBounds{o.min_cosine, o.min_agreement});
+    if (!o.quiet) fmt::print(stderr, "mcinfer: {}\n", precision_check->summary());
+  }
 
   // Memory plan: one copy of the weights + every replica's activations for the largest batch.
   const std::int64_t batch_rows_tokens =
