@@ -9,19 +9,39 @@ build="${MCINFER_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 CXX=clang++ CC=clang cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMCINFER_FUZZ=ON -DMCINFER_TESTS=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)"
-status=0
+# One target per core at a time: each is a single process, so on CI's 2 cores this halves the wall
+# time of the runs (7 targets: about 2 min instead of 3.6) with the same seconds per target.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+run_one() { # TARGET NAME
+  local work
+  work=$(mktemp -d)
+  cp -r "$root/tests/fuzz/corpus/$2/." "$work/" 2>/dev/null || true
+  if (cd "$root" && "$1" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+    -print_final_stats=1 "$work" >"$logs/$2.log" 2>&1); then
+    echo 0 >"$logs/$2.rc"
+  else
+    echo $? >"$logs/$2.rc"
+  fi
+  rm -rf "$work"
+}
+names=()
 for target in "$build"/tests/fuzz/fuzz_*; do
   [ -x "$target" ] || continue
   name=$(basename "$target")
   [[ -z "$filter" || "$name" == *"$filter"* ]] || continue
-  work=$(mktemp -d)
-  cp -r "$root/tests/fuzz/corpus/$name/." "$work/" 2>/dev/null || true
+  names+=("$name")
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+  run_one "$target" "$name" &
+done
+wait
+status=0
+for name in "${names[@]}"; do
   echo "== $name for ${seconds}s"
-  if ! (cd "$root" && "$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
-        -print_final_stats=1 "$work" 2>&1 | tail -n 12); then
-    echo "FUZZ FAILURE in $name"
+  tail -n 12 "$logs/$name.log"
+  if [ "$(cat "$logs/$name.rc" 2>/dev/null)" != 0 ]; then
+    echo "FUZZ FAILURE in $name (exit status $(cat "$logs/$name.rc" 2>/dev/null || echo unknown))"
     status=1
   fi
-  rm -rf "$work"
 done
 exit $status
