@@ -6,26 +6,49 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
+#include <thread>
 
 namespace mcinfer::sched {
 namespace {
 
-// Outputs of `rows` through one model, [rows, dim], in batches as a run would form them.
+// Outputs of `rows` through one model, [rows, dim], in batches as a run would form them: the rows
+// split in `threads` contiguous parts, each through its own single-threaded encoder on its own
+// thread, as replicas run (one OpenMP team per encoder would race under ThreadSanitizer, whose
+// view of libgomp's barriers is blind, and would differ from how the run computes).
 std::vector<float> outputs(const std::vector<WorkItem>& rows,
                            std::shared_ptr<const model::Weights> weights, const ops::Device& device,
                            const model::TaskSpec& task, int threads, std::int64_t& dim) {
-  model::Encoder encoder(std::move(weights), device, threads);
-  dim = encoder.output_dim(task);
-  std::vector<float> all;
-  std::vector<model::SequenceInput> inputs;
-  std::vector<float> values;
-  constexpr std::size_t kBatch = 16;
-  for (std::size_t begin = 0; begin < rows.size(); begin += kBatch) {
-    inputs.clear();
-    for (std::size_t i = begin; i < std::min(rows.size(), begin + kBatch); ++i)
-      inputs.push_back({rows[i].ids, rows[i].type_ids, rows[i].mask});
-    encoder.predict(inputs, task, values);
-    all.insert(all.end(), values.begin(), values.end());
+  dim = model::Encoder(weights, device, 1).output_dim(task);
+  std::vector<float> all(rows.size() * static_cast<std::size_t>(dim));
+  const std::size_t parts = std::clamp<std::size_t>(static_cast<std::size_t>(threads), 1,
+                                                    std::max<std::size_t>(rows.size(), 1));
+  std::vector<std::exception_ptr> errors(parts);
+  auto part = [&](std::size_t p) {
+    try {
+      model::Encoder encoder(weights, device, 1);
+      std::vector<model::SequenceInput> inputs;
+      std::vector<float> values;
+      constexpr std::size_t kBatch = 16;
+      const std::size_t first = rows.size() * p / parts, last = rows.size() * (p + 1) / parts;
+      for (std::size_t begin = first; begin < last; begin += kBatch) {
+        inputs.clear();
+        for (std::size_t i = begin; i < std::min(last, begin + kBatch); ++i)
+          inputs.push_back({rows[i].ids, rows[i].type_ids, rows[i].mask});
+        encoder.predict(inputs, task, values);
+        std::copy(values.begin(), values.end(),
+                  all.begin() + begin * static_cast<std::size_t>(dim));
+      }
+    } catch (...) {
+      errors[p] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(part, p);
+  part(0);
+  for (auto& t : pool) t.join();
+  for (auto& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
   return all;
 }
