@@ -66,7 +66,8 @@ void EtaEstimator::add(double seconds, double done) {
 
 std::optional<double> EtaEstimator::eta(double remaining) {
   if (samples_.empty()) return std::nullopt;
-  const auto [now, done] = latest_;
+  // Plain variables, not a structured binding: clang 14 (the fuzz build) cannot capture one.
+  const double now = latest_.first, done = latest_.second;
   if (now < kMinSeconds || done + remaining <= 0 || done / (done + remaining) < kMinFraction)
     return std::nullopt;
   // Tokens per second since `since` seconds, from the last sample at or before it.
