@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "cpu/attention_amx.h"
 #include "cpu/gemm_engine.h"
 
 namespace mcinfer::cpu {
@@ -40,6 +41,11 @@ struct Bf16Attention::Impl {
   std::unordered_map<std::int64_t, Products> products;  // by (heads · 1e6 + d) · 1e4 + L
   AlignedBuffer<Bf16> q, k, v, p, o;                    // [heads, L, d] / [heads, L, L]
   AlignedBuffer<float> s;                               // [heads, L, L]
+  bool amx = false;  // the fused AMX kernel may run (CPU, library cap, our cap)
+  AlignedBuffer<std::uint8_t> amx_scratch;  // [threads, amx_attention_scratch_bytes]
+
+  void run_amx(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
+               std::int64_t hidden);
 
   const Products& for_shape(std::int64_t heads, std::int64_t d, std::int64_t len) {
     const std::int64_t key = (heads * 1000000 + d) * 10000 + len;
@@ -66,13 +72,21 @@ Bf16Attention::Bf16Attention(const GemmEngine& engine, const KernelTable& kernel
   impl_->stream = dnnl::stream(*impl_->engine);
   impl_->threads = threads < 1 ? 1 : threads;
   impl_->kernels = &kernels;
+  // The library's ISA cap (ONEDNN_MAX_CPU_ISA) and ours (MCINFER_MAX_ISA, which picks the
+  // kernel table) both step back from AMX: capped runs test the library path on AMX machines.
+  impl_->amx = kernels.isa == Isa::kAvx512 && native_bf16_isa() == "amx_bf16";
+}
+
+bool Bf16Attention::fused_amx(std::int64_t head_size) const {
+  return impl_->amx && amx_attention_usable(head_size);
 }
 
 Bf16Attention::~Bf16Attention() = default;
 
 std::size_t Bf16Attention::workspace_bytes() const {
-  return impl_->q.capacity_bytes() + impl_->k.capacity_bytes() + impl_->v.capacity_bytes() +
-         impl_->p.capacity_bytes() + impl_->o.capacity_bytes() + impl_->s.capacity_bytes();
+  return impl_->amx_scratch.capacity_bytes() + impl_->q.capacity_bytes() +
+         impl_->k.capacity_bytes() + impl_->v.capacity_bytes() + impl_->p.capacity_bytes() +
+         impl_->o.capacity_bytes() + impl_->s.capacity_bytes();
 }
 
 std::uint64_t Bf16Attention::workspace_bytes_for(std::int64_t max_len, std::int64_t hidden,
@@ -86,6 +100,7 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
                         int heads, std::int64_t hidden) {
   Impl& m = *impl_;
   const std::int64_t d = hidden / heads, ld = 3 * hidden;
+  if (fused_amx(d)) return m.run_amx(qkv, ctx, sequences, heads, hidden);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const int threads = m.threads;
   for (const SequenceSpan& seq : sequences) {
@@ -121,11 +136,8 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
     const std::int64_t rows_total = heads * len;
     auto softmax_row = [&](std::int64_t r) {
       const std::int64_t h = r / len, i = r % len;
-      float* srow = m.s.data() + (h * lp + i) * lp;
-      m.kernels->softmax(srow, 1, len, lp, scale);
-      Bf16* prow = m.p.data() + (h * lp + i) * lp;
-      m.kernels->to_bf16(srow, prow, len);
-      std::fill(prow + len, prow + lp, Bf16{0});
+      const std::int64_t at = (h * lp + i) * lp;
+      m.kernels->softmax_to_bf16(m.s.data() + at, m.p.data() + at, len, lp, scale);
     };
     if (threads <= 1) {
       for (std::int64_t r = 0; r < rows_total; ++r) softmax_row(r);
@@ -142,6 +154,67 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
       const Bf16* src = m.o.data() + h * head_block;
       for (std::int64_t i = 0; i < len; ++i)
         std::memcpy(out + i * hidden + h * d, src + i * d, d * sizeof(Bf16));
+    }
+  }
+}
+
+// Many sequences: each thread takes whole sequences (packs one, runs its heads) with its own
+// scratch. Fewer sequences than threads (a replica with many threads on a few long rows): the
+// sequences go one at a time, packed by one thread, their heads shared among all.
+void Bf16Attention::Impl::run_amx(const Bf16* qkv, Bf16* ctx,
+                                  std::span<const SequenceSpan> sequences, int heads,
+                                  std::int64_t hidden) {
+  const std::int64_t d = hidden / heads, ld = 3 * hidden;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  std::int64_t max_len = 1;
+  for (const SequenceSpan& seq : sequences) max_len = std::max(max_len, seq.length);
+  const auto packed_bytes = static_cast<std::size_t>(amx_packed_bytes(max_len, hidden));
+  const auto block_bytes = static_cast<std::size_t>(amx_block_bytes(max_len, d));
+  const std::size_t per_thread = packed_bytes + block_bytes;
+  if (amx_scratch.size() < per_thread * static_cast<std::size_t>(threads))
+    amx_scratch.resize_zeroed(per_thread * static_cast<std::size_t>(threads));
+  std::uint8_t* const scratch = amx_scratch.data();
+  auto pack = [&](const SequenceSpan& seq, int thread) {
+    amx_pack_sequence(qkv + seq.offset * ld, ld, seq.length, hidden, heads,
+                      scratch + per_thread * static_cast<std::size_t>(thread));
+  };
+  auto head = [&](const SequenceSpan& seq, int h, int packed_by, int thread) {
+    std::uint8_t* mine = scratch + per_thread * static_cast<std::size_t>(thread);
+    amx_attention_head(scratch + per_thread * static_cast<std::size_t>(packed_by), seq.length,
+                       hidden, heads, h, scale, *kernels, mine + packed_bytes,
+                       ctx + seq.offset * hidden, hidden);
+  };
+  const auto count = static_cast<std::int64_t>(sequences.size());
+  if (threads <= 1) {
+    for (const SequenceSpan& seq : sequences) {
+      pack(seq, 0);
+      for (int h = 0; h < heads; ++h) head(seq, h, 0, 0);
+    }
+    amx_release_tiles();
+    return;
+  }
+  if (count >= threads) {
+#pragma omp parallel num_threads(threads)
+    {
+      const int thread = omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t i = 0; i < count; ++i) {
+        const SequenceSpan& seq = sequences[static_cast<std::size_t>(i)];
+        pack(seq, thread);
+        for (int h = 0; h < heads; ++h) head(seq, h, thread, thread);
+      }
+      amx_release_tiles();
+    }
+    return;
+  }
+  for (const SequenceSpan& seq : sequences) {
+    pack(seq, 0);
+#pragma omp parallel num_threads(threads)
+    {
+      const int thread = omp_get_thread_num();
+#pragma omp for schedule(static)
+      for (int h = 0; h < heads; ++h) head(seq, h, 0, thread);
+      amx_release_tiles();
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cpu/attention_bf16.h"
+#include "cpu/isa.h"
 #include "cpu/kernels.h"
 
 #include <algorithm>
@@ -111,15 +112,25 @@ void expect_bf16_matches_reference(int heads, std::int64_t hidden,
     rounded[i] = std::bit_cast<float>(static_cast<std::uint32_t>(qkv16[i]) << 16);
   auto want = reference(rounded, seqs, heads, hidden, tokens);
   GemmEngine engine;
-  for (int threads : {1, 2}) {
-    std::vector<Bf16> ctx(static_cast<std::size_t>(tokens * hidden), 0xFFFF);
-    // One object for all calls, sequences of changing lengths: stale padding must never leak.
-    Bf16Attention attention(engine, kernels_for(best_isa()), threads);
-    attention.run(qkv16.data(), ctx.data(), seqs, heads, hidden);
-    for (std::size_t i = 0; i < ctx.size(); ++i) {
-      const float got = std::bit_cast<float>(static_cast<std::uint32_t>(ctx[i]) << 16);
-      ASSERT_NEAR(got, want[i], 4e-3 * (1 + std::fabs(want[i])))
-          << "hidden " << hidden << " threads " << threads << " at " << i;
+  // The best table takes the fused AMX kernel where the CPU has it; the AVX2 table keeps the
+  // library's products (as MCINFER_MAX_ISA=avx2 does), so both paths are checked on AMX CPUs.
+  std::vector<Isa> isas = {best_isa()};
+  if (best_isa() == Isa::kAvx512) isas.push_back(Isa::kAvx2);
+  for (Isa isa : isas) {
+    for (int threads : {1, 2}) {
+      std::vector<Bf16> ctx(static_cast<std::size_t>(tokens * hidden), 0xFFFF);
+      // One object for all calls, sequences of changing lengths: stale padding must never leak.
+      Bf16Attention attention(engine, kernels_for(isa), threads);
+      const std::int64_t d = hidden / heads;
+      const bool amx = native_bf16_isa() == "amx_bf16" && isa == Isa::kAvx512 && d % 32 == 0;
+      EXPECT_EQ(attention.fused_amx(d), amx) << "head size " << d;
+      attention.run(qkv16.data(), ctx.data(), seqs, heads, hidden);
+      for (std::size_t i = 0; i < ctx.size(); ++i) {
+        const float got = std::bit_cast<float>(static_cast<std::uint32_t>(ctx[i]) << 16);
+        ASSERT_NEAR(got, want[i], 4e-3 * (1 + std::fabs(want[i])))
+            << "hidden " << hidden << " threads " << threads << " isa " << isa_name(isa)
+            << (amx ? " (AMX kernel)" : " (library)") << " at " << i;
+      }
     }
   }
 }
@@ -132,6 +143,10 @@ TEST(AttentionBf16, PackedSequencesMatchReference) {
       2, 128, {{0, 5}, {5, 1}, {6, 17}, {23, 2}, {25, 33}, {58, 129}, {187, 16}, {203, 3}});
   expect_bf16_matches_reference(3, 96, {{0, 4}, {4, 31}, {35, 16}, {51, 7}});
   expect_bf16_matches_reference(2, 48, {{0, 40}, {40, 9}});
+  // Head sizes 96 (six 16-wide blocks: a group of four and one of two) and 128 (two groups),
+  // a length past 64 keys, one exactly 32 and one of 16.
+  expect_bf16_matches_reference(2, 192, {{0, 70}, {70, 32}, {102, 16}, {118, 1}});
+  expect_bf16_matches_reference(2, 256, {{0, 33}, {33, 64}});
 }
 
 }  // namespace

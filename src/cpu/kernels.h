@@ -40,6 +40,13 @@ struct KernelTable {
                          float scale, float* scratch);
   // y[i] = bf16(x[i]) for i < n, rounded to nearest even (NaN stays NaN), as torch rounds.
   void (*to_bf16)(const float* x, Bf16* y, std::int64_t n);
+  // One row: p[:cols] = bf16(softmax(s[:cols] * scale)) and p[cols:padded] = 0, the softmax in
+  // f32 and rounded once at the end, as autocast does. s is overwritten (it is scratch).
+  void (*softmax_to_bf16)(float* s, Bf16* p, std::int64_t cols, std::int64_t padded, float scale);
+  // residual_layer_norm with the residual y in bf16 (a bf16 GEMM's output) and no bias: half
+  // the bytes of an f32 y to write and read back, in a pass bound by memory.
+  void (*residual_bf16_layer_norm)(float* x, const Bf16* y, std::int64_t rows, std::int64_t cols,
+                                   const float* gamma, const float* beta, float eps, Bf16* x_bf16);
 };
 
 // Floats of scratch one attention_head call needs.

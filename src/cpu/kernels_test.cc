@@ -134,6 +134,31 @@ TEST_P(KernelsTest, ResidualLayerNormMatchesDefinition) {
   }
 }
 
+// With the residual in bf16, the kernel must compute exactly what the f32 kernel computes on
+// the same residual widened back to f32 (checked above against the definition).
+TEST_P(KernelsTest, Bf16ResidualLayerNormIsTheF32OneOnWidenedValues) {
+  for (std::int64_t cols : {1, 7, 16, 33, 384, 768}) {
+    const std::int64_t rows = 3;
+    const auto x = random_vector(static_cast<std::size_t>(rows * cols), 2.0f, 11);
+    const auto y = random_vector(static_cast<std::size_t>(rows * cols), 3.0f, 12);
+    const auto gamma = random_vector(static_cast<std::size_t>(cols), 1.0f, 13);
+    const auto beta = random_vector(static_cast<std::size_t>(cols), 1.0f, 14);
+    std::vector<Bf16> y16(y.size());
+    k.to_bf16(y.data(), y16.data(), static_cast<std::int64_t>(y.size()));
+    std::vector<float> widened(y.size());
+    for (std::size_t i = 0; i < y.size(); ++i)
+      widened[i] = std::bit_cast<float>(static_cast<std::uint32_t>(y16[i]) << 16);
+    auto want = x, got = x;
+    std::vector<Bf16> want16(x.size()), got16(x.size());
+    k.residual_layer_norm(want.data(), widened.data(), nullptr, rows, cols, gamma.data(),
+                          beta.data(), 1e-12f, want16.data());
+    k.residual_bf16_layer_norm(got.data(), y16.data(), rows, cols, gamma.data(), beta.data(),
+                               1e-12f, got16.data());
+    ASSERT_EQ(got, want) << "cols " << cols;
+    ASSERT_EQ(got16, want16) << "cols " << cols;
+  }
+}
+
 TEST_P(KernelsTest, SoftmaxMatchesDefinition) {
   for (std::int64_t cols : {1, 3, 16, 31, 128, 300}) {
     const std::int64_t rows = 5, ld = cols + 3;
@@ -220,6 +245,26 @@ TEST_P(KernelsTest, ToBf16RoundsToNearestEven) {
       EXPECT_EQ(y[i], reference_bf16(v)) << "value " << v << " n " << n;
     }
     EXPECT_EQ(y[n], 0xABCD) << "wrote past n = " << n;
+  }
+}
+
+// The fused row kernel is the f32 softmax rounded once: the same bits as softmax then to_bf16,
+// zeros in the padding, nothing written past it.
+TEST_P(KernelsTest, SoftmaxToBf16IsSoftmaxThenRounding) {
+  for (std::int64_t cols : {1, 3, 16, 31, 128, 300}) {
+    for (std::int64_t pad : {0, 1, 13}) {
+      const std::int64_t padded = cols + pad;
+      auto s = random_vector(static_cast<std::size_t>(cols), 6.0f, 10);
+      auto want_f32 = s;
+      k.softmax(want_f32.data(), 1, cols, cols, 0.125f);
+      std::vector<Bf16> want(static_cast<std::size_t>(padded), 0);
+      k.to_bf16(want_f32.data(), want.data(), cols);
+      std::vector<Bf16> got(static_cast<std::size_t>(padded + 1), 0xABCD);
+      k.softmax_to_bf16(s.data(), got.data(), cols, padded, 0.125f);
+      EXPECT_EQ(got[static_cast<std::size_t>(padded)], 0xABCD) << "wrote past the padding";
+      got.pop_back();
+      ASSERT_EQ(got, want) << "cols " << cols << " padded " << padded;
+    }
   }
 }
 

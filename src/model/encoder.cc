@@ -52,10 +52,10 @@ std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t token
   const auto inter = static_cast<std::uint64_t>(c.intermediate_size);
   const auto len = static_cast<std::uint64_t>(max_len);
   // x, qkv, ctx, tmp, ffn + the packed ids, types and positions + one score block per thread.
-  // bf16: x and tmp in f32; x, qkv, ctx and ffn in bf16; the attention's per-sequence blocks.
+  // bf16: x in f32; x, qkv, ctx, tmp and ffn in bf16; the attention's per-sequence blocks.
   std::uint64_t bytes =
       precision == ops::Precision::kBf16
-          ? rows * (h + h) * 4 + rows * (h + 3 * h + h + inter) * 2 +
+          ? rows * h * 4 + rows * (h + 3 * h + h + h + inter) * 2 +
                 cpu::Bf16Attention::workspace_bytes_for(max_len, c.hidden_size, c.num_heads)
           : rows * (h + 3 * h + h + h + inter) * 4;
   bytes += static_cast<std::uint64_t>(tokens) * 12;
@@ -67,7 +67,8 @@ std::size_t Encoder::workspace_bytes() const {
   return x_.capacity_bytes() + qkv_.capacity_bytes() + ctx_buf_.capacity_bytes() +
          tmp_.capacity_bytes() + ffn_.capacity_bytes() + head_in_.capacity_bytes() +
          head_mid_.capacity_bytes() + x_bf16_.capacity_bytes() + ctx_bf16_.capacity_bytes() +
-         ffn_bf16_.capacity_bytes() + qkv_bf16_.capacity_bytes() + ctx_.workspace_bytes();
+         ffn_bf16_.capacity_bytes() + qkv_bf16_.capacity_bytes() + tmp_bf16_.capacity_bytes() +
+         ctx_.workspace_bytes();
 }
 
 void Encoder::pack(std::span<const SequenceInput> batch) {
@@ -174,7 +175,10 @@ void Encoder::layers_fp32() {
 }
 
 // The same layers with bf16 GEMM inputs: the residual stream x and LayerNorm stay f32 (each
-// LayerNorm also writes x's bf16 copy), the FFN's GELU output is written in bf16 by the GEMM.
+// LayerNorm also writes x's bf16 copy), the FFN's GELU output is written in bf16 by the GEMM,
+// and so are the projections that feed a residual add, as under torch.autocast (where a bf16
+// Linear's output is bf16 and the add promotes it to f32): half the bytes of the f32 version
+// for the memory-bound LayerNorm pass to read (LayerNorm was 7% of a bert-base batch).
 // Attention runs on bf16 Q, K, V with f32 scores and softmax, writing the bf16 input of the
 // output projection.
 void Encoder::layers_bf16() {
@@ -183,7 +187,7 @@ void Encoder::layers_bf16() {
   const std::int64_t rows = ops::padded_rows(t);
   const int heads = static_cast<int>(c.num_heads);
   ensure(qkv_bf16_, rows, 3 * h);
-  ensure(tmp_, rows, h);
+  ensure(tmp_bf16_, rows, h);
   ensure(x_bf16_, rows, h);
   ensure(ctx_bf16_, rows, h);
   ensure(ffn_bf16_, rows, c.intermediate_size);
@@ -194,15 +198,15 @@ void Encoder::layers_bf16() {
     ops::linear(ctx_, layer.qkv, x_in, t, Rows{qkv_bf16_.data(), DType::kBf16});
     ops::attention(ctx_, qkv_bf16_.data(), ctx_bf16_.data(), spans_, heads, h);
     ops::linear(ctx_, layer.attn_out, ConstRows{ctx_bf16_.data(), DType::kBf16}, t,
-                Rows{tmp_.data(), DType::kF32});
-    ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.attn_norm.gamma,
+                Rows{tmp_bf16_.data(), DType::kBf16});
+    ops::residual_layer_norm(ctx_, x_.data(), tmp_bf16_.data(), t, h, layer.attn_norm.gamma,
                              layer.attn_norm.beta, c.layer_norm_eps, x_bf16_.data());
     ops::linear(ctx_, layer.ffn_in, x_in, t, Rows{ffn_bf16_.data(), DType::kBf16}, c.hidden_act);
     ops::linear(ctx_, layer.ffn_out, ConstRows{ffn_bf16_.data(), DType::kBf16}, t,
-                Rows{tmp_.data(), DType::kF32});
+                Rows{tmp_bf16_.data(), DType::kBf16});
     // The last layer's output feeds pooling and the head in f32 only.
     const bool last = &layer == &weights_->layers().back();
-    ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.ffn_norm.gamma,
+    ops::residual_layer_norm(ctx_, x_.data(), tmp_bf16_.data(), t, h, layer.ffn_norm.gamma,
                              layer.ffn_norm.beta, c.layer_norm_eps,
                              last ? nullptr : x_bf16_.data());
   }

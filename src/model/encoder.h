@@ -98,11 +98,12 @@ class Encoder {
   AlignedBuffer<float> tmp_;      // [tokens, hidden]: projection outputs before residual+norm
   AlignedBuffer<float> ffn_;      // [tokens, intermediate]
   AlignedBuffer<float> head_in_, head_mid_;  // [batch, hidden]: first-token rows, head dense
-  // bf16 precision only: GEMM inputs (ffn_bf16_ replaces ffn_).
+  // bf16 precision only: GEMM inputs and outputs (ffn_bf16_, tmp_bf16_ replace ffn_, tmp_).
   AlignedBuffer<ops::Bf16> x_bf16_;    // [tokens, hidden]: x after each LayerNorm
   AlignedBuffer<ops::Bf16> ctx_bf16_;  // [tokens, hidden]: attention output
   AlignedBuffer<ops::Bf16> ffn_bf16_;  // [tokens, intermediate]: GELU(x · W1ᵀ + b1)
   AlignedBuffer<ops::Bf16> qkv_bf16_;  // [tokens, 3·hidden]: Q, K, V
+  AlignedBuffer<ops::Bf16> tmp_bf16_;  // [tokens, hidden]: projection outputs before residual+norm
 };
 
 }  // namespace mcinfer::model

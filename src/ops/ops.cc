@@ -207,6 +207,17 @@ void residual_layer_norm(Context& ctx, float* x, const float* y, std::int64_t ro
   });
 }
 
+void residual_layer_norm(Context& ctx, float* x, const Bf16* y, std::int64_t rows,
+                         std::int64_t cols, const float* gamma, const float* beta, float eps,
+                         Bf16* x_bf16) {
+  ScopedOpTimer timer(ctx, OpKind::kLayerNorm);
+  const auto& k = ctx.device().kernels();
+  for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
+    k.residual_bf16_layer_norm(x + begin * cols, y + begin * cols, count, cols, gamma, beta, eps,
+                               x_bf16 ? x_bf16 + begin * cols : nullptr);
+  });
+}
+
 void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,
                int heads, std::int64_t hidden) {
   double flops = 0;

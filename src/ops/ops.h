@@ -166,6 +166,10 @@ void to_bf16(Context& ctx, const float* x, Bf16* y, std::int64_t rows, std::int6
 void residual_layer_norm(Context& ctx, float* x, const float* y, std::int64_t rows,
                          std::int64_t cols, const float* gamma, const float* beta, float eps,
                          Bf16* x_bf16 = nullptr);
+// The same with the residual y in bf16 (the output of a bf16 GEMM).
+void residual_layer_norm(Context& ctx, float* x, const Bf16* y, std::int64_t rows,
+                         std::int64_t cols, const float* gamma, const float* beta, float eps,
+                         Bf16* x_bf16);
 
 // Self-attention over packed sequences; qkv [tokens, 3·hidden] → out [tokens, hidden].
 void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,
