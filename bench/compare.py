@@ -348,7 +348,7 @@ def run_b(ctx, model: dict, system: str, rep: int) -> dict:
         cmd = [str(a.mcinfer), "run", str(model["dir"]), "--input", str(model["testset"]), "--output", str(output),
                "--replicas", "auto" if a.cores == physical_cores() else str(a.cores), "--max-len",
                str(model["max_len"]), "--precision", MCINFER_PRECISION[system], "--report", str(report_path),
-               "--quiet"]
+               "--quiet"] + EMBED_AS_PEERS.get(model["kind"], [])
     else:
         cmd = peer_cmd(ctx, "b", system, model, k, ["--input", str(model["testset"]), "--output", str(output),
                                                     "--max-len", str(model["max_len"]),
@@ -384,6 +384,12 @@ def run_b(ctx, model: dict, system: str, rep: int) -> dict:
 
 
 
+# The peers' embeddings are the mean-pooled last hidden state, not normalised; mcinfer applies a
+# sentence-transformers directory's own modules by default (MiniLM: mean pooling, then Normalize),
+# so its runs are asked for the same vectors as the peers compute.
+EMBED_AS_PEERS = {"embed": ["--pooling", "mean", "--no-normalize"]}
+
+
 def mcinfer_guard(ctx, model: dict, system: str) -> dict:
     """mcinfer's outputs for the (a) batch: `mcinfer bench` prints none, so the same ids go through
     `mcinfer run` as pre-tokenised JSONL rows (one replica, no activation), in the system's precision."""
@@ -400,7 +406,7 @@ def mcinfer_guard(ctx, model: dict, system: str) -> dict:
             f.write(json.dumps({"id": f"r{i}", "input_ids": row}) + "\n")
     cmd = [str(a.mcinfer), "run", str(model["dir"]), "--input", str(src), "--output", str(dst), "--replicas", "1",
            "--precision", MCINFER_PRECISION[system], "--report", str(rep), "--quiet"] + \
-        (["--activation", "none"] if model["kind"] == "classify" else [])
+        (["--activation", "none"] if model["kind"] == "classify" else EMBED_AS_PEERS["embed"])
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         return {"error": res.stderr.strip()[-500:]}
