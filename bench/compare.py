@@ -730,9 +730,10 @@ def main() -> int:
           ", ".join(f"{k} {sum(v):.0f}" for k, v in timings.items()))
 
     date = dt.datetime.now(dt.timezone.utc)
-    # next to the RESULTS file, which links it by name; a partial run's plot says which models
+    # next to the RESULTS file, which links it by name; a partial run's plot says which models, and
+    # the time keeps a later run of the same day from replacing the image an earlier section shows
     tag = "" if a.models == list(MODELS) else "_" + "-".join(a.models)
-    png = (a.results.parent / f"compare_{date:%Y-%m-%d}{tag}.png") if not a.no_results else WORK / "compare" / "plot.png"
+    png = (a.results.parent / f"compare_{date:%Y-%m-%d_%H%M}{tag}.png") if not a.no_results else WORK / "compare" / "plot.png"
     has_plot = report.plot(a, results, png, log)
     if has_plot:
         print(f"plot: {rel(png)}")
