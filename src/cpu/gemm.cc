@@ -2,7 +2,6 @@
 
 #include <omp.h>
 
-#include <atomic>
 #include <dnnl.hpp>
 #include <unordered_map>
 
@@ -97,21 +96,13 @@ struct PackedLinear::Impl {
   AlignedBuffer<float> bias;
   bool has_bias = false;
   const dnnl::engine* engine = nullptr;
-  // Names these weights in the runners' kernel caches. Not the address: a PackedLinear freed
-  // and another created at the same place must not find the old one's kernels.
-  std::uint64_t serial = 0;
 };
-
-namespace {
-std::atomic<std::uint64_t> next_packed_serial{1};
-}  // namespace
 
 PackedLinear::PackedLinear(const GemmEngine& engine, const void* weight, DType weight_type,
                            const float* bias, std::int64_t out, std::int64_t in, DType compute)
     : in_(in), out_(out), compute_(compute), impl_(std::make_unique<Impl>()) {
   const dnnl::engine& eng = engine.impl().engine;
   impl_->engine = &eng;
-  impl_->serial = next_packed_serial.fetch_add(1, std::memory_order_relaxed);
   // The library chooses the blocked layout; it does not depend on the row count, so one packing
   // serves every batch (checked when each row count's kernel is created).
   dnnl::memory::desc any({in, out}, library_type(compute), tag::any);
@@ -144,8 +135,12 @@ std::size_t PackedLinear::packed_bytes() const {
 struct GemmRunner::Impl {
   const GemmEngine* engine;
   dnnl::stream stream;
+  // Kernels are compiled per shape, not per weight matrix: the 12 layers of a BERT share four
+  // shapes. Keyed by weights, a 5,000-row run of long-tailed lengths compiled 48 kernels per
+  // padded row count, and their code grew a bert-base process by ~300 MiB.
   struct Key {
-    std::uint64_t weights;  // PackedLinear::Impl::serial
+    std::int64_t in, out;
+    DType compute;
     std::int64_t rows;
     Activation act;
     bool with_bias;
@@ -154,13 +149,19 @@ struct GemmRunner::Impl {
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const {
-      return std::hash<std::uint64_t>()(k.weights) ^
+      return (static_cast<std::size_t>(k.in) * 0x100000001B3ULL) ^
+             (static_cast<std::size_t>(k.out) * 0xC2B2AE3D27D4EB4FULL) ^
+             (static_cast<std::size_t>(k.compute) << 9) ^
              (static_cast<std::size_t>(k.rows) * 0x9E3779B97F4A7C15ULL) ^
              (static_cast<std::size_t>(k.act) << 1) ^ static_cast<std::size_t>(k.with_bias) ^
              (static_cast<std::size_t>(k.dst) << 5);
     }
   };
-  std::unordered_map<Key, dnnl::matmul, KeyHash> kernels;
+  struct Kernel {
+    dnnl::matmul matmul;
+    dnnl::memory::desc weights;  // the packed layout it reads
+  };
+  std::unordered_map<Key, Kernel, KeyHash> kernels;
   AlignedBuffer<std::uint8_t> scratch;
 };
 
@@ -189,7 +190,7 @@ void GemmRunner::linear(const PackedLinear& w, const void* x, std::int64_t rows,
   const PackedLinear::Impl& wi = w.impl();
   const std::int64_t padded = round_rows(rows);
   const bool bias = wi.has_bias && with_bias;
-  Impl::Key key{wi.serial, padded, act, bias, y_type};
+  Impl::Key key{w.in_features(), w.out_features(), w.compute_type(), padded, act, bias, y_type};
   auto it = impl_->kernels.find(key);
   if (it == impl_->kernels.end()) {
     auto pd = make_pd(*wi.engine, padded, w.in_features(), w.out_features(), wi.packed_desc, bias,
@@ -199,7 +200,10 @@ void GemmRunner::linear(const PackedLinear& w, const void* x, std::int64_t rows,
     }
     std::size_t need = pd.scratchpad_desc().get_size();
     if (need > impl_->scratch.size()) impl_->scratch.resize(need);
-    it = impl_->kernels.emplace(key, dnnl::matmul(pd)).first;
+    it = impl_->kernels.emplace(key, Impl::Kernel{dnnl::matmul(pd), pd.weights_desc()}).first;
+  } else if (it->second.weights != wi.packed_desc) {
+    fail("internal: GEMM weight layout differs between two {}x{} matrices", w.out_features(),
+         w.in_features());
   }
   const dnnl::engine& eng = *wi.engine;
   dnnl::memory src({{padded, w.in_features()}, library_type(w.compute_type()), tag::ab}, eng,
@@ -215,7 +219,7 @@ void GemmRunner::linear(const PackedLinear& w, const void* x, std::int64_t rows,
     args.emplace(DNNL_ARG_BIAS, dnnl::memory({{1, w.out_features()}, dt::f32, tag::ab}, eng,
                                              const_cast<float*>(wi.bias.data())));
   }
-  it->second.execute(impl_->stream, args);
+  it->second.matmul.execute(impl_->stream, args);
   impl_->stream.wait();
 }
 

@@ -78,6 +78,36 @@ TEST(Gemm, NewWeightsNeverReuseAFreedWeightsKernels) {
   }
 }
 
+// Kernels are compiled per shape: layers of the same shape share them, each still computing
+// with its own weights and bias, and the cache holds one kernel per shape and row count.
+TEST(Gemm, SameShapeLayersShareKernelsAndKeepTheirOwnWeights) {
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  const std::int64_t in = 48, out = 40, rows = 5, layers = 6;
+  auto x = random_vector(static_cast<std::size_t>(GemmRunner::round_rows(rows) * in), 9);
+  std::vector<std::vector<float>> ws, bs;
+  std::vector<PackedLinear> linears;
+  for (int l = 0; l < layers; ++l) {
+    ws.push_back(random_vector(static_cast<std::size_t>(in * out), 200 + l));
+    bs.push_back(random_vector(static_cast<std::size_t>(out), 300 + l));
+    linears.emplace_back(engine, ws.back().data(), bs.back().data(), out, in);
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int l = 0; l < layers; ++l) {
+      std::vector<float> y(static_cast<std::size_t>(GemmRunner::round_rows(rows) * out));
+      runner.linear(linears[l], x.data(), rows, y.data(), Activation::kNone);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t o = 0; o < out; ++o) {
+          double acc = bs[l][o];
+          for (std::int64_t i = 0; i < in; ++i) acc += double(x[r * in + i]) * ws[l][o * in + i];
+          ASSERT_NEAR(y[r * out + o], acc, 1e-4 * (1 + std::fabs(acc))) << "layer " << l;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(runner.compiled_kernels(), 1u);
+}
+
 // bf16 layers: weights (from f32 or from bf16 bits) and inputs are rounded to bf16, products
 // accumulate in f32. Against a double reference over the same rounded values, the f32 output
 // differs by accumulation rounding only; the bf16 output by one more bf16 rounding (2^-8).
