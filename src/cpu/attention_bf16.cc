@@ -90,10 +90,15 @@ std::size_t Bf16Attention::workspace_bytes() const {
 }
 
 std::uint64_t Bf16Attention::workspace_bytes_for(std::int64_t max_len, std::int64_t hidden,
-                                                 std::int64_t heads) {
+                                                 std::int64_t heads, int threads) {
   const auto len = static_cast<std::uint64_t>(padded_length(max_len));
   const auto h = static_cast<std::uint64_t>(hidden), n = static_cast<std::uint64_t>(heads);
-  return 4 * len * h * 2 + n * len * len * (2 + 4);
+  const std::uint64_t library = 4 * len * h * 2 + n * len * len * (2 + 4);
+  // The fused kernel: per thread, one packed sequence and one block's scratch.
+  const std::uint64_t fused = static_cast<std::uint64_t>(threads < 1 ? 1 : threads) *
+                              static_cast<std::uint64_t>(amx_packed_bytes(max_len, hidden) +
+                                                         amx_block_bytes(max_len, hidden / heads));
+  return std::max(library, fused);
 }
 
 void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences,

@@ -39,9 +39,9 @@ class Bf16Attention {
   bool fused_amx(std::int64_t head_size) const;
 
   std::size_t workspace_bytes() const;
-  // What run() allocates for sequences of up to max_len tokens.
+  // What run() allocates for sequences of up to max_len tokens, on whichever path runs.
   static std::uint64_t workspace_bytes_for(std::int64_t max_len, std::int64_t hidden,
-                                           std::int64_t heads);
+                                           std::int64_t heads, int threads);
 
  private:
   struct Impl;

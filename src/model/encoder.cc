@@ -53,11 +53,11 @@ std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t token
   const auto len = static_cast<std::uint64_t>(max_len);
   // x, qkv, ctx, tmp, ffn + the packed ids, types and positions + one score block per thread.
   // bf16: x in f32; x, qkv, ctx, tmp and ffn in bf16; the attention's per-sequence blocks.
-  std::uint64_t bytes =
-      precision == ops::Precision::kBf16
-          ? rows * h * 4 + rows * (h + 3 * h + h + h + inter) * 2 +
-                cpu::Bf16Attention::workspace_bytes_for(max_len, c.hidden_size, c.num_heads)
-          : rows * (h + 3 * h + h + h + inter) * 4;
+  std::uint64_t bytes = precision == ops::Precision::kBf16
+                            ? rows * h * 4 + rows * (h + 3 * h + h + h + inter) * 2 +
+                                  cpu::Bf16Attention::workspace_bytes_for(max_len, c.hidden_size,
+                                                                          c.num_heads, threads)
+                            : rows * (h + 3 * h + h + h + inter) * 4;
   bytes += static_cast<std::uint64_t>(tokens) * 12;
   bytes += static_cast<std::uint64_t>(threads) * len * len * 4;
   return bytes + bytes / 4;  // buffers grow with 25% headroom

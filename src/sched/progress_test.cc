@@ -83,7 +83,9 @@ TEST(EtaEstimator, WaitsForTheRateToSettleThenForgetsTheSlowStart) {
     eta.add(0.1 * i, done);
     // At 3 s, 3 s and 10% of the work have passed, but the later half (7,000 tokens/s) still
     // holds the warm-up and the last quarter (10,000) does not: no estimate yet.
-    if (i == 30) EXPECT_FALSE(eta.eta(100000));
+    if (i == 30) {
+      EXPECT_FALSE(eta.eta(100000));
+    }
   }
   ASSERT_TRUE(eta.eta(100000));
   EXPECT_NEAR(*eta.eta(100000), 10.0, 1e-6);  // the rate over the last 5 s only
