@@ -77,6 +77,11 @@ Bf16Attention::Bf16Attention(const GemmEngine& engine, const KernelTable& kernel
   impl_->amx = kernels.isa == Isa::kAvx512 && native_bf16_isa() == "amx_bf16";
 }
 
+bool Bf16Attention::fused_amx_for(const KernelTable& kernels, std::int64_t head_size) {
+  return kernels.isa == Isa::kAvx512 && native_bf16_isa() == "amx_bf16" &&
+         amx_attention_usable(head_size);
+}
+
 bool Bf16Attention::fused_amx(std::int64_t head_size) const {
   return impl_->amx && amx_attention_usable(head_size);
 }

@@ -37,6 +37,8 @@ class Bf16Attention {
   // Whether heads of this size run the fused AMX kernel (attention_amx.h) rather than the
   // library's products.
   bool fused_amx(std::int64_t head_size) const;
+  // The same for any Bf16Attention made with `kernels`.
+  static bool fused_amx_for(const KernelTable& kernels, std::int64_t head_size);
 
   std::size_t workspace_bytes() const;
   // What run() allocates for sequences of up to max_len tokens, on whichever path runs.

@@ -124,6 +124,7 @@ void expect_bf16_matches_reference(int heads, std::int64_t hidden,
       const std::int64_t d = hidden / heads;
       const bool amx = native_bf16_isa() == "amx_bf16" && isa == Isa::kAvx512 && d % 32 == 0;
       EXPECT_EQ(attention.fused_amx(d), amx) << "head size " << d;
+      EXPECT_EQ(Bf16Attention::fused_amx_for(kernels_for(isa), d), amx) << "head size " << d;
       attention.run(qkv16.data(), ctx.data(), seqs, heads, hidden);
       for (std::size_t i = 0; i < ctx.size(); ++i) {
         const float got = std::bit_cast<float>(static_cast<std::uint32_t>(ctx[i]) << 16);

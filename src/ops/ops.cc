@@ -40,8 +40,11 @@ std::unique_ptr<Device> Device::cpu(std::optional<cpu::Isa> isa) {
 }
 
 std::string Device::description() const {
-  return fmt::format("cpu ({} kernels, oneDNN GEMM up to {})", cpu::isa_name(isa()),
-                     cpu::gemm_isa_name());
+  // Our own AMX kernel does not show in oneDNN's verbose log: say here that it runs.
+  const bool fused = cpu::Bf16Attention::fused_amx_for(*kernels_, 64);
+  return fmt::format("cpu ({} kernels, oneDNN GEMM up to {}{})", cpu::isa_name(isa()),
+                     cpu::gemm_isa_name(),
+                     fused ? ", bf16 attention on AMX tiles (ours, head sizes 32-128)" : "");
 }
 
 std::string_view precision_name(Precision precision) {
