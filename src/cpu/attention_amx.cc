@@ -138,20 +138,20 @@ __m512 exp2_ps(__m512 t) {
   return _mm512_scalef_ps(p, n);
 }
 
-// Horizontal max and sum by halving (GCC 12's _mm512_reduce_* trip -Wmaybe-uninitialized).
-float reduce_max(__m512 v) {
-  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
-  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));
-  v = _mm512_max_ps(v, _mm512_permute_ps(v, 0x4E));
-  v = _mm512_max_ps(v, _mm512_permute_ps(v, 0xB1));
+// Horizontal max or sum by halving (GCC 12's _mm512_reduce_* trip -Wmaybe-uninitialized).
+template <typename Op>
+float reduce(__m512 v, Op op) {
+  v = op(v, _mm512_shuffle_f32x4(v, v, 0x4E));
+  v = op(v, _mm512_shuffle_f32x4(v, v, 0xB1));
+  v = op(v, _mm512_permute_ps(v, 0x4E));
+  v = op(v, _mm512_permute_ps(v, 0xB1));
   return _mm512_cvtss_f32(v);
 }
+float reduce_max(__m512 v) {
+  return reduce(v, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); });
+}
 float reduce_add(__m512 v) {
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));
-  v = _mm512_add_ps(v, _mm512_permute_ps(v, 0xB1));
-  return _mm512_cvtss_f32(v);
+  return reduce(v, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
 }
 
 __mmask16 tail_mask(std::int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }

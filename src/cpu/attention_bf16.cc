@@ -74,7 +74,7 @@ Bf16Attention::Bf16Attention(const GemmEngine& engine, const KernelTable& kernel
   impl_->kernels = &kernels;
   // The library's ISA cap (ONEDNN_MAX_CPU_ISA) and ours (MCINFER_MAX_ISA, which picks the
   // kernel table) both step back from AMX: capped runs test the library path on AMX machines.
-  impl_->amx = kernels.isa == Isa::kAvx512 && native_bf16_isa() == "amx_bf16";
+  impl_->amx = fused_amx_for(kernels, 32);  // 32: any head size the kernel takes
 }
 
 bool Bf16Attention::fused_amx_for(const KernelTable& kernels, std::int64_t head_size) {

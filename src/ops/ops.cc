@@ -199,26 +199,37 @@ void to_bf16(Context& ctx, const float* x, Bf16* y, std::int64_t rows, std::int6
   });
 }
 
+namespace {
+// Row blocks of x (and of y, x_bf16 when given) through `norm(x, y, x_bf16, count)`.
+template <typename Y, typename Norm>
+void layer_norm_blocks(Context& ctx, float* x, const Y* y, std::int64_t rows, std::int64_t cols,
+                       Bf16* x_bf16, Norm norm) {
+  ScopedOpTimer timer(ctx, OpKind::kLayerNorm);
+  for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
+    norm(x + begin * cols, y ? y + begin * cols : nullptr, x_bf16 ? x_bf16 + begin * cols : nullptr,
+         count);
+  });
+}
+}  // namespace
+
 void residual_layer_norm(Context& ctx, float* x, const float* y, std::int64_t rows,
                          std::int64_t cols, const float* gamma, const float* beta, float eps,
                          Bf16* x_bf16) {
-  ScopedOpTimer timer(ctx, OpKind::kLayerNorm);
   const auto& k = ctx.device().kernels();
-  for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
-    k.residual_layer_norm(x + begin * cols, y ? y + begin * cols : nullptr, nullptr, count, cols,
-                          gamma, beta, eps, x_bf16 ? x_bf16 + begin * cols : nullptr);
-  });
+  layer_norm_blocks(ctx, x, y, rows, cols, x_bf16,
+                    [&](float* xb, const float* yb, Bf16* xb16, std::int64_t count) {
+                      k.residual_layer_norm(xb, yb, nullptr, count, cols, gamma, beta, eps, xb16);
+                    });
 }
 
 void residual_layer_norm(Context& ctx, float* x, const Bf16* y, std::int64_t rows,
                          std::int64_t cols, const float* gamma, const float* beta, float eps,
                          Bf16* x_bf16) {
-  ScopedOpTimer timer(ctx, OpKind::kLayerNorm);
   const auto& k = ctx.device().kernels();
-  for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
-    k.residual_bf16_layer_norm(x + begin * cols, y + begin * cols, count, cols, gamma, beta, eps,
-                               x_bf16 ? x_bf16 + begin * cols : nullptr);
-  });
+  layer_norm_blocks(ctx, x, y, rows, cols, x_bf16,
+                    [&](float* xb, const Bf16* yb, Bf16* xb16, std::int64_t count) {
+                      k.residual_bf16_layer_norm(xb, yb, count, cols, gamma, beta, eps, xb16);
+                    });
 }
 
 void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,

@@ -3,15 +3,8 @@
 # pointing outside the repository (the .venv symlink of issue 11 among them) fails and is named.
 # The bad paths are assembled at run time so that this file itself passes the check.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$(dirname "$0")/common.sh"
 check="$root/scripts/check_tree.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
 commit_all() {
   git -C "$1" add -A
   git -C "$1" -c user.name=test -c user.email=test@example.invalid commit -q -m test
@@ -28,9 +21,10 @@ new_repo() {
 #!/usr/bin/env bash
 python3 bench/gen.py --out /tmp/t.csv          # a file directly in tmp: generic
 cache="${MCINFER_CACHE:-$HOME/.cache/mcinfer}"  # relative to a variable
-ls bench/work/models ~/work/x "$root/work/y"   # not absolute
 url=https://example.org/home/page               # part of a URL
 EOF
+  # Built here, not written out: paths under ~ or a variable only look absolute.
+  printf 'ls bench/%s/models ~/%s/x "$root/%s/y"   # not absolute\n' work work work >>"$r/notes.md"
   commit_all "$r"
   echo "$r"
 }

@@ -5,15 +5,8 @@
 # model cache that scripts/test.sh fills ($MCINFER_CACHE or models/.cache); without it they are
 # skipped, unless MCINFER_REQUIRE_MINILM=1 (scripts/test.sh, CI), where its absence fails.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$(dirname "$0")/common.sh"
 get="$root/scripts/get_minilm.sh"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
 # pip without any index or local wheel folder: a download can only fail.
 offline=(env -u PIP_FIND_LINKS -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL PIP_NO_INDEX=1 PIP_CONFIG_FILE=/dev/null)
 fingerprint() { (cd "$1" && find . -printf '%p %y %s %T@\n' | sort && find . -type f -exec sha256sum {} + | sort); }
