@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <random>
@@ -155,6 +156,174 @@ TEST(Gemm, Bf16LinearMatchesReferenceOnRoundedValues) {
       }
     }
   }
+}
+
+// Symmetric per-row quantization written from its definition, for the s8 tests: x · (127 / amax)
+// computed in f32 (as the library's and our kernels do, so that ties fall the same way), nearest
+// even.
+void reference_quantize(const float* x, std::int64_t cols, std::int8_t* q, double* scale) {
+  float amax = 0;
+  for (std::int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(x[c]));
+  *scale = double(amax) / 127.0;
+  for (std::int64_t c = 0; c < cols; ++c)
+    q[c] = amax == 0 ? 0 : static_cast<std::int8_t>(std::nearbyint(x[c] * (127.0f / amax)));
+}
+
+// s8 weights and inputs: exact integer products scaled back, against the same quantization done
+// independently in double; every output type, row counts across the block size, 1 and 2 threads.
+TEST(Gemm, S8LinearMatchesIntegerReference) {
+  if (native_int8_isa().empty()) GTEST_SKIP() << "no native int8 dot products on this CPU";
+  GemmEngine engine;
+  const KernelTable& k = kernels_for(best_isa());
+  for (int threads : {1, 2}) {
+    GemmRunner runner(engine, threads);
+    for (auto [in, out] : {std::pair<std::int64_t, std::int64_t>{64, 48}, {384, 1536}}) {
+      auto w = random_vector(static_cast<std::size_t>(in * out), 1);
+      auto b = random_vector(static_cast<std::size_t>(out), 2);
+      PackedLinear linear(engine, w.data(), DType::kF32, b.data(), out, in, DType::kS8);
+      PackedLinear f32(engine, w.data(), b.data(), out, in);
+      // A quarter of the f32 packing, plus the scales.
+      EXPECT_LE(linear.packed_bytes(), f32.packed_bytes() * 30 / 100);
+      std::vector<std::int8_t> wq(static_cast<std::size_t>(in * out));
+      std::vector<double> ws(static_cast<std::size_t>(out));
+      for (std::int64_t o = 0; o < out; ++o) {
+        reference_quantize(w.data() + o * in, in, wq.data() + o * in, &ws[o]);
+        ASSERT_NEAR(linear.weight_scales()[o], ws[o], 1e-6 * ws[o]);
+      }
+      for (std::int64_t rows : {1, 17, 64 * threads + 3, 200}) {
+        const std::int64_t padded = GemmRunner::round_rows(rows);
+        auto x = random_vector(static_cast<std::size_t>(padded * in), 3);
+        std::vector<std::int8_t> xq(x.size());
+        std::vector<float> xs(static_cast<std::size_t>(padded));
+        k.quantize_rows(x.data(), padded, in, nullptr, xq.data(), xs.data());
+        std::vector<float> y(static_cast<std::size_t>(padded * out));
+        std::vector<Bf16> y16(y.size());
+        std::vector<std::int8_t> y8(y.size());
+        std::vector<float> y8_scales(static_cast<std::size_t>(padded));
+        Int8Output as_f32{Int8Output::kF32, y.data()};
+        Int8Output as_bf16{Int8Output::kBf16, nullptr, y16.data()};
+        Int8Output as_s8{Int8Output::kS8, nullptr, nullptr, y8.data(), y8_scales.data()};
+        runner.linear_s8(linear, xq.data(), xs.data(), rows, as_f32, Activation::kGeluErf, k);
+        runner.linear_s8(linear, xq.data(), xs.data(), rows, as_bf16, Activation::kGeluErf, k);
+        runner.linear_s8(linear, xq.data(), xs.data(), rows, as_s8, Activation::kGeluErf, k);
+        std::vector<std::int8_t> rq(static_cast<std::size_t>(in));
+        for (std::int64_t r = 0; r < rows; ++r) {
+          double rs;
+          reference_quantize(x.data() + r * in, in, rq.data(), &rs);
+          ASSERT_TRUE(std::equal(rq.begin(), rq.end(), xq.begin() + r * in)) << "row " << r;
+          std::vector<float> want(static_cast<std::size_t>(out));
+          for (std::int64_t o = 0; o < out; ++o) {
+            std::int64_t dot = 0;
+            for (std::int64_t i = 0; i < in; ++i) dot += std::int64_t{rq[i]} * wq[o * in + i];
+            double v = double(dot) * rs * ws[o] + b[o];
+            v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+            want[o] = static_cast<float>(v);
+            ASSERT_NEAR(y[r * out + o], v, 1e-5 * (1 + std::fabs(v)))
+                << in << "x" << out << " rows " << rows << " r " << r << " o " << o;
+            ASSERT_NEAR(std::bit_cast<float>(std::uint32_t{y16[r * out + o]} << 16), v,
+                        5e-3 * (1 + std::fabs(v)));
+          }
+          std::vector<std::int8_t> wq8(static_cast<std::size_t>(out));
+          double s8_scale;
+          reference_quantize(want.data(), out, wq8.data(), &s8_scale);
+          ASSERT_NEAR(y8_scales[r], s8_scale, 1e-5 * s8_scale);
+          for (std::int64_t o = 0; o < out; ++o)  // at most one step off where rounding ties
+            ASSERT_LE(std::abs(int(y8[r * out + o]) - int(wq8[o])), 1) << "r " << r << " o " << o;
+        }
+        // And close to the f32 layer itself: per-channel and per-row int8 keeps ~1% error.
+        std::vector<float> exact(y.size());
+        runner.linear(f32, x.data(), rows, exact.data(), Activation::kGeluErf);
+        double err = 0, norm = 0;
+        for (std::int64_t i = 0; i < rows * out; ++i) {
+          err += (double(y[i]) - exact[i]) * (double(y[i]) - exact[i]);
+          norm += double(exact[i]) * exact[i];
+        }
+        EXPECT_LT(std::sqrt(err / norm), 0.03) << in << "x" << out << " rows " << rows;
+      }
+    }
+  }
+}
+
+// Input smoothing: the weights' columns are multiplied by s = sqrt(input_max / column max) before
+// they are quantized, inputs by 1 / s; the products equal an integer reference built that way,
+// and on inputs with a few outlier channels (as a LayerNorm's output has) the error drops.
+TEST(Gemm, S8SmoothingMatchesItsDefinitionAndHelpsOutlierChannels) {
+  if (native_int8_isa().empty()) GTEST_SKIP() << "no native int8 dot products on this CPU";
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  const KernelTable& k = kernels_for(best_isa());
+  const std::int64_t in = 96, out = 64, rows = 40;
+  auto w = random_vector(static_cast<std::size_t>(in * out), 11);
+  auto x = random_vector(static_cast<std::size_t>(rows * in), 12);
+  for (std::int64_t r = 0; r < rows; ++r) {  // channels 5 and 70: 60x the others
+    x[r * in + 5] *= 60.0f;
+    x[r * in + 70] *= -60.0f;
+  }
+  std::vector<float> input_max(static_cast<std::size_t>(in), 0.0f);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < in; ++i)
+      input_max[i] = std::max(input_max[i], std::fabs(x[r * in + i]));
+  PackedLinear smoothed(engine, w.data(), DType::kF32, nullptr, out, in, input_max.data());
+  PackedLinear plain(engine, w.data(), DType::kF32, nullptr, out, in, DType::kS8);
+  PackedLinear exact(engine, w.data(), nullptr, out, in);
+  ASSERT_NE(smoothed.input_multiplier(), nullptr);
+  EXPECT_EQ(plain.input_multiplier(), nullptr);
+  // The reference: s from its definition, weights and inputs smoothed, then quantized.
+  std::vector<float> s(static_cast<std::size_t>(in));
+  std::vector<float> ws(w.size());
+  for (std::int64_t i = 0; i < in; ++i) {
+    float column = 0;
+    for (std::int64_t o = 0; o < out; ++o) column = std::max(column, std::fabs(w[o * in + i]));
+    s[i] = std::sqrt(input_max[i] / column);
+    ASSERT_NEAR(smoothed.input_multiplier()[i], 1.0 / s[i], 1e-6 / s[i]);
+    for (std::int64_t o = 0; o < out; ++o) ws[o * in + i] = w[o * in + i] * s[i];
+  }
+  std::vector<std::int8_t> wq(ws.size()), xq(x.size());
+  std::vector<double> w_scale(static_cast<std::size_t>(out)),
+      x_scale(static_cast<std::size_t>(rows));
+  for (std::int64_t o = 0; o < out; ++o)
+    reference_quantize(ws.data() + o * in, in, wq.data() + o * in, &w_scale[o]);
+  std::vector<float> xs(x.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < in; ++i)
+      xs[r * in + i] = x[r * in + i] * smoothed.input_multiplier()[i];
+  for (std::int64_t r = 0; r < rows; ++r)
+    reference_quantize(xs.data() + r * in, in, xq.data() + r * in, &x_scale[r]);
+
+  auto run = [&](const PackedLinear& l) {
+    const std::int64_t padded = GemmRunner::round_rows(rows);
+    std::vector<std::int8_t> q(static_cast<std::size_t>(padded * in));
+    std::vector<float> scales(static_cast<std::size_t>(padded));
+    std::vector<float> padded_x(static_cast<std::size_t>(padded * in), 0.0f);
+    std::copy(x.begin(), x.end(), padded_x.begin());
+    k.quantize_rows(padded_x.data(), padded, in, l.input_multiplier(), q.data(), scales.data());
+    std::vector<float> y(static_cast<std::size_t>(padded * out));
+    runner.linear_s8(l, q.data(), scales.data(), rows, Int8Output{Int8Output::kF32, y.data()},
+                     Activation::kNone, k);
+    return y;
+  };
+  const auto y = run(smoothed);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t o = 0; o < out; ++o) {
+      std::int64_t dot = 0;
+      for (std::int64_t i = 0; i < in; ++i) dot += std::int64_t{xq[r * in + i]} * wq[o * in + i];
+      const double want = double(dot) * x_scale[r] * w_scale[o];
+      ASSERT_NEAR(y[r * out + o], want, 1e-4 * (1 + std::fabs(want))) << "r " << r << " o " << o;
+    }
+  }
+  std::vector<float> exact_y(static_cast<std::size_t>(GemmRunner::round_rows(rows) * out));
+  std::vector<float> padded_x(static_cast<std::size_t>(GemmRunner::round_rows(rows) * in), 0.0f);
+  std::copy(x.begin(), x.end(), padded_x.begin());
+  runner.linear(exact, padded_x.data(), rows, exact_y.data(), Activation::kNone);
+  auto error = [&](const std::vector<float>& got) {
+    double e = 0, n = 0;
+    for (std::int64_t i = 0; i < rows * out; ++i) {
+      e += (double(got[i]) - exact_y[i]) * (double(got[i]) - exact_y[i]);
+      n += double(exact_y[i]) * exact_y[i];
+    }
+    return std::sqrt(e / n);
+  };
+  EXPECT_LT(error(y), 0.6 * error(run(plain))) << error(y) << " vs " << error(run(plain));
 }
 
 // An f32 layer has no bf16 output: a wrong call is an internal error, not wrong numbers.

@@ -15,6 +15,18 @@ enum class Activation { kNone, kGeluErf, kGeluTanh, kRelu, kTanh };
 // bfloat16 values are stored as their 16 bits: the upper half of a float32.
 using Bf16 = std::uint16_t;
 
+// Where an int8 GEMM's epilogue writes its rows [rows, cols] (contiguous): f32, bf16, or s8
+// quantized per row (the next int8 GEMM's input, with one scale per row, each column first
+// multiplied by s8_multiplier when it is not null: that GEMM's input smoothing).
+struct Int8Output {
+  enum Type { kF32, kBf16, kS8 } type = kF32;
+  float* f32 = nullptr;
+  Bf16* bf16 = nullptr;
+  std::int8_t* s8 = nullptr;
+  float* s8_scales = nullptr;
+  const float* s8_multiplier = nullptr;
+};
+
 struct KernelTable {
   Isa isa;
   // y[r, c] = act(y[r, c] + bias[c]); bias may be null.
@@ -47,6 +59,23 @@ struct KernelTable {
   // the bytes of an f32 y to write and read back, in a pass bound by memory.
   void (*residual_bf16_layer_norm)(float* x, const Bf16* y, std::int64_t rows, std::int64_t cols,
                                    const float* gamma, const float* beta, float eps, Bf16* x_bf16);
+  // Per-row symmetric quantization of [rows, cols] contiguous values, each column first
+  // multiplied by mul[c] (mul may be null): with v = x[r, c] · mul[c], scales[r] = max|v| / 127
+  // (0 for an all-zero row), q[r, c] = v / scales[r] rounded to nearest even.
+  void (*quantize_rows)(const float* x, std::int64_t rows, std::int64_t cols, const float* mul,
+                        std::int8_t* q, float* scales);
+  void (*quantize_bf16_rows)(const Bf16* x, std::int64_t rows, std::int64_t cols, const float* mul,
+                             std::int8_t* q, float* scales);
+  // The epilogue of an int8 GEMM: out[r, c] = act(acc[r, c] · row_scales[r] · col_scales[c] +
+  // bias[c]) (bias may be null), [rows, cols] contiguous. acc is overwritten (scratch).
+  void (*int8_epilogue)(std::int32_t* acc, std::int64_t rows, std::int64_t cols,
+                        const float* row_scales, const float* col_scales, const float* bias,
+                        Activation act, Int8Output out);
+  // residual_layer_norm with no bias whose normalized rows are also quantized per row into q and
+  // scales (the next int8 GEMM's input), each row while it is still in L1.
+  void (*residual_layer_norm_s8)(float* x, const float* y, std::int64_t rows, std::int64_t cols,
+                                 const float* gamma, const float* beta, float eps, const float* mul,
+                                 std::int8_t* q, float* scales);
 };
 
 // Floats of scratch one attention_head call needs.

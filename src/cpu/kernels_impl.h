@@ -463,11 +463,40 @@ void softmax_to_bf16(float* s, Bf16* p, std::int64_t cols, std::int64_t padded, 
   std::memset(p + cols, 0, static_cast<std::size_t>(padded - cols) * sizeof(Bf16));
 }
 
+}  // namespace
+}  // namespace mcinfer::cpu
+
+#include "cpu/kernels_int8_impl.h"
+
+namespace mcinfer::cpu {
+namespace {
+
+template <int W>
+void residual_layer_norm_s8(float* x, const float* y, std::int64_t rows, std::int64_t cols,
+                            const float* gamma, const float* beta, float eps, const float* mul,
+                            std::int8_t* q, float* scales) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    residual_layer_norm_rows<W>(x + r * cols, y ? y + r * cols : nullptr, nullptr, 1, cols, gamma,
+                                beta, eps, nullptr);
+    quantize_row<W>(x + r * cols, cols, mul, q + r * cols, scales + r);
+  }
+}
+
 template <int W>
 KernelTable make_kernel_table(Isa isa) {
-  return KernelTable{isa,         &bias_activation<W>, &residual_layer_norm<W>,
-                     &softmax<W>, &embedding_sum<W>,   &attention_head<W>,
-                     &to_bf16<W>, &softmax_to_bf16<W>, &residual_bf16_layer_norm<W>};
+  return KernelTable{isa,
+                     &bias_activation<W>,
+                     &residual_layer_norm<W>,
+                     &softmax<W>,
+                     &embedding_sum<W>,
+                     &attention_head<W>,
+                     &to_bf16<W>,
+                     &softmax_to_bf16<W>,
+                     &residual_bf16_layer_norm<W>,
+                     &quantize_rows<W>,
+                     &quantize_bf16_rows<W>,
+                     &int8_epilogue<W>,
+                     &residual_layer_norm_s8<W>};
 }
 
 }  // namespace

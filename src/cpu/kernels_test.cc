@@ -268,6 +268,119 @@ TEST_P(KernelsTest, SoftmaxToBf16IsSoftmaxThenRounding) {
   }
 }
 
+// Symmetric per-row quantization from its definition: scale = max|x| / 127, nearest even.
+TEST_P(KernelsTest, QuantizeRowsMatchesDefinition) {
+  for (std::int64_t cols : {1, 5, 16, 33, 384, 770}) {
+    const std::int64_t rows = 4;
+    auto x = random_vector(static_cast<std::size_t>(rows * cols), 3.0f, 21);
+    std::fill(x.begin() + 2 * cols, x.begin() + 3 * cols, 0.0f);  // an all-zero row
+    x[static_cast<std::size_t>(3 * cols)] = 0.5f * 127.0f;  // exact ties (x / scale = k + 0.5)
+    x[static_cast<std::size_t>(3 * cols + cols / 2)] = -2.5f;
+    std::vector<Bf16> x16(x.size());
+    k.to_bf16(x.data(), x16.data(), static_cast<std::int64_t>(x.size()));
+    std::vector<float> widened(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i)
+      widened[i] = std::bit_cast<float>(static_cast<std::uint32_t>(x16[i]) << 16);
+    std::vector<std::int8_t> q(x.size()), q16(x.size()), want_q(x.size());
+    std::vector<float> scales(rows), scales16(rows);
+    k.quantize_rows(x.data(), rows, cols, nullptr, q.data(), scales.data());
+    k.quantize_bf16_rows(x16.data(), rows, cols, nullptr, q16.data(), scales16.data());
+    std::vector<float> want_scales(rows);
+    k.quantize_rows(widened.data(), rows, cols, nullptr, want_q.data(), want_scales.data());
+    ASSERT_EQ(q16, want_q) << "bf16 rows are the f32 ones on widened values";
+    ASSERT_EQ(scales16, want_scales);
+    // A column multiplier is the same as multiplying the columns first.
+    auto mul = random_vector(static_cast<std::size_t>(cols), 2.0f, 22);
+    auto premultiplied = x;
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c) premultiplied[r * cols + c] *= mul[c];
+    std::vector<std::int8_t> qm(x.size()), want_qm(x.size());
+    std::vector<float> sm(rows), want_sm(rows);
+    k.quantize_rows(x.data(), rows, cols, mul.data(), qm.data(), sm.data());
+    k.quantize_rows(premultiplied.data(), rows, cols, nullptr, want_qm.data(), want_sm.data());
+    ASSERT_EQ(qm, want_qm);
+    ASSERT_EQ(sm, want_sm);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      double amax = 0;
+      for (std::int64_t c = 0; c < cols; ++c)
+        amax = std::max(amax, std::fabs(double(x[r * cols + c])));
+      ASSERT_NEAR(scales[r], amax / 127.0, 1e-7 * amax) << "cols " << cols << " r " << r;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const std::size_t i = static_cast<std::size_t>(r * cols + c);
+        // x · (127 / amax) in f32, as the kernel computes it, then nearest even.
+        const float t = amax == 0 ? 0.0f : x[i] * (127.0f / static_cast<float>(amax));
+        ASSERT_EQ(int(q[i]), int(std::nearbyint(t))) << "cols " << cols << " r " << r << " c " << c;
+      }
+    }
+  }
+}
+
+// The epilogue of an int8 GEMM from its definition, into each output type.
+TEST_P(KernelsTest, Int8EpilogueMatchesDefinition) {
+  for (std::int64_t cols : {1, 7, 16, 37, 100}) {
+    const std::int64_t rows = 3;
+    std::vector<std::int32_t> acc(static_cast<std::size_t>(rows * cols));
+    std::mt19937 rng(5);
+    for (auto& a : acc) a = static_cast<std::int32_t>(rng() % 200001) - 100000;
+    auto rs = random_vector(static_cast<std::size_t>(rows), 1e-4f, 6);
+    auto cs = random_vector(static_cast<std::size_t>(cols), 1e-2f, 7);
+    auto bias = random_vector(static_cast<std::size_t>(cols), 1.0f, 8);
+    for (Activation act : {Activation::kNone, Activation::kGeluErf}) {
+      std::vector<float> want(acc.size());
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c)
+          want[r * cols + c] = static_cast<float>(
+              reference_activation(double(acc[r * cols + c]) * rs[r] * cs[c] + bias[c], act));
+      std::vector<float> y(acc.size());
+      std::vector<Bf16> y16(acc.size());
+      std::vector<std::int8_t> y8(acc.size());
+      std::vector<float> y8s(rows);
+      auto scratch = acc;
+      k.int8_epilogue(scratch.data(), rows, cols, rs.data(), cs.data(), bias.data(), act,
+                      Int8Output{Int8Output::kF32, y.data()});
+      scratch = acc;
+      k.int8_epilogue(scratch.data(), rows, cols, rs.data(), cs.data(), bias.data(), act,
+                      Int8Output{Int8Output::kBf16, nullptr, y16.data()});
+      scratch = acc;
+      k.int8_epilogue(scratch.data(), rows, cols, rs.data(), cs.data(), bias.data(), act,
+                      Int8Output{Int8Output::kS8, nullptr, nullptr, y8.data(), y8s.data()});
+      std::vector<Bf16> want16(acc.size());
+      k.to_bf16(y.data(), want16.data(), static_cast<std::int64_t>(y.size()));
+      std::vector<std::int8_t> want8(acc.size());
+      std::vector<float> want8s(rows);
+      k.quantize_rows(y.data(), rows, cols, nullptr, want8.data(), want8s.data());
+      for (std::size_t i = 0; i < y.size(); ++i)
+        ASSERT_NEAR(y[i], want[i], 2e-6 * (1 + std::fabs(want[i])))
+            << "cols " << cols << " i " << i;
+      ASSERT_EQ(y16, want16);
+      ASSERT_EQ(y8, want8);
+      ASSERT_EQ(y8s, want8s);
+    }
+  }
+}
+
+TEST_P(KernelsTest, LayerNormS8IsLayerNormThenQuantize) {
+  for (std::int64_t cols : {1, 7, 33, 768}) {
+    const std::int64_t rows = 3;
+    const auto x = random_vector(static_cast<std::size_t>(rows * cols), 2.0f, 31);
+    const auto y = random_vector(static_cast<std::size_t>(rows * cols), 3.0f, 32);
+    const auto gamma = random_vector(static_cast<std::size_t>(cols), 1.0f, 33);
+    const auto beta = random_vector(static_cast<std::size_t>(cols), 1.0f, 34);
+    auto want = x, got = x;
+    k.residual_layer_norm(want.data(), y.data(), nullptr, rows, cols, gamma.data(), beta.data(),
+                          1e-12f, nullptr);
+    std::vector<std::int8_t> want_q(x.size()), got_q(x.size());
+    std::vector<float> want_s(rows), got_s(rows);
+    const auto mul = random_vector(static_cast<std::size_t>(cols), 1.0f, 35);
+    k.quantize_rows(want.data(), rows, cols, mul.data(), want_q.data(), want_s.data());
+    k.residual_layer_norm_s8(got.data(), y.data(), rows, cols, gamma.data(), beta.data(), 1e-12f,
+                             mul.data(), got_q.data(), got_s.data());
+    ASSERT_EQ(got, want);
+    ASSERT_EQ(got_q, want_q);
+    ASSERT_EQ(got_s, want_s);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllSupportedIsas, KernelsTest, ::testing::ValuesIn(supported_isas()),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 

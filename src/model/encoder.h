@@ -4,6 +4,7 @@
 // its activation buffers and shares the read-only Weights with every other replica.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -77,10 +78,17 @@ class Encoder {
   // FLOPs of the forward pass for the batch just run (GEMMs + attention).
   double last_flops() const { return last_flops_; }
 
+  // Sees every dense GEMM of an fp32 forward pass: its input x [rows, in] and output y
+  // [rows, out] (activation applied), for measuring what int8 would change (calibration).
+  using GemmObserver = std::function<void(GemmId id, const ops::Linear& w, const float* x,
+                                          std::int64_t rows, const float* y, ops::Activation act)>;
+  void observe(GemmObserver observer) { observer_ = std::move(observer); }
+
  private:
   void pack(std::span<const SequenceInput> batch);
   void layers_fp32();
   void layers_bf16();
+  void layers_int8();
   void pool(std::span<const SequenceInput> batch, const TaskSpec& task, float* out);
   void classify(float* logits);
 
@@ -91,6 +99,7 @@ class Encoder {
   std::vector<ops::SequenceSpan> spans_;               // [batch]
   std::int64_t tokens_ = 0;
   double last_flops_ = 0;
+  GemmObserver observer_;
   // Activations, each with room for ops::padded_rows(tokens) rows.
   AlignedBuffer<float> x_;        // [tokens, hidden]: the residual stream
   AlignedBuffer<float> qkv_;      // [tokens, 3·hidden]
@@ -104,6 +113,11 @@ class Encoder {
   AlignedBuffer<ops::Bf16> ffn_bf16_;  // [tokens, intermediate]: GELU(x · W1ᵀ + b1)
   AlignedBuffer<ops::Bf16> qkv_bf16_;  // [tokens, 3·hidden]: Q, K, V
   AlignedBuffer<ops::Bf16> tmp_bf16_;  // [tokens, hidden]: projection outputs before residual+norm
+  // int8 precision only: the s8 inputs of int8 GEMMs and their per-row scales.
+  AlignedBuffer<std::int8_t> x_s8_;    // [tokens, hidden]: x after each LayerNorm
+  AlignedBuffer<float> x_scales_;      // [tokens]
+  AlignedBuffer<std::int8_t> ffn_s8_;  // [tokens, intermediate]: GELU(x · W1ᵀ + b1)
+  AlignedBuffer<float> ffn_scales_;    // [tokens]
 };
 
 }  // namespace mcinfer::model

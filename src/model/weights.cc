@@ -62,23 +62,25 @@ class WeightLoader {
 
   // A Linear layer's weight [out, in] and bias [out], packed for the device in `precision` (both
   // copied there, so neither stays in use from the mapping).
+  // int8: input_max smooths the layer's inputs (ops::Linear::prepare).
   ops::Linear linear(const std::string& name, std::int64_t out, std::int64_t in,
-                     bool in_base = true, ops::Precision precision = ops::Precision::kFp32) {
+                     bool in_base = true, ops::Precision precision = ops::Precision::kFp32,
+                     const float* input_max = nullptr) {
     const io::TensorView& wt = find(name + ".weight", {out, in}, in_base);
     const io::TensorView& bt = find(name + ".bias", {out}, in_base);
     const float* bias = as_f32(bt, bias_temp_);
-    ops::Linear l =
-        bf16_as_is(wt, precision)
-            ? ops::Linear::prepare(device_, wt.data, ops::DType::kBf16, bias, out, in, precision)
-            : ops::Linear::prepare(device_, as_f32(wt, temp_), ops::DType::kF32, bias, out, in,
-                                   precision);
+    ops::Linear l = bf16_as_is(wt, precision)
+                        ? ops::Linear::prepare(device_, wt.data, ops::DType::kBf16, bias, out, in,
+                                               precision, input_max)
+                        : ops::Linear::prepare(device_, as_f32(wt, temp_), ops::DType::kF32, bias,
+                                               out, in, precision, input_max);
     w_.stats_.packed_bytes += l.bytes();
     release(wt);
     return l;
   }
   // Query, key and value projections stacked into one [3·hidden, hidden] GEMM.
   ops::Linear fused_qkv(const std::string& q, const std::string& k, const std::string& v,
-                        ops::Precision precision) {
+                        ops::Precision precision, const float* input_max = nullptr) {
     const std::int64_t h = w_.config_.hidden_size;
     const std::size_t part_size = static_cast<std::size_t>(h * h);
     const io::TensorView* parts[3];
@@ -101,12 +103,12 @@ class WeightLoader {
       for (int p = 0; p < 3; ++p)
         std::memcpy(weight.data() + p * part_size, parts[p]->data, part_size * 2);
       l = ops::Linear::prepare(device_, weight.data(), ops::DType::kBf16, bias.data(), 3 * h, h,
-                               precision);
+                               precision, input_max);
     } else {
       AlignedBuffer<float> weight(3 * part_size);
       for (int p = 0; p < 3; ++p) copy_as_f32(*parts[p], weight.data() + p * part_size);
       l = ops::Linear::prepare(device_, weight.data(), ops::DType::kF32, bias.data(), 3 * h, h,
-                               precision);
+                               precision, input_max);
     }
     for (const auto* t : parts) release(*t);
     w_.stats_.packed_bytes += l.bytes();
@@ -218,9 +220,11 @@ class WeightLoader {
     return scratch.data();
   }
 
-  // A bf16 tensor for a bf16 layer is packed from the checkpoint's bits, never widened.
+  // A bf16 tensor for a bf16 or int8 layer is packed (or quantized) from the checkpoint's
+  // bits, never widened.
   static bool bf16_as_is(const io::TensorView& t, ops::Precision precision) {
-    return t.dtype == io::DType::kBF16 && precision == ops::Precision::kBf16;
+    return t.dtype == io::DType::kBF16 &&
+           (precision == ops::Precision::kBf16 || precision == ops::Precision::kInt8);
   }
   void release(const io::TensorView& t) { w_.checkpoint_.release(t); }
 
@@ -321,26 +325,35 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
 std::shared_ptr<const Weights> Weights::load(const std::filesystem::path& model_dir,
                                              const ops::Device& device,
                                              std::vector<std::string>* warnings,
-                                             ops::Precision precision) {
+                                             ops::Precision precision, std::span<const GemmId> keep,
+                                             const InputRanges* ranges) {
   const auto config_path = model_dir / "config.json";
   std::error_code ec;
   if (!std::filesystem::exists(config_path, ec))
     fail("{}: no config.json in the model directory", model_dir.string());
-  return load_with(model_dir, ModelConfig::load(config_path), device, warnings, precision);
+  return load_with(model_dir, ModelConfig::load(config_path), device, warnings, precision, keep,
+                   ranges);
 }
 
 std::shared_ptr<const Weights> Weights::load(const ModelDir& dir, const ops::Device& device,
                                              std::vector<std::string>* warnings,
-                                             ops::Precision precision) {
-  return load_with(dir.path(), dir.config(), device, warnings, precision);
+                                             ops::Precision precision, std::span<const GemmId> keep,
+                                             const InputRanges* ranges) {
+  return load_with(dir.path(), dir.config(), device, warnings, precision, keep, ranges);
 }
 
 std::shared_ptr<const Weights> Weights::load_with(const std::filesystem::path& model_dir,
                                                   ModelConfig config, const ops::Device& device,
                                                   std::vector<std::string>* warnings,
-                                                  ops::Precision precision) {
+                                                  ops::Precision precision,
+                                                  std::span<const GemmId> keep,
+                                                  const InputRanges* ranges) {
   auto w = std::shared_ptr<Weights>(new Weights());
   w->precision_ = checked_precision(precision);
+  if (!keep.empty() && precision != ops::Precision::kInt8)
+    fail("internal: GEMMs kept out of int8 in a {} model", ops::precision_name(precision));
+  w->kept_.assign(keep.begin(), keep.end());
+  std::sort(w->kept_.begin(), w->kept_.end());
   w->directory_ = model_dir;
   w->config_ = std::move(config);
   w->checkpoint_ = io::Checkpoint::open(model_dir);
@@ -348,7 +361,16 @@ std::shared_ptr<const Weights> Weights::load_with(const std::filesystem::path& m
   const ModelConfig& c = w->config_;
   const std::int64_t h = c.hidden_size, inter = c.intermediate_size;
   WeightLoader L(*w, device);
-  const ops::Precision lp = w->precision_;  // the encoder layers'; the head stays fp32
+  // The encoder layers' precision (the head stays fp32), per GEMM for an int8 plan.
+  auto lp_for = [&](std::int64_t layer, GemmSlot slot) {
+    const bool kept = std::binary_search(w->kept_.begin(), w->kept_.end(), GemmId{layer, slot});
+    return kept ? ops::int8_fallback_precision() : w->precision_;
+  };
+  auto range = [&](std::int64_t layer, GemmSlot slot) -> const float* {
+    if (!ranges || lp_for(layer, slot) != ops::Precision::kInt8) return nullptr;
+    return ranges->of(GemmId{layer, slot});
+  };
+  w->smoothed_ = ranges != nullptr && precision == ops::Precision::kInt8;
 
   auto& e = w->embeddings_;
   e.word = L.f32("embeddings.word_embeddings.weight", {c.vocab_size, h});
@@ -368,23 +390,32 @@ std::shared_ptr<const Weights> Weights::load_with(const std::filesystem::path& m
   w->layers_.reserve(static_cast<std::size_t>(c.num_layers));
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
     LayerWeights layer;
+    const ops::Precision qkv_p = lp_for(i, GemmSlot::kQkv),
+                         attn_out_p = lp_for(i, GemmSlot::kAttnOut),
+                         ffn_in_p = lp_for(i, GemmSlot::kFfnIn),
+                         ffn_out_p = lp_for(i, GemmSlot::kFfnOut);
     if (c.family == Family::kDistilBert) {
       const std::string p = fmt::format("transformer.layer.{}.", i);
-      layer.qkv =
-          L.fused_qkv(p + "attention.q_lin", p + "attention.k_lin", p + "attention.v_lin", lp);
-      layer.attn_out = L.linear(p + "attention.out_lin", h, h, true, lp);
+      layer.qkv = L.fused_qkv(p + "attention.q_lin", p + "attention.k_lin", p + "attention.v_lin",
+                              qkv_p, range(i, GemmSlot::kQkv));
+      layer.attn_out =
+          L.linear(p + "attention.out_lin", h, h, true, attn_out_p, range(i, GemmSlot::kAttnOut));
       layer.attn_norm = L.norm(p + "sa_layer_norm");
-      layer.ffn_in = L.linear(p + "ffn.lin1", inter, h, true, lp);
-      layer.ffn_out = L.linear(p + "ffn.lin2", h, inter, true, lp);
+      layer.ffn_in = L.linear(p + "ffn.lin1", inter, h, true, ffn_in_p, range(i, GemmSlot::kFfnIn));
+      layer.ffn_out =
+          L.linear(p + "ffn.lin2", h, inter, true, ffn_out_p, range(i, GemmSlot::kFfnOut));
       layer.ffn_norm = L.norm(p + "output_layer_norm");
     } else {
       const std::string p = fmt::format("encoder.layer.{}.", i);
       layer.qkv = L.fused_qkv(p + "attention.self.query", p + "attention.self.key",
-                              p + "attention.self.value", lp);
-      layer.attn_out = L.linear(p + "attention.output.dense", h, h, true, lp);
+                              p + "attention.self.value", qkv_p, range(i, GemmSlot::kQkv));
+      layer.attn_out = L.linear(p + "attention.output.dense", h, h, true, attn_out_p,
+                                range(i, GemmSlot::kAttnOut));
       layer.attn_norm = L.norm(p + "attention.output.LayerNorm");
-      layer.ffn_in = L.linear(p + "intermediate.dense", inter, h, true, lp);
-      layer.ffn_out = L.linear(p + "output.dense", h, inter, true, lp);
+      layer.ffn_in =
+          L.linear(p + "intermediate.dense", inter, h, true, ffn_in_p, range(i, GemmSlot::kFfnIn));
+      layer.ffn_out =
+          L.linear(p + "output.dense", h, inter, true, ffn_out_p, range(i, GemmSlot::kFfnOut));
       layer.ffn_norm = L.norm(p + "output.LayerNorm");
     }
     w->layers_.push_back(std::move(layer));

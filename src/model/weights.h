@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/aligned_buffer.h"
 #include "io/safetensors.h"
 #include "model/config.h"
+#include "model/gemm_plan.h"
 #include "ops/ops.h"
 
 namespace mcinfer::model {
@@ -64,16 +66,23 @@ class Weights {
  public:
   // Loads config.json and the safetensors of `model_dir`. Throws Error naming the file and the
   // tensor or field on any inconsistency; `warnings` receives notes about ignored tensors.
-  // `precision` is that of the encoder layers' GEMMs (fp32 or bf16); the classification head
-  // always runs in fp32 (a few hundred thousand FLOPs per row, and it sets the probabilities).
+  // `precision` is that of the encoder layers' GEMMs (fp32, bf16 or int8); the classification
+  // head always runs in fp32 (a few hundred thousand FLOPs per row, and it sets the
+  // probabilities). With int8, the GEMMs in `keep` are prepared in
+  // ops::int8_fallback_precision() instead, and `ranges` (when given) smooth each int8 GEMM's
+  // inputs (ops::Linear::prepare).
   static std::shared_ptr<const Weights> load(const std::filesystem::path& model_dir,
                                              const ops::Device& device,
                                              std::vector<std::string>* warnings = nullptr,
-                                             ops::Precision precision = ops::Precision::kFp32);
+                                             ops::Precision precision = ops::Precision::kFp32,
+                                             std::span<const GemmId> keep = {},
+                                             const InputRanges* ranges = nullptr);
   // The same, with config.json as `dir` read it.
   static std::shared_ptr<const Weights> load(const ModelDir& dir, const ops::Device& device,
                                              std::vector<std::string>* warnings = nullptr,
-                                             ops::Precision precision = ops::Precision::kFp32);
+                                             ops::Precision precision = ops::Precision::kFp32,
+                                             std::span<const GemmId> keep = {},
+                                             const InputRanges* ranges = nullptr);
 
   // A model of the given shape with seeded random weights and no files, for benchmarks.
   static std::shared_ptr<const Weights> synthetic(const ModelConfig& config,
@@ -86,6 +95,10 @@ class Weights {
   const std::optional<ClassifierWeights>& classifier() const { return classifier_; }
   const WeightStats& stats() const { return stats_; }
   ops::Precision precision() const { return precision_; }
+  // int8: the GEMMs kept in ops::int8_fallback_precision() (sorted); empty otherwise.
+  const std::vector<GemmId>& kept() const { return kept_; }
+  // int8: whether the inputs of the int8 GEMMs are smoothed (calibrated on check rows).
+  bool smoothed() const { return smoothed_; }
   const std::filesystem::path& directory() const { return directory_; }
 
  private:
@@ -94,7 +107,9 @@ class Weights {
   static std::shared_ptr<const Weights> load_with(const std::filesystem::path& model_dir,
                                                   ModelConfig config, const ops::Device& device,
                                                   std::vector<std::string>* warnings,
-                                                  ops::Precision precision);
+                                                  ops::Precision precision,
+                                                  std::span<const GemmId> keep,
+                                                  const InputRanges* ranges);
 
   std::filesystem::path directory_;
   ModelConfig config_;
@@ -105,6 +120,8 @@ class Weights {
   std::optional<ClassifierWeights> classifier_;
   WeightStats stats_;
   ops::Precision precision_ = ops::Precision::kFp32;
+  std::vector<GemmId> kept_;
+  bool smoothed_ = false;
 };
 
 }  // namespace mcinfer::model

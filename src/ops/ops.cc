@@ -55,16 +55,41 @@ std::string_view precision_name(Precision precision) {
       return "fp32";
     case Precision::kBf16:
       return "bf16";
+    case Precision::kInt8:
+      return "int8";
   }
   return "?";
 }
 
 std::optional<Precision> parse_precision(std::string_view name) {
-  for (Precision p : {Precision::kAuto, Precision::kFp32, Precision::kBf16}) {
+  for (Precision p : {Precision::kAuto, Precision::kFp32, Precision::kBf16, Precision::kInt8}) {
     if (precision_name(p) == name) return p;
   }
   return std::nullopt;
 }
+
+Precision int8_fallback_precision() {
+  return cpu::native_bf16_isa().empty() ? Precision::kFp32 : Precision::kBf16;
+}
+
+namespace {
+PrecisionChoice resolve_int8() {
+  const std::string native = cpu::native_int8_isa();
+  if (native.empty()) {
+    fail_usage(
+        "--precision int8: this CPU has no native int8 dot products (none of avx512_vnni, "
+        "avx_vnni, amx_int8{}); without them u8·s8 products are summed in saturating 16-bit "
+        "lanes, which can change results. Use --precision bf16 or fp32",
+        std::getenv("ONEDNN_MAX_CPU_ISA") ? ", or ONEDNN_MAX_CPU_ISA caps them" : "");
+  }
+  PrecisionChoice choice;
+  choice.precision = Precision::kInt8;
+  choice.native_isa = native;
+  choice.reason = fmt::format("precision int8 (requested; native: {}; attention in {})", native,
+                              precision_name(int8_fallback_precision()));
+  return choice;
+}
+}  // namespace
 
 PrecisionChoice resolve_precision(Precision requested) {
   PrecisionChoice choice;
@@ -84,6 +109,8 @@ PrecisionChoice resolve_precision(Precision requested) {
       choice.native_isa = native;
       choice.reason = fmt::format("precision bf16 (requested; native: {})", native);
       return choice;
+    case Precision::kInt8:
+      return resolve_int8();
     case Precision::kAuto:
       break;
   }
@@ -99,12 +126,20 @@ PrecisionChoice resolve_precision(Precision requested) {
 }
 
 Linear Linear::prepare(const Device& device, const void* weight, DType weight_type,
-                       const float* bias, std::int64_t out, std::int64_t in, Precision precision) {
+                       const float* bias, std::int64_t out, std::int64_t in, Precision precision,
+                       const float* input_max) {
   if (precision == Precision::kAuto) fail("internal: Linear::prepare needs a resolved precision");
   Linear linear;
-  linear.cpu_ = std::make_unique<cpu::PackedLinear>(
-      device.gemm_engine(), weight, weight_type, bias, out, in,
-      precision == Precision::kBf16 ? DType::kBf16 : DType::kF32);
+  if (input_max && precision == Precision::kInt8) {
+    linear.cpu_ = std::make_unique<cpu::PackedLinear>(device.gemm_engine(), weight, weight_type,
+                                                      bias, out, in, input_max);
+    return linear;
+  }
+  const DType compute = precision == Precision::kBf16   ? DType::kBf16
+                        : precision == Precision::kInt8 ? DType::kS8
+                                                        : DType::kF32;
+  linear.cpu_ = std::make_unique<cpu::PackedLinear>(device.gemm_engine(), weight, weight_type, bias,
+                                                    out, in, compute);
   return linear;
 }
 
@@ -162,12 +197,80 @@ ScopedOpTimer::~ScopedOpTimer() {
   profile_->flops[i] += flops_;
 }
 
+namespace {
+std::string_view dtype_name(DType type) {
+  switch (type) {
+    case DType::kF32:
+      return "f32";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kS8:
+      return "s8";
+  }
+  return "?";
+}
+
+// x quantized per row into the context's scratch (an int8 layer given f32 or bf16 rows), each
+// column multiplied by `mul` first (null: 1).
+ConstRows quantized(Context& ctx, ConstRows x, std::int64_t rows, std::int64_t cols,
+                    const float* mul) {
+  ScopedOpTimer timer(ctx, OpKind::kConvert);
+  const std::int64_t padded = padded_rows(rows);
+  auto& q = ctx.s8_scratch();
+  auto& scales = ctx.s8_scratch_scales();
+  // Zero-filled when grown: the padded rows the GEMM reads past the batch stay finite.
+  if (q.size() < static_cast<std::size_t>(padded * cols))
+    q.resize_zeroed(static_cast<std::size_t>(padded * cols));
+  if (scales.size() < static_cast<std::size_t>(padded))
+    scales.resize_zeroed(static_cast<std::size_t>(padded));
+  const auto& k = ctx.device().kernels();
+  for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
+    if (x.type == DType::kBf16) {
+      k.quantize_bf16_rows(static_cast<const Bf16*>(x.data) + begin * cols, count, cols, mul,
+                           q.data() + begin * cols, scales.data() + begin);
+    } else {
+      k.quantize_rows(static_cast<const float*>(x.data) + begin * cols, count, cols, mul,
+                      q.data() + begin * cols, scales.data() + begin);
+    }
+  });
+  return ConstRows{q.data(), DType::kS8, scales.data()};
+}
+
+void linear_s8(Context& ctx, const Linear& w, ConstRows x, std::int64_t rows, Rows y,
+               Activation act, double flops) {
+  if (x.type != DType::kS8) x = quantized(ctx, x, rows, w.in_features(), w.input_multiplier());
+  cpu::Int8Output out;
+  switch (y.type) {
+    case DType::kF32:
+      out = {cpu::Int8Output::kF32, static_cast<float*>(y.data)};
+      break;
+    case DType::kBf16:
+      out = {cpu::Int8Output::kBf16, nullptr, static_cast<Bf16*>(y.data)};
+      break;
+    case DType::kS8:
+      out = {cpu::Int8Output::kS8, nullptr, nullptr, static_cast<std::int8_t*>(y.data), y.scales,
+             y.multiplier};
+      break;
+  }
+  ScopedOpTimer timer(ctx, OpKind::kGemm, flops);
+  ctx.gemm().linear_s8(w.cpu_weights(), static_cast<const std::int8_t*>(x.data), x.scales, rows,
+                       out, act, ctx.device().kernels());
+}
+}  // namespace
+
 void linear(Context& ctx, const Linear& w, ConstRows x, std::int64_t rows, Rows y, Activation act) {
-  if (x.type != w.input_type())
-    fail("internal: a {} layer was given {} input", w.input_type() == DType::kBf16 ? "bf16" : "f32",
-         x.type == DType::kBf16 ? "bf16" : "f32");
+  // An int8 layer takes rows of any type (it quantizes f32 and bf16 rows itself); others their own.
+  const bool s8 = w.input_type() == DType::kS8;
+  if (s8 ? (x.type == DType::kS8 && x.scales == nullptr) : x.type != w.input_type())
+    fail("internal: a {} layer was given {} input", dtype_name(w.input_type()), dtype_name(x.type));
+  if (y.type == DType::kS8 && (!s8 || y.scales == nullptr))
+    fail("internal: only an int8 layer writes s8 rows, with their scales");
   const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(w.in_features()) *
                        static_cast<double>(w.out_features());
+  if (s8) {
+    linear_s8(ctx, w, x, rows, y, act, flops);
+    return;
+  }
   // Our own epilogue kernel works on f32 outputs; a bf16 output always takes the GEMM's.
   if (ctx.epilogue() == EpilogueMode::kInGemm || y.type != DType::kF32) {
     ScopedOpTimer timer(ctx, OpKind::kGemm, flops);
@@ -220,6 +323,17 @@ void residual_layer_norm(Context& ctx, float* x, const float* y, std::int64_t ro
                     [&](float* xb, const float* yb, Bf16* xb16, std::int64_t count) {
                       k.residual_layer_norm(xb, yb, nullptr, count, cols, gamma, beta, eps, xb16);
                     });
+}
+
+void residual_layer_norm_s8(Context& ctx, float* x, const float* y, std::int64_t rows,
+                            std::int64_t cols, const float* gamma, const float* beta, float eps,
+                            const float* multiplier, std::int8_t* x_s8, float* x_scales) {
+  ScopedOpTimer timer(ctx, OpKind::kLayerNorm);
+  const auto& k = ctx.device().kernels();
+  for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
+    k.residual_layer_norm_s8(x + begin * cols, y ? y + begin * cols : nullptr, count, cols, gamma,
+                             beta, eps, multiplier, x_s8 + begin * cols, x_scales + begin);
+  });
 }
 
 void residual_layer_norm(Context& ctx, float* x, const Bf16* y, std::int64_t rows,

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "core/aligned_buffer.h"
 #include "cpu/attention.h"
 #include "cpu/attention_bf16.h"
 #include "cpu/gemm.h"
@@ -25,20 +26,26 @@ using DType = cpu::DType;
 using Bf16 = cpu::Bf16;
 
 // The arithmetic of the dense layers. fp32 reproduces transformers to ~1e-5; bf16 rounds GEMM
-// inputs to bfloat16 (f32 accumulation, LayerNorm/softmax/GELU/residuals in f32). kAuto appears
-// only in requests: resolve_precision() turns it into one of the others.
-enum class Precision { kAuto, kFp32, kBf16 };
-std::string_view precision_name(Precision precision);  // "auto", "fp32", "bf16"
+// inputs to bfloat16 (f32 accumulation, LayerNorm/softmax/GELU/residuals in f32); int8 quantizes
+// the four dense GEMMs of each layer (weights per output channel, activations per token row,
+// s32 accumulation), attention products in bf16 where the CPU has it, f32 otherwise. kAuto
+// appears only in requests: resolve_precision() turns it into fp32 or bf16, never int8.
+enum class Precision { kAuto, kFp32, kBf16, kInt8 };
+std::string_view precision_name(Precision precision);  // "auto", "fp32", "bf16", "int8"
 std::optional<Precision> parse_precision(std::string_view name);
 
 struct PrecisionChoice {
   Precision precision = Precision::kFp32;  // never kAuto
-  std::string native_isa;                  // bf16 instructions the GEMMs use ("amx_bf16", ...)
-  std::string reason;                      // one line for the run's first line and the report
+  std::string native_isa;  // dot-product instructions the GEMMs use ("amx_bf16", "amx_int8", ...)
+  std::string reason;      // one line for the run's first line and the report
 };
 // bf16 where the CPU (and any ONEDNN_MAX_CPU_ISA cap) has native bf16 dot products; an explicit
-// bf16 request without them is refused (fail_usage) naming the missing instructions.
+// bf16 or int8 request without the instructions it needs is refused (fail_usage) naming them.
 PrecisionChoice resolve_precision(Precision requested);
+
+// The precision an int8 model keeps its sensitive GEMMs in and runs attention in: bf16 where
+// the CPU has native bf16 dot products, fp32 otherwise.
+Precision int8_fallback_precision();
 
 enum class DeviceKind { kCpu };
 
@@ -69,14 +76,19 @@ class Linear {
                         std::int64_t out, std::int64_t in) {
     return prepare(device, weight, DType::kF32, bias, out, in, Precision::kFp32);
   }
-  // weight: [out, in] of `weight_type`, prepared for `precision` (kFp32 or kBf16).
+  // weight: [out, in] of `weight_type`, prepared for `precision` (kFp32, kBf16 or kInt8).
+  // int8 with `input_max` (the largest |x| per input channel on calibration rows, [in]): with
+  // SmoothQuant's input smoothing (cpu::PackedLinear).
   static Linear prepare(const Device& device, const void* weight, DType weight_type,
-                        const float* bias, std::int64_t out, std::int64_t in, Precision precision);
+                        const float* bias, std::int64_t out, std::int64_t in, Precision precision,
+                        const float* input_max = nullptr);
   // The element type the layer reads its input in.
   DType input_type() const { return cpu_->compute_type(); }
   std::int64_t in_features() const { return cpu_->in_features(); }
   std::int64_t out_features() const { return cpu_->out_features(); }
   std::size_t bytes() const { return cpu_->packed_bytes(); }
+  // int8 with smoothing: each input column's multiplier before quantization (else null).
+  const float* input_multiplier() const { return cpu_->input_multiplier(); }
   const cpu::PackedLinear& cpu_weights() const { return *cpu_; }
 
  private:
@@ -120,6 +132,9 @@ class Context {
   cpu::AttentionScratch& attention_scratch() { return attention_scratch_; }
   cpu::Bf16Attention& bf16_attention();  // made on first use
   std::size_t workspace_bytes() const;
+  // Rows quantized for an s8 layer whose input came in f32 or bf16.
+  AlignedBuffer<std::int8_t>& s8_scratch() { return s8_scratch_; }
+  AlignedBuffer<float>& s8_scratch_scales() { return s8_scratch_scales_; }
   EpilogueMode epilogue() const { return epilogue_; }
 
   // Profiling is off unless a profile is attached.
@@ -133,24 +148,31 @@ class Context {
   cpu::GemmRunner gemm_;
   cpu::AttentionScratch attention_scratch_;
   std::unique_ptr<cpu::Bf16Attention> bf16_attention_;
+  AlignedBuffer<std::int8_t> s8_scratch_;
+  AlignedBuffer<float> s8_scratch_scales_;
   OpProfile* profile_ = nullptr;
 };
 
 // Rows a buffer needs so that a batch of `rows` rows can go through linear().
 std::int64_t padded_rows(std::int64_t rows);
 
-// Rows of activations of one element type (f32, or bf16 as the input of a bf16 layer).
+// Rows of activations of one element type: f32; bf16 (the input of a bf16 layer); s8 quantized
+// per row, with one scale per row (the input of an int8 layer).
 struct ConstRows {
   const void* data;
   DType type;
+  const float* scales = nullptr;  // s8 only
 };
 struct Rows {
   void* data;
   DType type;
+  float* scales = nullptr;            // s8 only
+  const float* multiplier = nullptr;  // s8 only: the reading layer's input_multiplier()
 };
 
 // y[rows, out] = act(x[rows, in] · Wᵀ + b). x and y need padded_rows(rows) rows. x must be of
-// w.input_type(); a bf16 layer may write f32 or bf16.
+// w.input_type(), except that an int8 layer quantizes f32 or bf16 rows itself; a bf16 layer may
+// write f32 or bf16, an int8 layer f32, bf16 or s8 (quantized per row, for the next int8 layer).
 void linear(Context& ctx, const Linear& w, ConstRows x, std::int64_t rows, Rows y,
             Activation act = Activation::kNone);
 inline void linear(Context& ctx, const Linear& w, const float* x, std::int64_t rows, float* y,
@@ -166,6 +188,11 @@ void to_bf16(Context& ctx, const float* x, Bf16* y, std::int64_t rows, std::int6
 void residual_layer_norm(Context& ctx, float* x, const float* y, std::int64_t rows,
                          std::int64_t cols, const float* gamma, const float* beta, float eps,
                          Bf16* x_bf16 = nullptr);
+// The same with the normalized rows also quantized per row into x_s8 and x_scales for the next
+// int8 layer, after multiplying each column by `multiplier` (its input_multiplier(), may be null).
+void residual_layer_norm_s8(Context& ctx, float* x, const float* y, std::int64_t rows,
+                            std::int64_t cols, const float* gamma, const float* beta, float eps,
+                            const float* multiplier, std::int8_t* x_s8, float* x_scales);
 // The same with the residual y in bf16 (the output of a bf16 GEMM).
 void residual_layer_norm(Context& ctx, float* x, const Bf16* y, std::int64_t rows,
                          std::int64_t cols, const float* gamma, const float* beta, float eps,

@@ -18,15 +18,16 @@ namespace {
 // view of libgomp's barriers is blind, and would differ from how the run computes).
 std::vector<float> outputs(const std::vector<WorkItem>& rows,
                            std::shared_ptr<const model::Weights> weights, const ops::Device& device,
-                           const model::TaskSpec& task, int threads, std::int64_t& dim) {
+                           const model::TaskSpec& task, int threads, std::int64_t& dim,
+                           const ObserverFactory& observe = {}) {
   dim = model::Encoder(weights, device, 1).output_dim(task);
   std::vector<float> all(rows.size() * static_cast<std::size_t>(dim));
-  const std::size_t parts = std::clamp<std::size_t>(static_cast<std::size_t>(threads), 1,
-                                                    std::max<std::size_t>(rows.size(), 1));
+  const std::size_t parts = reference_parts(rows.size(), threads);
   std::vector<std::exception_ptr> errors(parts);
   auto part = [&](std::size_t p) {
     try {
       model::Encoder encoder(weights, device, 1);
+      if (observe) encoder.observe(observe(p));
       std::vector<model::SequenceInput> inputs;
       std::vector<float> values;
       constexpr std::size_t kBatch = 16;
@@ -54,6 +55,11 @@ std::vector<float> outputs(const std::vector<WorkItem>& rows,
 }
 
 }  // namespace
+
+std::size_t reference_parts(std::size_t rows, int threads) {
+  return std::clamp<std::size_t>(static_cast<std::size_t>(threads), 1,
+                                 std::max<std::size_t>(rows, 1));
+}
 
 std::vector<WorkItem> sample_rows(const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer,
                                   std::size_t n) {
@@ -95,7 +101,8 @@ PrecisionCheck compare_precision(const std::vector<WorkItem>& rows,
 
 std::optional<PrecisionReference> reference_before_run(
     const model::ModelDir& dir, const ops::Device& device, const model::TaskSpec& task,
-    const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer, std::size_t n, int threads) {
+    const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer, std::size_t n, int threads,
+    const ObserverFactory& observe) {
   if (n == 0) return std::nullopt;
   const auto t0 = std::chrono::steady_clock::now();
   PrecisionReference ref;
@@ -106,10 +113,19 @@ std::optional<PrecisionReference> reference_before_run(
   ::malloc_trim(0);
   if (ref.rows.empty()) return std::nullopt;
   auto fp32 = model::Weights::load(dir, device, nullptr, ops::Precision::kFp32);
-  ref.outputs = outputs(ref.rows, std::move(fp32), device, task, threads, ref.dim);
+  ref.outputs = outputs(ref.rows, std::move(fp32), device, task, threads, ref.dim, observe);
   ::malloc_trim(0);  // the fp32 packing is gone: return it before the run's weights load
   ref.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return ref;
+}
+
+void observe_fp32(const PrecisionReference& reference, const model::ModelDir& dir,
+                  const ops::Device& device, const model::TaskSpec& task, int threads,
+                  const ObserverFactory& observe) {
+  std::int64_t dim = 0;
+  outputs(reference.rows, model::Weights::load(dir, device, nullptr, ops::Precision::kFp32), device,
+          task, threads, dim, observe);
+  ::malloc_trim(0);
 }
 
 PrecisionCheck check_against(const PrecisionReference& reference,
@@ -171,16 +187,25 @@ std::string PrecisionCheck::summary() const {
   return s;
 }
 
-void enforce(const PrecisionCheck& check, const PrecisionBounds& bounds) {
-  std::string failed;
+std::string unmet_bound(const PrecisionCheck& check, const PrecisionBounds& bounds) {
   if (bounds.min_cosine && check.min_cosine < *bounds.min_cosine) {
-    failed = fmt::format("the lowest cosine to fp32 is {:.6f}, below --min-cosine {}",
-                         check.min_cosine, *bounds.min_cosine);
-  } else if (bounds.min_agreement && check.argmax_agreement &&
-             *check.argmax_agreement < *bounds.min_agreement) {
-    failed = fmt::format("argmax agreement with fp32 is {:.4f}, below --min-agreement {}",
-                         *check.argmax_agreement, *bounds.min_agreement);
+    return fmt::format("the lowest cosine to fp32 is {:.6f}, below --min-cosine {}",
+                       check.min_cosine, *bounds.min_cosine);
   }
+  if (bounds.min_agreement && check.argmax_agreement &&
+      *check.argmax_agreement < *bounds.min_agreement) {
+    return fmt::format("argmax agreement with fp32 is {:.4f}, below --min-agreement {}",
+                       *check.argmax_agreement, *bounds.min_agreement);
+  }
+  if (bounds.max_abs_diff && check.max_abs_diff > *bounds.max_abs_diff) {
+    return fmt::format("the largest difference from fp32 is {:.4f}, above int8's target {}",
+                       check.max_abs_diff, *bounds.max_abs_diff);
+  }
+  return "";
+}
+
+void enforce(const PrecisionCheck& check, const PrecisionBounds& bounds) {
+  const std::string failed = unmet_bound(check, bounds);
   if (failed.empty()) return;
   throw PrecisionCheckError(fmt::format(
       "precision check failed: {} ({}). Nothing was written; use --precision fp32 for exact "

@@ -5,6 +5,7 @@
 // the run before any output exists.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,9 @@ class PrecisionCheckError : public Error {
 struct PrecisionBounds {
   std::optional<double> min_cosine;     // every sampled row's output vs fp32
   std::optional<double> min_agreement;  // classify: share of rows with the same argmax
+  // Not a flag: int8's default target for classifiers (the largest |Δp| on a sampled row).
+  std::optional<double> max_abs_diff;
+  bool any() const { return min_cosine || min_agreement || max_abs_diff; }
 };
 
 struct PrecisionCheck {
@@ -64,9 +68,19 @@ struct PrecisionReference {
   std::int64_t dim = 0;
   double seconds = 0;  // sampling, loading the fp32 weights and running them
 };
+// `observe`, when given, makes one observer per part of the rows (the parts run on their own
+// threads, each through its own encoder) that sees every GEMM of the fp32 pass.
+using ObserverFactory = std::function<model::Encoder::GemmObserver(std::size_t part)>;
 std::optional<PrecisionReference> reference_before_run(
     const model::ModelDir& dir, const ops::Device& device, const model::TaskSpec& task,
-    const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer, std::size_t n, int threads);
+    const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer, std::size_t n, int threads,
+    const ObserverFactory& observe = {});
+// The reference's rows through the fp32 weights of `dir` again, for the observers only.
+void observe_fp32(const PrecisionReference& reference, const model::ModelDir& dir,
+                  const ops::Device& device, const model::TaskSpec& task, int threads,
+                  const ObserverFactory& observe);
+// How many parts (threads) the reference pass splits `rows` rows into.
+std::size_t reference_parts(std::size_t rows, int threads);
 
 // The same rows through `checked`, compared with the reference; `bounds` enforced.
 PrecisionCheck check_against(const PrecisionReference& reference,
@@ -76,5 +90,7 @@ PrecisionCheck check_against(const PrecisionReference& reference,
 
 // Throws PrecisionCheckError naming the figure and the bound when one is not met.
 void enforce(const PrecisionCheck& check, const PrecisionBounds& bounds);
+// The first bound `check` does not meet, in words; empty when it meets them all.
+std::string unmet_bound(const PrecisionCheck& check, const PrecisionBounds& bounds);
 
 }  // namespace mcinfer::sched

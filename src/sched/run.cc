@@ -13,6 +13,7 @@
 #include "merge/merge.h"
 #include "model/model_dir.h"
 #include "sched/fingerprint.h"
+#include "sched/int8_plan.h"
 #include "sched/manifest.h"
 #include "sched/precision_check.h"
 #include "sched/progress.h"
@@ -161,19 +162,40 @@ Json run_job(const RunOptions& o) {
   feed.strip_text = dir.strips_text();
 
   // Evidence for a reduced-precision run, before anything is written: the fp32 side first, with
-  // its own weights freed before the run's are loaded.
+  // its own weights freed before the run's are loaded (int8: its GEMMs chosen on the same rows).
   const int check_threads = replicas * o.threads_per_replica;
-  const std::optional<PrecisionReference> reference =
-      precision.precision == ops::Precision::kFp32
-          ? std::nullopt
-          : reference_before_run(dir, *device, task, feed, tokenizer.get(),
-                                 o.check_precision_rows.value_or(kDefaultCheckRows), check_threads);
-  auto weights = model::Weights::load(dir, *device, &warnings, precision.precision);
+  const std::size_t check_rows = o.check_precision_rows.value_or(kDefaultCheckRows);
+  const PrecisionBounds bounds{o.min_cosine, o.min_agreement, std::nullopt};
+  if (o.int8_keep && precision.precision != ops::Precision::kInt8)
+    fail_usage("--int8-keep applies to --precision int8 only");
+  std::shared_ptr<const model::Weights> weights;
   std::optional<PrecisionCheck> precision_check;
-  if (reference) {
-    precision_check = check_against(*reference, weights, *device, task, check_threads,
-                                    PrecisionBounds{o.min_cosine, o.min_agreement});
-    if (!o.quiet) fmt::print(stderr, "mcinfer: {}\n", precision_check->summary());
+  std::optional<Int8Plan> int8_plan;
+  if (precision.precision == ops::Precision::kInt8) {
+    Int8Request request;
+    if (o.int8_keep) request.keep = model::parse_gemm_list(*o.int8_keep, config.num_layers);
+    request.check_rows = check_rows;
+    request.bounds = bounds;
+    int8_plan =
+        plan_int8(dir, *device, task, feed, tokenizer.get(), check_threads, request, &warnings);
+    weights = int8_plan->weights;
+    precision_check = int8_plan->check;
+  } else {
+    const std::optional<PrecisionReference> reference =
+        precision.precision == ops::Precision::kFp32
+            ? std::nullopt
+            : reference_before_run(dir, *device, task, feed, tokenizer.get(), check_rows,
+                                   check_threads);
+    weights = model::Weights::load(dir, *device, &warnings, precision.precision);
+    if (reference)
+      precision_check = check_against(*reference, weights, *device, task, check_threads, bounds);
+  }
+  if (!o.quiet && precision_check) fmt::print(stderr, "mcinfer: {}\n", precision_check->summary());
+  if (!o.quiet && int8_plan) {
+    fmt::print(stderr, "mcinfer: {} ({})\n", int8_plan->summary,
+               int8_plan->automatic ? (int8_plan->check ? "checked on the check rows"
+                                                        : "--check-precision 0: not checked")
+                                    : "--int8-keep");
   }
 
   // Memory plan: one copy of the weights + every replica's activations for the largest batch.
@@ -230,6 +252,7 @@ Json run_job(const RunOptions& o) {
       {"schedule", o.schedule == Schedule::kStatic ? "static" : "dynamic"},
       {"precision", ops::precision_name(precision.precision)},
   };
+  if (int8_plan) flags["int8_plan"] = int8_plan->to_json()["kept"];
   if (plan) {
     flags["pooling"] = plan->pooling.value.name();
     flags["normalize"] = plan->normalize.value;
@@ -505,6 +528,7 @@ Json run_job(const RunOptions& o) {
       {"precision", ops::precision_name(precision.precision)},
       {"precision_reason", precision.reason},
       {"precision_check", precision_check ? precision_check->to_json() : Json(nullptr)},
+      {"int8_plan", int8_plan ? int8_plan->to_json() : Json(nullptr)},
       {"rows", feed_stats.rows},
       {"distinct_ids", merged.distinct_ids},
       {"duplicate_ids", feed_stats.rows - merged.distinct_ids},

@@ -41,6 +41,9 @@ struct RunOptions {
   std::optional<std::size_t> check_precision_rows;
   std::optional<double> min_cosine;  // bounds of that check; a miss stops the run (exit 4)
   std::optional<double> min_agreement;
+  // int8: GEMMs kept out of int8 (model::parse_gemm_list syntax); nullopt: chosen on the check
+  // rows (sched/int8_plan.h).
+  std::optional<std::string> int8_keep;
   int replicas = 0;  // 0: one per physical core
   int threads_per_replica = 1;
   Schedule schedule = Schedule::kDynamic;

@@ -11,6 +11,7 @@
 #include "support/cli.h"
 #include "support/fixture_rows.h"
 #include "support/minilm.h"
+#include "support/precision_gates.h"
 #include "support/predictions.h"
 #include "support/reference.h"
 
@@ -43,43 +44,8 @@ bool cpu_has_native_bf16() {
     if (!cpu_has_native_bf16()) GTEST_SKIP() << "this CPU has no native bf16 (auto picks fp32)"; \
   } while (0)
 
-double cosine(const std::vector<double>& a, const float* b) {
-  double dot = 0, na = 0, nb = 0;
-  for (std::size_t j = 0; j < a.size(); ++j) {
-    dot += a[j] * b[j];
-    na += a[j] * a[j];
-    nb += double(b[j]) * b[j];
-  }
-  return dot / std::sqrt(na * nb);
-}
-
-// The classification gate: |p - p_fp32| ≤ 0.01 everywhere, and the same argmax on every row whose
-// fp32 top-2 margin is at least 0.02.
-void expect_classifier_gate(const testing::Table& got, const std::vector<float>& want,
-                            const std::string& what) {
-  ASSERT_FALSE(got.values.empty()) << what;
-  const std::size_t dim = got.values[0].size();
-  ASSERT_EQ(want.size(), got.values.size() * dim) << what;
-  double worst = 0;
-  int checked_argmax = 0;
-  for (std::size_t i = 0; i < got.values.size(); ++i) {
-    const float* w = want.data() + i * dim;
-    for (std::size_t j = 0; j < dim; ++j)
-      worst = std::max(worst, std::fabs(got.values[i][j] - w[j]));
-    if (dim < 2) continue;
-    std::vector<float> sorted(w, w + dim);
-    std::sort(sorted.rbegin(), sorted.rend());
-    if (sorted[0] - sorted[1] < 0.02f) continue;
-    ++checked_argmax;
-    const auto want_arg = std::max_element(w, w + dim) - w;
-    const auto got_arg =
-        std::max_element(got.values[i].begin(), got.values[i].end()) - got.values[i].begin();
-    EXPECT_EQ(got_arg, want_arg) << what << " row " << i;
-  }
-  EXPECT_LE(worst, 0.01) << what;
-  EXPECT_GT(worst, 0.0) << what << ": bf16 gave exactly fp32's values: did bf16 run at all?";
-  if (dim >= 2) EXPECT_GT(checked_argmax, 0) << what;
-}
+constexpr testing::ClassifierGate kBf16Classifier{0.01, 0.02};
+constexpr testing::EmbeddingGate kBf16Embedding{0.999, 0.9999};
 
 class Bf16Classifier : public ::testing::TestWithParam<std::string> {};
 
@@ -94,7 +60,8 @@ TEST_P(Bf16Classifier, WithinTheGatesOfTransformersFp32) {
                     "--output", output.string(), "--precision", "bf16", "--report",
                     (dir / "report.json").string(), "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  expect_classifier_gate(testing::read_table(output), ref.floats("probs"), model);
+  testing::expect_classifier_gate(testing::read_table(output), ref.floats("probs"), model,
+                                  kBf16Classifier);
   Json report = read_json_file(dir / "report.json");
   EXPECT_EQ(report["precision"], "bf16");
   // The default check compared every (fixture-sized) input row against fp32.
@@ -131,7 +98,7 @@ TEST_P(Bf16TextClassifier, WithinTheGatesOfTransformersFp32) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto got = testing::read_table(output);
     ASSERT_EQ(got.ids, want_table.ids);
-    expect_classifier_gate(got, want, GetParam() + " " + schedule);
+    testing::expect_classifier_gate(got, want, GetParam() + " " + schedule, kBf16Classifier);
   }
 }
 
@@ -139,26 +106,6 @@ INSTANTIATE_TEST_SUITE_P(Architectures, Bf16TextClassifier,
                          ::testing::Values("bert_cls", "distilbert_cls", "roberta_cls",
                                            "xlmr_cls_json"),
                          [](const auto& info) { return info.param; });
-
-// The embedding gate: cosine to fp32 ≥ 0.999 on every row, ≥ 0.9999 on average.
-void expect_embedding_gate(const testing::Table& got, const std::vector<float>& want,
-                           const std::string& what) {
-  ASSERT_FALSE(got.values.empty()) << what;
-  const std::size_t dim = got.values[0].size();
-  ASSERT_EQ(want.size(), got.values.size() * dim) << what;
-  double lowest = 1, sum = 0;
-  for (std::size_t i = 0; i < got.values.size(); ++i) {
-    const double c = cosine(got.values[i], want.data() + i * dim);
-    EXPECT_GE(c, 0.999) << what << " row " << i;
-    lowest = std::min(lowest, c);
-    sum += c;
-  }
-  const double mean = sum / static_cast<double>(got.values.size());
-  EXPECT_GE(mean, 0.9999) << what;
-  EXPECT_LT(lowest, 1.0 - 1e-9) << what << ": identical to fp32: did bf16 run at all?";
-  ::testing::Test::RecordProperty("min_cosine", std::to_string(lowest));
-  ::testing::Test::RecordProperty("mean_cosine", std::to_string(mean));
-}
 
 // A checkpoint stored in bf16 runs in bf16 from its own bits; its fp32 twin (the reference was
 // computed in float32 from the same rounded weights) bounds it like any other model.
@@ -172,7 +119,8 @@ TEST(Bf16Checkpoint, ComputesLikeItsFp32TwinWithinTheGates) {
                     "--output", output.string(), "--precision", "bf16", "--task", "embed",
                     "--pooling", "mean", "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  expect_embedding_gate(testing::read_table(output), ref.floats("pooled_mean"), "bert_bf16");
+  testing::expect_embedding_gate(testing::read_table(output), ref.floats("pooled_mean"),
+                                 "bert_bf16", kBf16Embedding);
 }
 
 // Real weights on every line of the multilingual tokenizer corpus (5,283 lines, every script in
@@ -180,15 +128,8 @@ TEST(Bf16Checkpoint, ComputesLikeItsFp32TwinWithinTheGates) {
 TEST(Bf16MiniLM, EveryCorpusLineWithinTheGates) {
   MCINFER_NEED_MINILM();
   NEED_NATIVE_BF16();
-  std::ifstream in(testing::fixture("tokenizer/corpus.txt"));
   auto dir = testing::scratch_dir("bf16_minilm_corpus");
-  auto input = dir / "corpus.jsonl";
-  {
-    std::ofstream out(input);
-    std::string line;
-    std::size_t n = 0;
-    while (std::getline(in, line)) out << Json({{"id", n++}, {"text", line}}).dump() << "\n";
-  }
+  auto input = testing::write_corpus_jsonl(dir);
   auto output = dir / "out.csv";
   auto r = run_cli({"run", testing::minilm_dir().string(), "--input", input.string(), "--output",
                     output.string(), "--precision", "bf16", "--task", "embed", "--pooling", "mean",
@@ -197,7 +138,8 @@ TEST(Bf16MiniLM, EveryCorpusLineWithinTheGates) {
   testing::Reference ref(testing::fixture("minilm/corpus_reference.safetensors"));
   auto got = testing::read_table(output);
   ASSERT_EQ(got.values.size(), 5283u);
-  expect_embedding_gate(got, ref.floats("embeddings"), "all-MiniLM-L6-v2 corpus");
+  testing::expect_embedding_gate(got, ref.floats("embeddings"), "all-MiniLM-L6-v2 corpus",
+                                 kBf16Embedding);
 }
 
 // Without native bf16 (oneDNN capped below avx512_core_bf16, our kernels capped to the generic

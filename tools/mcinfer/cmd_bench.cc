@@ -198,7 +198,8 @@ int run_bench(const BenchOptions& o) {
   outputs.clear();
 
   // The GEMM library alone on the model's four GEMM shapes, same threads and replicas, with the
-  // element types the encoder uses (bf16: bf16 inputs, the FFN's first GEMM writes bf16).
+  // element types the encoder uses (bf16: bf16 inputs, the FFN's first GEMM writes bf16; int8:
+  // the library's s8 product with s32 results, without our scaling epilogue).
   const std::int64_t h = c.hidden_size, inter = c.intermediate_size, rows = o.batch * o.seq;
   const model::LayerWeights& layer = weights->layers()[0];
   const ops::Linear* shapes[] = {&layer.qkv, &layer.attn_out, &layer.ffn_in, &layer.ffn_out};
@@ -214,11 +215,19 @@ int run_bench(const BenchOptions& o) {
     if (in_type == ops::DType::kBf16) {
       std::vector<ops::Bf16> half(in[r].size() * 2, 0x3C23);
       std::memcpy(in[r].data(), half.data(), half.size() * sizeof(ops::Bf16));
+    } else if (in_type == ops::DType::kS8) {
+      std::memset(in[r].data(), 3, in[r].size() * sizeof(float));
     }
     gemm_ctx.push_back(std::make_unique<ops::Context>(*device, o.threads));
   }
   auto gemm_pass = [&](int r) {
     for (const ops::Linear* l : shapes) {
+      if (in_type == ops::DType::kS8) {  // the library's s8 → s32 product alone, no epilogue
+        gemm_ctx[r]->gemm().library_s8(l->cpu_weights(),
+                                       reinterpret_cast<const std::int8_t*>(in[r].data()), rows,
+                                       reinterpret_cast<std::int32_t*>(out[r].data()));
+        continue;
+      }
       const bool bf16_out = in_type == ops::DType::kBf16 && l == &layer.ffn_in;
       ops::linear(*gemm_ctx[r], *l, ops::ConstRows{in[r].data(), in_type}, rows,
                   ops::Rows{out[r].data(), bf16_out ? ops::DType::kBf16 : ops::DType::kF32});
@@ -333,7 +342,7 @@ Action add_bench_command(CLI::App& app, const Invocation& invocation) {
       ->check(CLI::IsMember({"classify", "embed"}))
       ->capture_default_str();
   sub->add_option("--precision", o->precision,
-                  "fp32, bf16, or auto (bf16 where the CPU has native bf16 dot products)")
+                  "fp32, bf16, int8, or auto (bf16 where the CPU has native bf16 dot products)")
       ->capture_default_str();
   sub->add_flag("--profile", o->profile, "Print the share of time per op");
   sub->add_flag("--json", o->json, "Print one JSON object");

@@ -137,13 +137,14 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "Tokens per sequence, special tokens included (default: the model's)")
       ->check(whole_number());
   sub->add_option("--precision", f->precision,
-                  "fp32, bf16, or auto: bf16 where the CPU has native bf16 dot products "
-                  "(avx512_bf16, AMX), else fp32")
-      ->check(CLI::IsMember({"auto", "fp32", "bf16"}))
+                  "fp32, bf16, int8, or auto: bf16 where the CPU has native bf16 dot products "
+                  "(avx512_bf16, AMX), else fp32 (auto never picks int8)")
+      ->check(CLI::IsMember({"auto", "fp32", "bf16", "int8"}))
       ->capture_default_str();
   sub->add_option("--check-precision", f->check_precision,
                   "Rows sampled evenly from the input and compared against fp32 before a "
-                  "reduced-precision run (default 32; 0: no check)");
+                  "reduced-precision run (default 32; 0: no check); with int8 they also choose "
+                  "which GEMMs stay out of int8");
   sub->add_option("--min-cosine", f->min_cosine,
                   "Stop before writing anything (exit 4) if a sampled row's cosine to fp32 is "
                   "lower")
@@ -152,6 +153,9 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "Classifiers: stop (exit 4) if the share of sampled rows with the fp32 argmax is "
                   "lower")
       ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--int8-keep", f->options.int8_keep,
+                  "int8: GEMMs kept in bf16 (fp32 without native bf16), e.g. 11.ffn_out,3 (all of "
+                  "layer 3) or none (default: chosen on the --check-precision rows)");
   sub->add_option("--replicas", f->replicas,
                   "Model replicas (threads), or auto: one per physical core")
       ->capture_default_str();

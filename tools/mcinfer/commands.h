@@ -30,7 +30,7 @@ inline constexpr int kExitPrecisionCheck = 4;  // run: --min-cosine / --min-agre
 // --precision's value, checked.
 inline ops::Precision parse_precision_flag(const std::string& value) {
   auto p = ops::parse_precision(value);
-  if (!p) fail_usage("--precision must be fp32, bf16 or auto, not '{}'", value);
+  if (!p) fail_usage("--precision must be fp32, bf16, int8 or auto, not '{}'", value);
   return *p;
 }
 

@@ -1,0 +1,190 @@
+#include "sched/int8_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mcinfer::sched {
+namespace {
+
+const ops::Linear& linear_of(const model::Weights& w, model::GemmId id) {
+  const model::LayerWeights& layer = w.layers().at(static_cast<std::size_t>(id.layer));
+  switch (id.slot) {
+    case model::GemmSlot::kQkv:
+      return layer.qkv;
+    case model::GemmSlot::kAttnOut:
+      return layer.attn_out;
+    case model::GemmSlot::kFfnIn:
+      return layer.ffn_in;
+    case model::GemmSlot::kFfnOut:
+      break;
+  }
+  return layer.ffn_out;
+}
+
+std::size_t index_of(model::GemmId id) {
+  return static_cast<std::size_t>(id.layer) * model::kGemmSlots + static_cast<std::size_t>(id.slot);
+}
+
+// Squared error and squared norm per GEMM, one accumulator per part of the reference pass (each
+// part runs on its own thread with its own context).
+class ErrorMeter {
+ public:
+  ErrorMeter(std::shared_ptr<const model::Weights> int8, const ops::Device& device,
+             std::size_t parts)
+      : int8_(std::move(int8)), device_(device), parts_(parts) {
+    for (auto& p : parts_)
+      p.sums.assign(static_cast<std::size_t>(int8_->config().num_layers) * model::kGemmSlots, {});
+  }
+
+  model::Encoder::GemmObserver observer(std::size_t part) {
+    Part& p = parts_.at(part);
+    p.ctx = std::make_unique<ops::Context>(device_, 1);
+    return [this, &p](model::GemmId id, const ops::Linear& fp32, const float* x, std::int64_t rows,
+                      const float* y, ops::Activation act) {
+      const ops::Linear& q = linear_of(*int8_, id);
+      const std::int64_t out = fp32.out_features();
+      p.y.resize(static_cast<std::size_t>(ops::padded_rows(rows) * out));
+      ops::linear(*p.ctx, q, ops::ConstRows{x, ops::DType::kF32}, rows,
+                  ops::Rows{p.y.data(), ops::DType::kF32}, act);
+      auto& [err, norm] = p.sums[index_of(id)];
+      for (std::int64_t i = 0; i < rows * out; ++i) {
+        const double d = static_cast<double>(p.y[i]) - y[i];
+        err += d * d;
+        norm += static_cast<double>(y[i]) * y[i];
+      }
+    };
+  }
+
+  std::vector<GemmError> ranked() const {
+    std::vector<GemmError> out;
+    const std::int64_t layers = int8_->config().num_layers;
+    for (std::int64_t l = 0; l < layers; ++l) {
+      for (int s = 0; s < model::kGemmSlots; ++s) {
+        const model::GemmId id{l, static_cast<model::GemmSlot>(s)};
+        double err = 0, norm = 0;
+        for (const Part& p : parts_) {
+          err += p.sums[index_of(id)].first;
+          norm += p.sums[index_of(id)].second;
+        }
+        out.push_back({id, norm > 0 ? std::sqrt(err / norm) : 0.0});
+      }
+    }
+    std::stable_sort(out.begin(), out.end(), [](const GemmError& a, const GemmError& b) {
+      return a.relative_error > b.relative_error;
+    });
+    return out;
+  }
+
+ private:
+  struct Part {
+    std::unique_ptr<ops::Context> ctx;
+    AlignedBuffer<float> y;
+    std::vector<std::pair<double, double>> sums;
+  };
+  std::shared_ptr<const model::Weights> int8_;
+  const ops::Device& device_;
+  std::vector<Part> parts_;
+};
+
+std::string fallback_name() {
+  return std::string(ops::precision_name(ops::int8_fallback_precision()));
+}
+
+}  // namespace
+
+PrecisionBounds default_int8_targets(const model::TaskSpec& task) {
+  PrecisionBounds b;
+  if (task.kind == model::TaskKind::kEmbed) {
+    b.min_cosine = 0.99;
+  } else {
+    b.max_abs_diff = 0.05;
+  }
+  return b;
+}
+
+Int8Plan plan_int8(const model::ModelDir& dir, const ops::Device& device,
+                   const model::TaskSpec& task, const FeedOptions& feed,
+                   const tokenizer::Tokenizer* tokenizer, int threads, const Int8Request& request,
+                   std::vector<std::string>* warnings) {
+  Int8Plan plan;
+  plan.automatic = !request.keep.has_value();
+  const std::int64_t layers = dir.config().num_layers;
+  // The fp32 pass over the check rows: the reference outputs, and the range of every input
+  // channel of every GEMM, which the int8 weights are smoothed with.
+  const std::size_t parts = reference_parts(request.check_rows, threads);
+  std::vector<model::InputRanges> part_ranges(parts);
+  const std::optional<PrecisionReference> reference = reference_before_run(
+      dir, device, task, feed, tokenizer, request.check_rows, threads, [&](std::size_t part) {
+        return [&ranges = part_ranges.at(part)](
+                   model::GemmId id, const ops::Linear& w, const float* x, std::int64_t rows,
+                   const float*, ops::Activation) { ranges.add(id, x, rows, w.in_features()); };
+      });
+  model::InputRanges ranges;
+  for (const auto& r : part_ranges) ranges.merge(r);
+  part_ranges.clear();
+  auto load = [&](const std::vector<model::GemmId>& keep) {
+    plan.weights.reset();  // one int8 copy at a time
+    plan.weights = model::Weights::load(dir, device, warnings, ops::Precision::kInt8, keep,
+                                        reference ? &ranges : nullptr);
+    plan.summary = model::int8_plan_summary(plan.weights->kept(), layers, fallback_name());
+  };
+  load(request.keep.value_or(std::vector<model::GemmId>{}));
+  if (!reference) return plan;  // no check rows: nothing to calibrate, measure or choose with
+  auto check = [&] {
+    ++plan.attempts;
+    plan.check = check_against(*reference, plan.weights, device, task, threads, PrecisionBounds{});
+  };
+  check();
+  if (!plan.automatic) {
+    enforce(*plan.check, request.bounds);
+    return plan;
+  }
+  const PrecisionBounds targets =
+      request.bounds.any() ? request.bounds : default_int8_targets(task);
+  std::string missed = unmet_bound(*plan.check, targets);
+  if (missed.empty()) return plan;
+  // Which GEMMs to keep: the same rows through fp32 again, each GEMM's input also through its
+  // int8 twin.
+  {
+    ErrorMeter meter(plan.weights, device, parts);
+    observe_fp32(*reference, dir, device, task, threads,
+                 [&](std::size_t part) { return meter.observer(part); });
+    plan.errors = meter.ranked();
+  }
+  const std::size_t total = plan.errors.size();
+  for (std::size_t kept = 1; !missed.empty() && kept <= total / 2; kept *= 2) {
+    std::vector<model::GemmId> keep;
+    for (std::size_t i = 0; i < kept; ++i) keep.push_back(plan.errors[i].id);
+    load(keep);
+    check();
+    missed = unmet_bound(*plan.check, targets);
+  }
+  if (!missed.empty()) {
+    throw PrecisionCheckError(fmt::format(
+        "precision check failed: int8 misses its targets on the check rows even with {} ({}; {}). "
+        "Nothing was written; use --precision bf16 or fp32, choose the kept GEMMs with "
+        "--int8-keep, or relax --min-cosine / --min-agreement",
+        plan.summary, missed, plan.check->summary()));
+  }
+  return plan;
+}
+
+Json Int8Plan::to_json() const {
+  Json kept = Json::array();
+  for (const model::GemmId& id : weights->kept()) kept.push_back(model::gemm_key(id));
+  Json worst = Json::array();
+  for (std::size_t i = 0; i < errors.size() && i < 8; ++i)
+    worst.push_back(
+        {{"gemm", model::gemm_key(errors[i].id)}, {"relative_error", errors[i].relative_error}});
+  return {{"summary", summary},
+          {"input_smoothing", weights->smoothed()},
+          {"kept", kept},
+          {"kept_precision", fallback_name()},
+          {"chosen", automatic ? "automatic (check rows)" : "--int8-keep"},
+          {"weight_sets_checked", attempts},
+          {"largest_gemm_errors", worst}};
+}
+
+}  // namespace mcinfer::sched

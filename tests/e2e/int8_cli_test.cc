@@ -1,0 +1,272 @@
+// `--precision int8` end to end: the accuracy gates against transformers' fp32 references (every
+// classification fixture, a bf16 checkpoint quantized from its own bits, real all-MiniLM-L6-v2 on
+// the 5,283-line tokenizer corpus), every GEMM path by capping the ISA (AMX-INT8, avx512_vnni,
+// avx2_vnni; refused without VNNI), `--int8-keep`, and the GEMMs chosen on the check rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/json.h"
+#include "support/cli.h"
+#include "support/fixture_rows.h"
+#include "support/minilm.h"
+#include "support/precision_gates.h"
+#include "support/predictions.h"
+#include "support/reference.h"
+
+namespace mcinfer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+constexpr testing::ClassifierGate kInt8Classifier{0.05, 0.05};
+constexpr testing::EmbeddingGate kInt8Embedding{0.99, 0.995};
+
+// True when the GEMM library runs int8 natively here: read from a run's report.
+bool cpu_has_native_int8() {
+  static const bool native = [] {
+    auto dir = testing::scratch_dir("int8_probe");
+    auto input = testing::write_fixture_rows(dir, "bert_embed");
+    auto r = run_cli({"run", testing::fixture("models/bert_embed").string(), "--input",
+                      input.string(), "--output", (dir / "o.csv").string(), "--precision", "int8",
+                      "--check-precision", "0", "--quiet"});
+    return r.exit_code == 0;
+  }();
+  return native;
+}
+
+#define NEED_NATIVE_INT8()                                                                  \
+  do {                                                                                      \
+    if (!cpu_has_native_int8()) GTEST_SKIP() << "this CPU has no native int8 dot products"; \
+  } while (0)
+
+// The GEMM library's paths: its best (AMX-INT8 here), avx512_vnni, avx2_vnni. Below avx512_bf16
+// the kept GEMMs and attention run in fp32, so the caps also test int8 beside f32 attention.
+struct IsaCap {
+  const char* name;
+  std::vector<std::string> env;
+};
+const IsaCap kCaps[] = {{"best", {}},
+                        {"avx512_vnni", {"ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI"}},
+                        {"avx2_vnni", {"ONEDNN_MAX_CPU_ISA=AVX2_VNNI", "MCINFER_MAX_ISA=avx2"}}};
+
+Json run_int8_fixture(const std::string& model, const fs::path& dir, const IsaCap& cap,
+                      const std::vector<std::string>& extra = {}) {
+  fs::create_directories(dir);
+  auto input = testing::write_fixture_rows(dir, model);
+  std::vector<std::string> args = {"run",         testing::fixture("models/" + model).string(),
+                                   "--input",     input.string(),
+                                   "--output",    (dir / "out.csv").string(),
+                                   "--precision", "int8",
+                                   "--report",    (dir / "report.json").string(),
+                                   "--quiet"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = run_cli(args, "", cap.env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return Json();
+  return read_json_file(dir / "report.json");
+}
+
+class Int8Classifier : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(Int8Classifier, WithinTheGatesOfTransformersFp32) {
+  NEED_NATIVE_INT8();
+  const auto& [model, cap_index] = GetParam();
+  const IsaCap& cap = kCaps[cap_index];
+  auto dir = testing::scratch_dir("int8_" + model + "_" + cap.name);
+  Json report = run_int8_fixture(model, dir, cap);
+  ASSERT_TRUE(report.is_object());
+  testing::Reference ref(testing::fixture("models/" + model + "/reference.safetensors"));
+  testing::expect_classifier_gate(testing::read_table(dir / "out.csv"), ref.floats("probs"),
+                                  model + " " + cap.name, kInt8Classifier);
+  EXPECT_EQ(report["precision"], "int8");
+  // The check runs by default with int8, and calibrated the input smoothing.
+  ASSERT_TRUE(report["precision_check"].is_object()) << report.dump(2);
+  EXPECT_GT(report["precision_check"]["rows"].get<int>(), 0);
+  ASSERT_TRUE(report["int8_plan"].is_object()) << report.dump(2);
+  EXPECT_TRUE(report["int8_plan"]["input_smoothing"].get<bool>());
+  const std::string reason = report["precision_reason"];
+  if (cap.env.empty()) {
+    EXPECT_NE(reason.find("native: "), std::string::npos) << reason;
+  } else {
+    EXPECT_NE(reason.find(std::string("native: ") + cap.name), std::string::npos) << reason;
+    EXPECT_NE(reason.find("attention in fp32"), std::string::npos) << reason;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Int8Classifier,
+                         ::testing::Combine(::testing::Values("bert_cls_single", "bert_cls_multi",
+                                                              "bert_regression", "roberta_cls",
+                                                              "xlmr_cls", "distilbert_cls",
+                                                              "distilbert_cls_multi_relu"),
+                                            ::testing::Values(0, 1, 2)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" +
+                                  kCaps[std::get<1>(info.param)].name;
+                         });
+
+// From text, through the real tokenizers, both schedules.
+class Int8TextClassifier : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Int8TextClassifier, WithinTheGatesOfTransformersFp32) {
+  NEED_NATIVE_INT8();
+  const fs::path dir = testing::fixture("text/" + GetParam());
+  Json meta = read_json_file(dir / "reference.json");
+  auto want_table = testing::read_table(dir / "expected.csv");
+  std::vector<float> want;
+  for (const auto& row : want_table.values) want.insert(want.end(), row.begin(), row.end());
+  auto out_dir = testing::scratch_dir("int8_text_" + GetParam());
+  for (const char* schedule : {"dynamic", "static"}) {
+    auto output = out_dir / "out.csv";
+    std::vector<std::string> args = {
+        "run",         dir.string(),    "--input",    (dir / "input.csv").string(),
+        "--output",    output.string(), "--schedule", schedule,
+        "--precision", "int8",          "--quiet"};
+    for (const auto& flag : meta["flags"]) args.push_back(flag.get<std::string>());
+    auto r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto got = testing::read_table(output);
+    ASSERT_EQ(got.ids, want_table.ids);
+    testing::expect_classifier_gate(got, want, GetParam() + " " + schedule, kInt8Classifier);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, Int8TextClassifier,
+                         ::testing::Values("bert_cls", "distilbert_cls", "roberta_cls",
+                                           "xlmr_cls_json"),
+                         [](const auto& info) { return info.param; });
+
+// A bf16 checkpoint is quantized from its own bits; its fp32 twin's reference bounds it.
+TEST(Int8Checkpoint, Bf16CheckpointWithinTheGates) {
+  NEED_NATIVE_INT8();
+  auto dir = testing::scratch_dir("int8_bf16_checkpoint");
+  Json report =
+      run_int8_fixture("bert_bf16", dir, kCaps[0], {"--task", "embed", "--pooling", "mean"});
+  ASSERT_TRUE(report.is_object());
+  testing::Reference ref(testing::fixture("models/bert_bf16/reference.safetensors"));
+  testing::expect_embedding_gate(testing::read_table(dir / "out.csv"), ref.floats("pooled_mean"),
+                                 "bert_bf16 int8", kInt8Embedding);
+}
+
+// Real weights on every line of the multilingual corpus: every GEMM in int8 (nothing kept).
+TEST(Int8MiniLM, EveryCorpusLineWithinTheGates) {
+  MCINFER_NEED_MINILM();
+  NEED_NATIVE_INT8();
+  auto dir = testing::scratch_dir("int8_minilm_corpus");
+  auto input = testing::write_corpus_jsonl(dir);
+  auto output = dir / "out.csv";
+  auto r = run_cli({"run", testing::minilm_dir().string(), "--input", input.string(), "--output",
+                    output.string(), "--precision", "int8", "--task", "embed", "--pooling", "mean",
+                    "--report", (dir / "report.json").string(), "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json plan = read_json_file(dir / "report.json")["int8_plan"];
+  EXPECT_EQ(plan["summary"], "int8: 24 of 24 GEMMs") << plan.dump(2);
+  testing::Reference ref(testing::fixture("minilm/corpus_reference.safetensors"));
+  auto got = testing::read_table(output);
+  ASSERT_EQ(got.values.size(), 5283u);
+  testing::expect_embedding_gate(got, ref.floats("embeddings"), "all-MiniLM-L6-v2 corpus int8",
+                                 kInt8Embedding);
+}
+
+// Without VNNI the library sums u8·s8 pairs in saturating 16-bit lanes: int8 is refused, naming
+// the instructions it needs, before anything is written.
+TEST(Int8, RefusedWithoutVnni) {
+  auto dir = testing::scratch_dir("int8_no_vnni");
+  auto input = testing::write_fixture_rows(dir, "bert_cls_single");
+  auto output = dir / "out.csv";
+  auto r = run_cli({"run", testing::fixture("models/bert_cls_single").string(), "--input",
+                    input.string(), "--output", output.string(), "--precision", "int8"},
+                   "", {"ONEDNN_MAX_CPU_ISA=AVX512_CORE"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  for (const char* isa : {"avx512_vnni", "avx_vnni", "amx_int8", "ONEDNN_MAX_CPU_ISA"})
+    EXPECT_NE(r.err.find(isa), std::string::npos) << isa << ": " << r.err;
+  EXPECT_FALSE(fs::exists(output));
+}
+
+// auto never picks int8.
+TEST(Int8, AutoNeverPicksInt8) {
+  auto dir = testing::scratch_dir("int8_auto");
+  auto input = testing::write_fixture_rows(dir, "bert_cls_single");
+  auto r = run_cli({"run", testing::fixture("models/bert_cls_single").string(), "--input",
+                    input.string(), "--output", (dir / "out.csv").string(), "--report",
+                    (dir / "report.json").string(), "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(read_json_file(dir / "report.json")["precision"], "int8");
+}
+
+// --int8-keep forces the kept GEMMs (named in the report, part of the resume fingerprint); a bad
+// list and the flag without int8 are usage errors.
+TEST(Int8, KeepListIsForcedAndReported) {
+  NEED_NATIVE_INT8();
+  auto dir = testing::scratch_dir("int8_keep");
+  Json all = run_int8_fixture("bert_cls_single", dir / "all", kCaps[0], {"--int8-keep", "none"});
+  Json kept =
+      run_int8_fixture("bert_cls_single", dir / "kept", kCaps[0], {"--int8-keep", "1.ffn_out,0"});
+  ASSERT_TRUE(all.is_object() && kept.is_object());
+  EXPECT_EQ(all["int8_plan"]["kept"].size(), 0u);
+  EXPECT_EQ(all["int8_plan"]["chosen"], "--int8-keep");
+  const Json want = {"0.qkv", "0.attn_out", "0.ffn_in", "0.ffn_out", "1.ffn_out"};
+  EXPECT_EQ(kept["int8_plan"]["kept"], want) << kept["int8_plan"].dump(2);
+  const std::string summary = kept["int8_plan"]["summary"];
+  EXPECT_NE(summary.find("int8: 3 of 8 GEMMs"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("layer 1 FFN out"), std::string::npos) << summary;
+  // Keeping GEMMs changes the outputs.
+  auto a = testing::read_table(dir / "all" / "out.csv"),
+       b = testing::read_table(dir / "kept" / "out.csv");
+  EXPECT_NE(a.values, b.values);
+
+  auto input = testing::write_fixture_rows(dir, "bert_cls_single");
+  const std::string model = testing::fixture("models/bert_cls_single").string();
+  for (const char* bad : {"2", "1.mlp", "x", "0,,1"}) {
+    auto r = run_cli({"run", model, "--input", input.string(), "--output",
+                      (dir / "bad.csv").string(), "--precision", "int8", "--int8-keep", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--int8-keep"), std::string::npos) << r.err;
+  }
+  auto r = run_cli({"run", model, "--input", input.string(), "--output", (dir / "bad.csv").string(),
+                    "--precision", "fp32", "--int8-keep", "0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "bad.csv"));
+}
+
+// Targets the all-int8 model misses make the check keep the GEMMs with the largest measured
+// errors until they hold; a target no plan can meet stops the run (exit 4) before any output.
+TEST(Int8, ChoosesKeptGemmsOnTheCheckRows) {
+  NEED_NATIVE_INT8();
+  auto dir = testing::scratch_dir("int8_choose");
+  Json all = run_int8_fixture("bert_embed", dir / "all", kCaps[0],
+                              {"--int8-keep", "none", "--task", "embed"});
+  ASSERT_TRUE(all.is_object());
+  const double all_int8 = all["precision_check"]["min_cosine"];
+  ASSERT_LT(all_int8, 1.0);
+  // Halfway from all-int8 to exact: met by keeping some GEMMs (bert_embed has 8).
+  const double target = all_int8 + (1.0 - all_int8) / 2;
+  Json chosen = run_int8_fixture("bert_embed", dir / "chosen", kCaps[0],
+                                 {"--task", "embed", "--min-cosine", std::to_string(target)});
+  ASSERT_TRUE(chosen.is_object());
+  const Json& plan = chosen["int8_plan"];
+  EXPECT_EQ(plan["chosen"], "automatic (check rows)");
+  EXPECT_GT(plan["kept"].size(), 0u) << plan.dump(2);
+  EXPECT_LE(plan["kept"].size(), 4u) << plan.dump(2);
+  EXPECT_GE(chosen["precision_check"]["min_cosine"].get<double>(), target);
+  // The kept GEMMs are the ones with the largest errors, first to last.
+  const Json& errors = plan["largest_gemm_errors"];
+  for (std::size_t i = 0; i < plan["kept"].size(); ++i) {
+    const std::string key = errors[i]["gemm"];
+    EXPECT_NE(std::find(plan["kept"].begin(), plan["kept"].end(), key), plan["kept"].end()) << key;
+  }
+
+  auto input = testing::write_fixture_rows(dir, "bert_embed");
+  auto output = dir / "never.csv";
+  auto r = run_cli({"run", testing::fixture("models/bert_embed").string(), "--input",
+                    input.string(), "--output", output.string(), "--precision", "int8", "--task",
+                    "embed", "--min-cosine", "1"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("int8 misses its targets"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--precision bf16"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(output));
+}
+
+}  // namespace
+}  // namespace mcinfer
