@@ -5,6 +5,7 @@ Systems (each run is its own process; peers live in bench/compare_peers.py):
   mcinfer-fp32   the CLI with --precision fp32 (`mcinfer` is accepted for it): `mcinfer bench` for
                  (a), `mcinfer run` for (b); replicas = cores, 1 thread each
   mcinfer-bf16   the same with --precision bf16 (bf16 GEMM inputs and weights, f32 elsewhere)
+  mcinfer-int8   the same with --precision int8
   torch          PyTorch + transformers eager, torch.inference_mode, one process with threads = cores
   torch-bf16     the same under torch.autocast("cpu", dtype=torch.bfloat16)
   torch-mp       torch, one process per core (one thread and one model copy each)
@@ -18,7 +19,13 @@ Systems (each run is its own process; peers live in bench/compare_peers.py):
                  the inference precision it chose (bf16 on CPUs with native bf16) is read back
   ct2            CTranslate2 Encoder, inter_threads = cores, intra_threads = 1; the classifier head
                  (BERT pooler+classifier, XLM-R dense+tanh+out_proj) runs in numpy, timed with it
-The bf16 systems are left out of the default list on a CPU without native bf16 dot products.
+  ort-int8       `ort`'s fused graph through ONNX Runtime's quantize_dynamic (per-channel QInt8)
+  openvino-int8  the IR quantized by NNCF (nncf.quantize, model_type TRANSFORMER), calibrated on the
+                 inputs judged: (a) the random batch, (b) the test set's first rows; f32 elsewhere
+  ct2-int8       `ct2`'s conversion with compute_type int8_float32
+                 (the int8 peers: bench/compare_int8.py)
+The bf16 systems are left out of the default list on a CPU without native bf16 dot products, the
+int8 ones on a CPU with none of avx512_vnni, avx_vnni, amx_int8.
 Workloads:
   (a) fixed B x S random token ids (default 32 x 128), forward passes only: sequences/s, measured
       inside each process after warm-up; swept over 1..cores threads / processes / replicas
@@ -28,8 +35,11 @@ Workloads:
       (warmed before the timed runs), so no run is charged for compiling the model.
 Every system's outputs (a: the batch; b: every row, every repetition) are compared with PyTorch
 fp32's (b: an untimed `torch` run, cached per test set): fp32 systems within 1e-3, bf16 systems
-within 0.01 on class probabilities or at cosine >= 0.999 on embeddings. A disagreement or a failed
-run fails the comparison (exit 1).
+within 0.01 on class probabilities or at cosine >= 0.999 on embeddings, int8 systems within 0.05
+on class probabilities (argmax agreement reported) or at a mean cosine >= 0.99 on embeddings (the
+minimum reported; the int8 accuracy is shown beside the speed). A disagreement or a failed run
+fails the comparison (exit 1). On an embedding model mcinfer-int8's mean cosine is checked against
+ort-int8's and ct2-int8's on the same rows.
 Repetitions are interleaved (the order rotates each repetition); medians are reported, with
 ratios mcinfer / peer against the mcinfer of the peer's precision (above 1 favours mcinfer), the
 target checks, peak RSS of each run's process tree, a PNG of throughput against threads and a
@@ -72,14 +82,15 @@ PEERS = BENCH / "compare_peers.py"
 sys.path.insert(0, str(BENCH))
 from seed_recipe import physical_cores  # noqa: E402  (light: no torch at import)
 from bench_common import git_revision, sh  # noqa: E402
+import compare_int8  # noqa: E402
 import compare_report as report  # noqa: E402
 import onednn_isa  # noqa: E402
 from compare_report import PRECISION, fmt, mib  # noqa: E402
 
-SYSTEMS = ["mcinfer-fp32", "mcinfer-bf16", "torch", "torch-bf16", "torch-mp", "ort", "ort-mp", "openvino",
-           "openvino-bf16", "ct2"]
+SYSTEMS = ["mcinfer-fp32", "mcinfer-bf16", "mcinfer-int8", "torch", "torch-bf16", "torch-mp", "ort", "ort-mp",
+           "openvino", "openvino-bf16", "ct2", "ort-int8", "openvino-int8", "ct2-int8"]
 ALIASES = {"mcinfer": "mcinfer-fp32"}
-MCINFER_PRECISION = {"mcinfer-fp32": "fp32", "mcinfer-bf16": "bf16"}
+MCINFER_PRECISION = {"mcinfer-fp32": "fp32", "mcinfer-bf16": "bf16", "mcinfer-int8": "int8"}
 MODELS = {
     "bert-base": {"dir": WORK / "models/bert-base-cls", "make": "bert-base-cls",
                   "about": "BertForSequenceClassification, bert-base shape, random weights (bench/make_models.py)"},
@@ -88,7 +99,7 @@ MODELS = {
     "minilm": {"dir": REPO / "models/all-MiniLM-L6-v2", "make": None,
                "about": "sentence-transformers/all-MiniLM-L6-v2 (real weights), mean-pooled embeddings"},
 }
-PACKAGES = ["torch", "transformers", "tokenizers", "onnxruntime", "openvino", "ctranslate2", "optimum", "onnx",
+PACKAGES = ["torch", "transformers", "tokenizers", "onnxruntime", "openvino", "nncf", "ctranslate2", "optimum", "onnx",
             "numpy", "pyarrow", "pandas", "matplotlib", "safetensors"]
 TIME = "/usr/bin/time"
 
@@ -508,7 +519,8 @@ def parse_args():
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--models", default="bert-base,xlmr-base,minilm")
     ap.add_argument("--workloads", default="a,b")
-    ap.add_argument("--systems", help="comma-separated (default: all; the bf16 ones only on a CPU with native bf16)")
+    ap.add_argument("--systems", help="comma-separated (default: all; the bf16 ones only on a CPU with native bf16, "
+                                      "the int8 ones only with VNNI or AMX int8)")
     ap.add_argument("--reps", type=int, help="repetitions (default 3; --quick: 1)")
     ap.add_argument("--b-reps", type=int, help="repetitions of workload (b) (default: --reps); (b) is the long part")
     ap.add_argument("--rows", type=int, help="(b) test-set rows (default 20000)")
@@ -538,10 +550,14 @@ def parse_args():
     a.workloads = [w.strip() for w in a.workloads.split(",") if w.strip()]
     a.default_systems = a.systems is None
     if a.systems is None:
-        native = onednn_isa.bf16_class(onednn_isa.cpu_flags())[0]
-        a.systems = [s for s in SYSTEMS if native or PRECISION[s] != "bf16"]
-        if not native:
+        flags = onednn_isa.cpu_flags()
+        native = {"fp32": True, "bf16": onednn_isa.bf16_class(flags)[0], "int8": compare_int8.int8_flag(flags)}
+        a.systems = [s for s in SYSTEMS if native[PRECISION[s]]]
+        if not native["bf16"]:
             log("no native bf16 on this CPU (neither amx_bf16 nor avx512_bf16): the bf16 systems are left out")
+        if not native["int8"]:
+            log(f"no native int8 on this CPU (none of {', '.join(compare_int8.INT8_FLAGS)}): "
+                "the int8 systems are left out")
     else:
         a.systems = list(dict.fromkeys(ALIASES.get(s.strip(), s.strip()) for s in a.systems.split(",") if s.strip()))
     bad = [m for m in a.models if m not in MODELS] + [w for w in a.workloads if w not in ("a", "b")] + \
@@ -581,7 +597,7 @@ def prepare_models(ctx) -> None:
         if "a" in a.workloads:
             cmd += ["--batch", str(a.batch), "--seq", str(a.seq)]
         if "b" in a.workloads and has_tok:
-            cmd += ["--warm-ov-cache", str(a.cores)]
+            cmd += ["--warm-ov-cache", str(a.cores), "--input", str(testset.resolve()), "--max-len", str(m["max_len"])]
         log(f"preparing {name} (conversions are cached in {rel(art)})")
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
@@ -668,7 +684,7 @@ def section_head(ctx, facts: dict, vers: dict, command: str, minutes: float, loa
         sec.append(f"- (a): {a.batch} × {a.seq} random token ids (the same for every peer; mcinfer bench draws its own), "
                    f"{a.warmup} warm-up and {a.iters} timed batches per thread/process/replica (k × {a.iters} batches "
                    f"at k), throughput measured inside each process; k = {', '.join(map(str, a.ks))}. Outputs of the "
-                   f"batch vs PyTorch fp32 eager (classifier logits, as probabilities for bf16; MiniLM: mean-pooled "
+                   f"batch vs PyTorch fp32 eager (classifier logits, as probabilities for bf16 and int8; MiniLM: mean-pooled "
                    f"last hidden state); mcinfer's through `mcinfer run` on the same ids as pre-tokenised JSONL, in "
                    f"the system's precision. GFLOP/s ÷ oneDNN: `mcinfer bench` times oneDNN alone on the model's "
                    f"four GEMM shapes in the same precision, same process, right after the model's batches.")
@@ -680,15 +696,21 @@ def section_head(ctx, facts: dict, vers: dict, command: str, minutes: float, loa
                    f"{a.peer_batch_tokens} padded tokens; openvino and ct2 keep several batches in flight. OpenVINO "
                    f"loads its compiled model from its model cache (CACHE_DIR bench/work/compare/<model>/ov_cache/<system>, "
                    f"compiled into it afresh before the timed runs), so compile time is not charged to any run.")
+    if "openvino-int8" in a.systems:
+        sec.append(f"- openvino-int8: NNCF post-training quantization (nncf {vers['nncf']}, model_type TRANSFORMER) "
+                   f"calibrated on the inputs it is judged on ((a): the batch's {a.batch} rows; (b): the test set's "
+                   f"first {compare_int8.CALIB_ROWS} rows), one sample per row; f32 forced for the ops left unquantized.")
     sec += [f"- {', '.join(f'{n} repetition(s) of ({w})' for w, n in (('a', a.reps), ('b', a.b_reps)) if w in a.workloads)}, "
             f"systems interleaved with the order rotated each repetition; medians. Peak RSS: the child's own peak "
             f"(/usr/bin/time) or, for process trees, the sampled sum over the tree (shared library pages counted once "
             f"per process), the max over repetitions.",
             f"- Agreement with PyTorch fp32: fp32 systems max abs diff ≤ {report.TOL_FP32}; bf16 systems max abs diff "
-            f"of class probabilities ≤ {report.TOL_BF16_PROB}, embeddings cosine ≥ {report.MIN_COS_BF16}; a "
+            f"of class probabilities ≤ {report.TOL_BF16_PROB}, embeddings cosine ≥ {report.MIN_COS_BF16}; int8 systems "
+            f"max abs diff of class probabilities ≤ {report.TOL_INT8_PROB}, embeddings mean cosine ≥ "
+            f"{report.MIN_MEAN_COS_INT8} (their accuracy column: mean cosine, or max |Δp| and argmax agreement); a "
             f"disagreement fails the comparison.",
             "- Ratios are mcinfer ÷ system, against the mcinfer of the system's precision (fp32 peers vs mcinfer-fp32, "
-            "bf16 peers vs mcinfer-bf16): above 1 favours mcinfer."]
+            "bf16 peers vs mcinfer-bf16, int8 peers vs mcinfer-int8): above 1 favours mcinfer."]
     if a.quick:
         sec.append("- **--quick: smoke-test sizes (one tiny timed batch); these numbers are not a measurement.**")
     if "b" in a.workloads and (a.rows < 20000 or a.b_reps < 2):

@@ -2,10 +2,12 @@
 """The peers of bench/compare.py: one system, one workload, one process per call.
 
     compare_peers.py prepare --model-dir D --art A [--systems ...] [--batch B --seq S] [--warm-ov-cache K]
+                             [--input CSV --max-len L]
         Converts the checkpoint once into A (ONNX via optimum plus ONNX Runtime's transformer
         fusions, whose counts it reads back into onnx/fusions.json; OpenVINO IR in fp32,
-        CTranslate2, the classifier head as numpy arrays), writes the fixed random batch
-        ids_BxS.npy and PyTorch's fp32 outputs for it, ref_BxS.npy. --warm-ov-cache K compiles
+        CTranslate2, the classifier head as numpy arrays; the int8 peers' models, see
+        bench/compare_int8.py: the (b) test set --input calibrates openvino-int8), writes the fixed
+        random batch ids_BxS.npy and PyTorch's fp32 outputs for it, ref_BxS.npy. --warm-ov-cache K compiles
         each OpenVINO system once for workload (b) with K threads, so that the timed runs load
         the compiled model from OpenVINO's model cache (A/ov_cache/SYSTEM) instead of compiling it.
     compare_peers.py a SYSTEM --k K --model-dir D --art A --batch B --seq S --warmup W --iters N
@@ -15,13 +17,13 @@
         Workload (b): CSV in, predictions out, tokenisation included; prints one JSON line with
         `written_at` (CLOCK_MONOTONIC when the output file was in place).
 
-SYSTEM is torch, torch-bf16, torch-mp, ort, ort-mp, openvino, openvino-bf16 or ct2 (the -bf16
-systems run in reduced precision: PyTorch under torch.autocast("cpu", dtype=torch.bfloat16),
-OpenVINO in its default PERFORMANCE execution mode with no precision forced, which it resolves
-to bf16 on CPUs with native bf16; the precision each ran in is read back and printed). Outputs
-are what `mcinfer` computes for
-the same checkpoint: classifier logits (probabilities after softmax in workload b) or, for a
-model without a head (all-MiniLM-L6-v2), the mean of the last hidden state over the tokens.
+SYSTEM is torch, torch-bf16, torch-mp, ort, ort-mp, openvino, openvino-bf16, ct2 or one of
+bench/compare_int8.py's ort-int8, openvino-int8, ct2-int8 (the -bf16 systems run in reduced
+precision: PyTorch under torch.autocast("cpu", dtype=torch.bfloat16), OpenVINO in its default
+PERFORMANCE execution mode with no precision forced, which it resolves to bf16 on CPUs with
+native bf16; the precision each ran in is read back and printed). Outputs are what `mcinfer`
+computes for the same checkpoint: classifier logits (probabilities after softmax in workload b)
+or, for a model without a head (all-MiniLM-L6-v2), the mean of the last hidden state over the tokens.
 
 Heavy libraries are imported inside the functions that use them, so that a multi-process parent
 stays small and a system pays only for what it uses.
@@ -39,9 +41,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-SYSTEMS = ["torch", "torch-bf16", "torch-mp", "ort", "ort-mp", "openvino", "openvino-bf16", "ct2"]
+import compare_int8 as int8  # beside this script; light: nothing heavy at import
+
+SYSTEMS = ["torch", "torch-bf16", "torch-mp", "ort", "ort-mp", "openvino", "openvino-bf16", "ct2"] + int8.SYSTEMS
 MULTI_PROCESS = {"torch-mp": "torch", "ort-mp": "ort"}
-OPENVINO = {"openvino", "openvino-bf16"}
+OPENVINO = {"openvino", "openvino-bf16", "openvino-int8"}
+ORT = {"ort", "ort-mp", "ort-int8"}
 ONNX_OPSET = 17
 # ORT's fused BERT graph must have these (the optimizer's own statistics and the saved graph
 # agree): without them ORT runs the unfused graph, 15-30% slower, and the comparison is void.
@@ -258,9 +263,9 @@ def prepare(a) -> int:
             shutil.rmtree(p) if p.is_dir() else p.unlink()
     stamp_path.write_text(json.dumps(stamp, indent=1) + "\n")
     systems = set(a.systems.split(",")) if a.systems else set(SYSTEMS)
-    if systems & ({"ort", "ort-mp"} | OPENVINO):
+    if systems & (ORT | OPENVINO):
         convert_onnx(a.model_dir, a.art, info, log)
-    if systems & {"ort", "ort-mp"}:
+    if systems & ORT:
         onnx_dir = a.art / "onnx"
         if "graph_ops" not in json.loads((onnx_dir / "fusions.json").read_text()):
             # cached by an older version of this script: the optimizer statistics are there, the
@@ -268,29 +273,32 @@ def prepare(a) -> int:
             write_fusions(onnx_dir, json.loads((onnx_dir / "fusions.json").read_text()))
         ok, summary = ort_fusions(a.art)
         log(f"ORT fused graph: {summary}" + ("" if ok else " -> the ort systems will refuse to run"))
-    if systems & OPENVINO:
-        convert_openvino(a.art, log)
-        for system in sorted(systems & OPENVINO) if a.warm_ov_cache else []:
-            t = time.monotonic()
-            cache = a.art / "ov_cache" / system
-            shutil.rmtree(cache, ignore_errors=True)  # compiled afresh: this IR, this OpenVINO, this CPU
-            cache.mkdir(parents=True)
-            runner = OpenVinoRunner(a.art, info, a.warm_ov_cache, precision=OV_PRECISION[system], cache_dir=cache)
-            log(f"{system}: compiled for (b) with {a.warm_ov_cache} threads into the model cache in "
-                f"{time.monotonic() - t:.1f} s; inference precision read back: {runner.precision}")
-    if "ct2" in systems:
+    if systems & {"ct2", "ct2-int8"}:
         convert_ct2(a.model_dir, a.art, info, log)
         extract_head(a.model_dir, a.art, info)
+    ids_path = a.art / f"ids_{a.batch}x{a.seq}.npy"
+    if a.batch and a.seq and not ids_path.is_file():
+        # Uniform over the vocabulary past the special ids (never the pad id, so RoBERTa's
+        # positions run 2..seq+1 as for real text), as `mcinfer bench` draws its own.
+        rng = np.random.default_rng(20241130)
+        np.save(ids_path, rng.integers(5, info["vocab"], size=(a.batch, a.seq), dtype=np.int64))
+    if systems & OPENVINO:
+        convert_openvino(a.art, log)
+    b_tag = int8.prepare(a, systems, log, lambda n: tokenize(a.model_dir, read_csv(a.input)[1][:n], a.max_len))
+    for system in sorted(systems & OPENVINO) if a.warm_ov_cache else []:
+        if system == "openvino-int8" and not b_tag:
+            continue
+        t = time.monotonic()
+        cache = a.art / "ov_cache" / system
+        shutil.rmtree(cache, ignore_errors=True)  # compiled afresh: this IR, this OpenVINO, this CPU
+        cache.mkdir(parents=True)
+        runner = OpenVinoRunner(a.art, info, a.warm_ov_cache, precision=OV_PRECISION[system], cache_dir=cache,
+                                xml=int8.ov_ir(a.art, b_tag) if system == "openvino-int8" else None)
+        log(f"{system}: compiled for (b) with {a.warm_ov_cache} threads into the model cache in "
+            f"{time.monotonic() - t:.1f} s; inference precision read back: {runner.precision}")
 
     if a.batch and a.seq:
-        ids_path = a.art / f"ids_{a.batch}x{a.seq}.npy"
         ref_path = a.art / f"ref_{a.batch}x{a.seq}.npy"
-        if not ids_path.is_file():
-            # Uniform over the vocabulary past the special ids (never the pad id, so RoBERTa's
-            # positions run 2..seq+1 as for real text), as `mcinfer bench` draws its own.
-            rng = np.random.default_rng(20241130)
-            ids = rng.integers(5, info["vocab"], size=(a.batch, a.seq), dtype=np.int64)
-            np.save(ids_path, ids)
         if not ref_path.is_file():
             import torch
 
@@ -345,23 +353,26 @@ class TorchRunner:
 
 
 class OrtRunner:
-    """ONNX Runtime CPU, the fused graph, ORT_ENABLE_ALL, intra-op threads = threads."""
+    """ONNX Runtime CPU, the fused graph (or its int8 quantization), ORT_ENABLE_ALL, intra-op threads = threads."""
 
     parallel = 1
 
-    def __init__(self, art: Path, info: dict, threads: int):
+    def __init__(self, art: Path, info: dict, threads: int, quantized: bool = False):
         import onnxruntime as ort
 
         ok, self.fusions = ort_fusions(art)
         if not ok:
             raise SystemExit(f"compare_peers: ORT's fused graph was not produced ({self.fusions}); "
                              f"delete {art / 'onnx'} and prepare again")
+        path, self.precision = art / "onnx" / "model_ort.onnx", "fp32"
+        if quantized:
+            path, self.precision, self.int8_ops = int8.ort_model(art)
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        self.sess = ort.InferenceSession(str(art / "onnx" / "model_ort.onnx"), so, providers=["CPUExecutionProvider"])
+        self.sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.sess.get_inputs()]
         self.info = info
 
@@ -378,7 +389,7 @@ class OrtRunner:
         return [self.one(i, m) for i, m in batches]
 
 
-OV_PRECISION = {"openvino": "f32", "openvino-bf16": "default"}
+OV_PRECISION = {"openvino": "f32", "openvino-bf16": "default", "openvino-int8": "f32"}
 
 
 class OpenVinoRunner:
@@ -389,10 +400,11 @@ class OpenVinoRunner:
     model cache: OpenVINO 2026.4's cache key leaves INFERENCE_PRECISION_HINT out (an f32 compile
     loaded the bf16 blob of a shared folder, reported f32 and crashed the other way round), and a
     model loaded from the cache echoes the requested hint back, so the precision read back when
-    the cache was written is kept in compiled.json beside it."""
+    the cache was written is kept in compiled.json beside it. xml: an NNCF int8 IR instead of
+    the fp32 one; its layers' runtime precisions are read back (none in int8 fails)."""
 
     def __init__(self, art: Path, info: dict, threads: int, static_shape=None, precision: str = "f32",
-                 cache_dir: Path | None = None):
+                 cache_dir: Path | None = None, xml: Path | None = None):
         import openvino as ov
         import openvino.properties as props
         import openvino.properties.hint as hints
@@ -401,14 +413,14 @@ class OpenVinoRunner:
         if cache_dir is not None:
             cache_dir.mkdir(parents=True, exist_ok=True)
             core.set_property({props.cache_dir: str(cache_dir)})
-        model = core.read_model(str(art / "ov" / "model.xml"))
+        model = core.read_model(str(xml or art / "ov" / "model.xml"))
         self.inputs = [i.get_any_name() for i in model.inputs]
         if static_shape:  # fixed-size batches: static shapes are OpenVINO's documented fast path
             model.reshape({name: list(static_shape) for name in self.inputs})
         config = {hints.performance_mode: hints.PerformanceMode.THROUGHPUT, props.inference_num_threads: threads}
         if precision == "f32":  # on CPUs with bf16 support the plugin would otherwise run in bf16
             config[hints.inference_precision] = ov.Type.f32
-        self.compiled = core.compile_model(model, "CPU", config)
+        self.compiled, self.shape_note = int8.ov_compile(core, model, config, xml, static_shape)
         self.precision = self.compiled.get_property(hints.inference_precision).get_type_name()
         self.mode = self.compiled.get_property(hints.execution_mode).name
         self.loaded_from_cache = bool(self.compiled.get_property(props.loaded_from_cache))
@@ -421,6 +433,8 @@ class OpenVinoRunner:
             stamp.write_text(json.dumps({"precision": self.precision, "mode": self.mode}) + "\n")
         if precision == "f32" and not self.precision.startswith("f32"):
             raise SystemExit(f"compare_peers: OpenVINO was asked for f32 and compiled {self.precision}")
+        if xml is not None:
+            self.precision = int8.ov_precision(self.compiled, xml, self.precision)
         self.parallel = int(self.compiled.get_property(props.optimal_number_of_infer_requests))
         self.streams = str(self.compiled.get_property(props.num_streams))
         self.queue = ov.AsyncInferQueue(self.compiled, self.parallel)
@@ -447,15 +461,17 @@ class OpenVinoRunner:
 
 
 class Ct2Runner:
-    """CTranslate2 Encoder, inter_threads = threads, intra_threads = 1, float32; the classifier
-    head runs here in numpy on the last hidden state (its time is inside map())."""
+    """CTranslate2 Encoder, inter_threads = threads, intra_threads = 1, float32 (or int8_float32);
+    the classifier head runs here in numpy on the last hidden state (its time is inside map())."""
 
-    def __init__(self, art: Path, info: dict, threads: int):
+    def __init__(self, art: Path, info: dict, threads: int, compute_type: str = "float32"):
         import ctranslate2
         import numpy as np
 
-        self.encoder = ctranslate2.Encoder(str(art / "ct2"), device="cpu", compute_type="float32",
+        self.encoder = ctranslate2.Encoder(str(art / "ct2"), device="cpu", compute_type=compute_type,
                                            inter_threads=threads, intra_threads=1)
+        self.compute_type = self.encoder.compute_type
+        self.precision = {"float32": "fp32"}.get(self.compute_type, self.compute_type)
         self.parallel = threads
         self.info, self.ct2 = info, ctranslate2
         self.head = dict(np.load(art / "head.npz")) if info["kind"] == "classify" else None
@@ -480,16 +496,17 @@ class Ct2Runner:
 
 
 def make_runner(base: str, model_dir: Path, art: Path, info: dict, threads: int, static_shape=None,
-                ov_cache: bool = False):
+                ov_cache: bool = False, calib: str | None = None):
     if base in ("torch", "torch-bf16"):
         return TorchRunner(model_dir, info, threads, bf16=base == "torch-bf16")
-    if base == "ort":
-        return OrtRunner(art, info, threads)
+    if base in ("ort", "ort-int8"):
+        return OrtRunner(art, info, threads, quantized=base == "ort-int8")
     if base in OPENVINO:
         return OpenVinoRunner(art, info, threads, static_shape, precision=OV_PRECISION[base],
-                              cache_dir=art / "ov_cache" / base if ov_cache else None)
-    if base == "ct2":
-        return Ct2Runner(art, info, threads)
+                              cache_dir=art / "ov_cache" / base if ov_cache else None,
+                              xml=int8.ov_ir(art, calib) if base == "openvino-int8" else None)
+    if base in ("ct2", "ct2-int8"):
+        return Ct2Runner(art, info, threads, compute_type="int8_float32" if base == "ct2-int8" else "float32")
     raise SystemExit(f"compare_peers: unknown system {base}")
 
 
@@ -501,7 +518,11 @@ def setting(system: str, k: int, runner=None) -> str:
             extra = (f"; read back: {runner.precision}, EXECUTION_MODE_HINT={runner.mode}, "
                      f"{runner.parallel} requests, {runner.streams} streams")
             extra += ", compiled model loaded from the model cache" if runner.loaded_from_cache else ""
-        return f"THROUGHPUT hint, INFERENCE_NUM_THREADS={k}, {forced}, AsyncInferQueue{extra}"
+            extra += runner.shape_note
+        nncf = "NNCF int8 IR (model_type TRANSFORMER), " if system == "openvino-int8" else ""
+        return f"{nncf}THROUGHPUT hint, INFERENCE_NUM_THREADS={k}, {forced}, AsyncInferQueue{extra}"
+    if system in int8.SYSTEMS:
+        return int8.setting(system, k, runner)
     fusions = f" ({runner.fusions})" if isinstance(runner, OrtRunner) else ""
     return {
         "torch": f"eager, inference_mode, torch.set_num_threads({k})",
@@ -587,7 +608,8 @@ def workload_a(a) -> int:
         import numpy as np
 
         info = model_info(a.model_dir)
-        runner = make_runner(a.system, a.model_dir, a.art, info, threads=a.k, static_shape=(a.batch, a.seq))
+        runner = make_runner(a.system, a.model_dir, a.art, info, threads=a.k, static_shape=(a.batch, a.seq),
+                             calib=int8.calib_tag("a", a.batch, a.seq))
         ids = np.load(a.art / f"ids_{a.batch}x{a.seq}.npy")
         batch = (ids, np.ones_like(ids))
         warm = runner.map([batch] * (max(1, a.warmup) * max(a.k, getattr(runner, "parallel", 1))))
@@ -728,13 +750,14 @@ def workload_b(a) -> int:
 
         # OpenVINO through its model cache (warmed by `prepare --warm-ov-cache`): the run loads the
         # compiled model instead of compiling it, as a deployment would
-        runner = make_runner(a.system, a.model_dir, a.art, info, threads=a.k, ov_cache=True)
+        runner = make_runner(a.system, a.model_dir, a.art, info, threads=a.k, ov_cache=True,
+                             calib=int8.calib_tag("b", input_csv=a.input, max_len=a.max_len))
         ids, texts = read_csv(a.input)
         token_ids = tokenize(a.model_dir, texts, a.max_len)
         values, stats = run_rows(runner, token_ids, info["pad"], a.batch_tokens, a.max_rows)
         pipeline = (f"pyarrow CSV, HF tokenizers encode_batch (all cores), sorted by length (longest first), "
                     f"batches of <= {a.batch_tokens} padded tokens / {a.max_rows} rows")
-        if a.system in OPENVINO | {"ct2"}:
+        if a.system in OPENVINO | {"ct2", "ct2-int8"}:
             pipeline += f", {runner.parallel} batches in flight"
     values = activation(info, values)
     write_output(a.output, ids, info["columns"], values)
@@ -763,7 +786,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--iters", type=int, default=3, help="(a) timed batches per thread/process")
     ap.add_argument("--first-out", type=Path, help="(a) save the first batch's outputs here (.npy)")
-    ap.add_argument("--input", type=Path)
+    ap.add_argument("--input", type=Path, help="(b) the test set; prepare: its first rows calibrate openvino-int8")
     ap.add_argument("--output", type=Path)
     ap.add_argument("--max-len", type=int, default=512)
     ap.add_argument("--batch-tokens", type=int, default=4096, help="(b) padded tokens per batch")
