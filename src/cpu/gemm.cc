@@ -19,11 +19,19 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
 constexpr std::int64_t kRowQuantum = 16;
-// An s8 GEMM runs this many rows per thread at a time, then our epilogue reads its s32 block
-// while it is still in L2 (64 × 3072 × 4 bytes = 768 KiB for the FFN). oneDNN 2.6 AMX-INT8,
-// one core, 4096 × 768 × 3072: 1.33 TOP/s in 64-row blocks vs 1.03 in one call (its epilogue
-// cannot take our per-row scales: a per-row binary post-op drops it to the reference kernel).
-constexpr std::int64_t kS8BlockRows = 64;
+// An s8 GEMM runs a block of rows per thread at a time, then our epilogue reads its s32 products
+// while they are still in L2: as many rows as fill 768 KiB of products, 64 to 256 (a multiple of
+// 16). oneDNN 2.6 AMX-INT8, one core, 4096 rows (ms per GEMM, with our epilogue, f32 out):
+//   768 → 3072: 64 rows 17.6, 128 18.5, 256 18.1, one call 23.4
+//   3072 → 768: 64 rows 12.9, 128 12.5, 256 12.2, one call 12.0
+// (its own epilogue cannot take our per-row scales: a per-row binary post-op drops it to the
+// reference kernel).
+constexpr std::int64_t kS8BlockBytes = 768 * 1024;
+
+std::int64_t s8_block_rows(std::int64_t out) {
+  const std::int64_t rows = kS8BlockBytes / (out * 4) / 16 * 16;
+  return std::clamp<std::int64_t>(rows, 64, 256);
+}
 
 dnnl::algorithm eltwise_for(Activation act) {
   switch (act) {
@@ -386,7 +394,7 @@ void GemmRunner::linear_s8(const PackedLinear& w, const std::int8_t* x, const fl
   if (w.compute_type() != DType::kS8) fail("internal: linear_s8 needs s8 weights");
   if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
   const std::int64_t n = w.out_features(), k = w.in_features();
-  const std::int64_t block = kS8BlockRows * threads_;
+  const std::int64_t block = s8_block_rows(n) * threads_;
   const std::size_t need = static_cast<std::size_t>(block * n);
   if (impl_->s32.size() < need) impl_->s32.resize(need);
   const float* bias = w.bias();

@@ -196,6 +196,41 @@ TEST(Bf16Weights, PackedBytesAreAtMostHalfOfFp32Plus5Percent) {
   EXPECT_GE(ratio, 0.45);
 }
 
+// int8 weights: a quarter of the fp32 packing plus the scales (issue 13: at most 0.3), shared.
+TEST(Int8Weights, PackedBytesAreAtMostThreeTenthsOfFp32) {
+  if (cpu::native_int8_isa().empty()) GTEST_SKIP() << "no native int8 on this CPU";
+  auto device = ops::Device::cpu();
+  const ModelConfig shape = ModelConfig::shape("bert-base");
+  auto fp32 = Weights::synthetic(shape, *device, 1, ops::Precision::kFp32);
+  auto int8 = Weights::synthetic(shape, *device, 1, ops::Precision::kInt8);
+  EXPECT_EQ(int8->layers()[0].ffn_out.input_type(), ops::DType::kS8);
+  EXPECT_EQ(int8->classifier()->dense.input_type(), ops::DType::kF32);
+  const double ratio = static_cast<double>(int8->stats().packed_bytes) /
+                       static_cast<double>(fp32->stats().packed_bytes);
+  EXPECT_LE(ratio, 0.30);
+  EXPECT_GE(ratio, 0.24);
+}
+
+// Kept GEMMs are prepared in the fallback precision; a keep list outside int8 is an error.
+TEST(Int8Weights, KeptGemmsUseTheFallbackPrecision) {
+  if (cpu::native_int8_isa().empty()) GTEST_SKIP() << "no native int8 on this CPU";
+  auto device = ops::Device::cpu();
+  const auto model = testing::fixture("models/bert_cls_single");
+  const std::vector<GemmId> keep = {{1, GemmSlot::kFfnIn}, {0, GemmSlot::kQkv}};
+  auto w = Weights::load(model, *device, nullptr, ops::Precision::kInt8, keep);
+  const ops::DType fallback = ops::int8_fallback_precision() == ops::Precision::kBf16
+                                  ? ops::DType::kBf16
+                                  : ops::DType::kF32;
+  EXPECT_EQ(w->layers()[0].qkv.input_type(), fallback);
+  EXPECT_EQ(w->layers()[0].attn_out.input_type(), ops::DType::kS8);
+  EXPECT_EQ(w->layers()[1].ffn_in.input_type(), fallback);
+  EXPECT_EQ(w->layers()[1].ffn_out.input_type(), ops::DType::kS8);
+  const std::vector<GemmId> sorted = {{0, GemmSlot::kQkv}, {1, GemmSlot::kFfnIn}};
+  EXPECT_EQ(w->kept(), sorted);
+  EXPECT_FALSE(w->smoothed());
+  EXPECT_THROW(Weights::load(model, *device, nullptr, ops::Precision::kBf16, keep), Error);
+}
+
 TEST(Bf16Weights, AutoIsNotAWeightPrecision) {
   auto device = ops::Device::cpu();
   EXPECT_THROW(Weights::load(testing::fixture("models/bert_cls_single"), *device, nullptr,

@@ -193,9 +193,11 @@ Json run_job(const RunOptions& o) {
   if (!o.quiet && precision_check) fmt::print(stderr, "mcinfer: {}\n", precision_check->summary());
   if (!o.quiet && int8_plan) {
     fmt::print(stderr, "mcinfer: {} ({})\n", int8_plan->summary,
-               int8_plan->automatic ? (int8_plan->check ? "checked on the check rows"
-                                                        : "--check-precision 0: not checked")
-                                    : "--int8-keep");
+               int8_plan->automatic
+                   ? (int8_plan->check
+                          ? "checked on the check rows"
+                          : "--check-precision 0: not checked, and no input smoothing calibrated")
+                   : "--int8-keep");
   }
 
   // Memory plan: one copy of the weights + every replica's activations for the largest batch.
