@@ -179,19 +179,26 @@ TEST(Weights, SharedWeightsLeaveMappedTensorsInPlace) {
   EXPECT_EQ(half->stats().dtype, "F16");
 }
 
-// bf16 weights are prepared once, shared, and take about half the fp32 packing: the GEMMs of a
-// bert-base-shaped model (the head, a small share, stays fp32).
-TEST(Bf16Weights, PackedBytesAreAtMostHalfOfFp32Plus5Percent) {
-  if (cpu::native_bf16_isa().empty()) GTEST_SKIP() << "no native bf16 on this CPU";
+// A bert-base-shaped model packed in `precision` against the same model in fp32: the layers'
+// GEMMs take the precision's input type, the head (a small share) stays fp32, and the packed
+// bytes' ratio to fp32 is returned.
+double packed_ratio_to_fp32(ops::Precision precision, ops::DType input_type) {
   auto device = ops::Device::cpu();
   const ModelConfig shape = ModelConfig::shape("bert-base");
   auto fp32 = Weights::synthetic(shape, *device, 1, ops::Precision::kFp32);
-  auto bf16 = Weights::synthetic(shape, *device, 1, ops::Precision::kBf16);
-  EXPECT_EQ(bf16->precision(), ops::Precision::kBf16);
-  EXPECT_EQ(bf16->layers()[0].qkv.input_type(), ops::DType::kBf16);
-  EXPECT_EQ(bf16->classifier()->dense.input_type(), ops::DType::kF32);
-  const double ratio = static_cast<double>(bf16->stats().packed_bytes) /
-                       static_cast<double>(fp32->stats().packed_bytes);
+  auto reduced = Weights::synthetic(shape, *device, 1, precision);
+  EXPECT_EQ(reduced->precision(), precision);
+  EXPECT_EQ(reduced->layers()[0].qkv.input_type(), input_type);
+  EXPECT_EQ(reduced->layers()[0].ffn_out.input_type(), input_type);
+  EXPECT_EQ(reduced->classifier()->dense.input_type(), ops::DType::kF32);
+  return static_cast<double>(reduced->stats().packed_bytes) /
+         static_cast<double>(fp32->stats().packed_bytes);
+}
+
+// bf16 weights are prepared once, shared, and take about half the fp32 packing.
+TEST(Bf16Weights, PackedBytesAreAtMostHalfOfFp32Plus5Percent) {
+  if (cpu::native_bf16_isa().empty()) GTEST_SKIP() << "no native bf16 on this CPU";
+  const double ratio = packed_ratio_to_fp32(ops::Precision::kBf16, ops::DType::kBf16);
   EXPECT_LE(ratio, 0.55);
   EXPECT_GE(ratio, 0.45);
 }
@@ -199,14 +206,7 @@ TEST(Bf16Weights, PackedBytesAreAtMostHalfOfFp32Plus5Percent) {
 // int8 weights: a quarter of the fp32 packing plus the scales (issue 13: at most 0.3), shared.
 TEST(Int8Weights, PackedBytesAreAtMostThreeTenthsOfFp32) {
   if (cpu::native_int8_isa().empty()) GTEST_SKIP() << "no native int8 on this CPU";
-  auto device = ops::Device::cpu();
-  const ModelConfig shape = ModelConfig::shape("bert-base");
-  auto fp32 = Weights::synthetic(shape, *device, 1, ops::Precision::kFp32);
-  auto int8 = Weights::synthetic(shape, *device, 1, ops::Precision::kInt8);
-  EXPECT_EQ(int8->layers()[0].ffn_out.input_type(), ops::DType::kS8);
-  EXPECT_EQ(int8->classifier()->dense.input_type(), ops::DType::kF32);
-  const double ratio = static_cast<double>(int8->stats().packed_bytes) /
-                       static_cast<double>(fp32->stats().packed_bytes);
+  const double ratio = packed_ratio_to_fp32(ops::Precision::kInt8, ops::DType::kS8);
   EXPECT_LE(ratio, 0.30);
   EXPECT_GE(ratio, 0.24);
 }

@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (gemms[i].layer < 0 || gemms[i].layer >= layers) std::abort();
       if (i > 0 && !(gemms[i - 1] < gemms[i])) std::abort();
       // Every GEMM's key parses back to itself.
-      const auto again = mcinfer::model::parse_gemm_list(mcinfer::model::gemm_key(gemms[i]), layers);
+      const auto again =
+          mcinfer::model::parse_gemm_list(mcinfer::model::gemm_key(gemms[i]), layers);
       if (again.size() != 1 || again[0] != gemms[i]) std::abort();
     }
   } catch (const mcinfer::UsageError& e) {
