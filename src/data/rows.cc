@@ -10,9 +10,8 @@ namespace mcinfer::data {
 
 Format resolve_format(const std::filesystem::path& path, const std::optional<std::string>& flag) {
   if (flag) {
-    if (*flag == "csv") return Format::kCsv;
-    if (*flag == "jsonl") return Format::kJsonl;
-    fail_usage("--format: expected csv or jsonl, got '{}'", *flag);
+    if (auto format = kFormatNames.parse(*flag)) return *format;
+    fail_usage("--format: expected {}, got '{}'", kFormatNames.choices(), *flag);
   }
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(),

@@ -11,9 +11,13 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.h"
+
 namespace mcinfer::data {
 
 enum class Format { kCsv, kJsonl };
+inline constexpr EnumNames<Format, 2> kFormatNames{{{{Format::kCsv, "csv"}, {Format::kJsonl, "jsonl"}}}};
+inline std::string_view format_name(Format format) { return kFormatNames.name(format); }
 
 // From --format when given ("csv" or "jsonl"), else from the file's extension
 // (.csv, .tsv is not supported; .jsonl, .json, .ndjson). Throws UsageError otherwise.

@@ -31,12 +31,12 @@ std::int64_t bounded(const JsonObject& obj, std::string_view key, std::int64_t l
   return *v;
 }
 
-ops::Activation parse_activation(const JsonObject& obj, std::string_view key,
+Activation parse_activation(const JsonObject& obj, std::string_view key,
                                  const std::string& name) {
-  if (name == "gelu") return ops::Activation::kGeluErf;
+  if (name == "gelu") return Activation::kGeluErf;
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
-    return ops::Activation::kGeluTanh;
-  if (name == "relu") return ops::Activation::kRelu;
+    return Activation::kGeluTanh;
+  if (name == "relu") return Activation::kRelu;
   obj.fail_field(
       key, fmt::format("activation '{}' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)",
                        name));
@@ -98,7 +98,7 @@ ModelConfig ModelConfig::shape(std::string_view name, std::int64_t num_labels) {
   for (std::int64_t i = 0; i < num_labels; ++i) c.labels.push_back(fmt::format("LABEL_{}", i));
   c.problem_type = num_labels == 1 ? ProblemType::kRegression : ProblemType::kSingleLabel;
   c.hidden_act_name = "gelu";
-  c.hidden_act = ops::Activation::kGeluErf;
+  c.hidden_act = Activation::kGeluErf;
   c.hidden_size = 768;
   c.num_layers = 12;
   c.num_heads = 12;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/ops.h"
+#include "model/activation.h"
 
 namespace mcinfer::model {
 
@@ -30,7 +30,7 @@ struct ModelConfig {
   std::int64_t max_position_embeddings = 0;
   std::int64_t type_vocab_size = 0;  // 0: no token-type embedding (DistilBERT)
   std::int64_t pad_token_id = 0;
-  ops::Activation hidden_act = ops::Activation::kGeluErf;
+  Activation hidden_act = Activation::kGeluErf;
   std::string hidden_act_name;
   float layer_norm_eps = 1e-12f;
   bool sinusoidal_positions = false;  // DistilBERT's sinusoidal_pos_embds

@@ -450,10 +450,6 @@ std::string_view strip_python_whitespace(std::string_view text) {
   return text.substr(begin, end - begin);
 }
 
-std::string_view task_name(TaskKind kind) {
-  return kind == TaskKind::kClassify ? "classify" : "embed";
-}
-
 std::string_view dense_activation_name(DenseActivation activation) {
   switch (activation) {
     case DenseActivation::kIdentity:

@@ -16,8 +16,8 @@
 
 #include "core/json.h"
 #include "model/config.h"
-#include "model/encoder.h"
 #include "model/pooling.h"
+#include "model/task.h"
 
 namespace mcinfer::model {
 
@@ -137,7 +137,6 @@ class ModelDir {
 // Python's str.strip() on UTF-8 text (the characters for which str.isspace() is true).
 std::string_view strip_python_whitespace(std::string_view text);
 
-std::string_view task_name(TaskKind kind);
 std::string_view dense_activation_name(DenseActivation activation);
 
 }  // namespace mcinfer::model

@@ -8,51 +8,31 @@
 namespace mcinfer::sched {
 namespace {
 
-const ops::Linear& linear_of(const model::Weights& w, model::GemmId id) {
-  const model::LayerWeights& layer = w.layers().at(static_cast<std::size_t>(id.layer));
-  switch (id.slot) {
-    case model::GemmSlot::kQkv:
-      return layer.qkv;
-    case model::GemmSlot::kAttnOut:
-      return layer.attn_out;
-    case model::GemmSlot::kFfnIn:
-      return layer.ffn_in;
-    case model::GemmSlot::kFfnOut:
-      break;
-  }
-  return layer.ffn_out;
-}
-
 std::size_t index_of(model::GemmId id) {
   return static_cast<std::size_t>(id.layer) * model::kGemmSlots + static_cast<std::size_t>(id.slot);
 }
 
 // Squared error and squared norm per GEMM, one accumulator per part of the reference pass (each
-// part runs on its own thread with its own context).
+// part runs on its own thread, with its own replica of the int8 model).
 class ErrorMeter {
  public:
-  ErrorMeter(std::shared_ptr<const model::Weights> int8, const ops::Device& device,
-             std::size_t parts)
-      : int8_(std::move(int8)), device_(device), parts_(parts) {
+  ErrorMeter(std::shared_ptr<const backend::PreparedModel> int8, std::size_t parts)
+      : int8_(std::move(int8)), parts_(parts) {
     for (auto& p : parts_)
       p.sums.assign(static_cast<std::size_t>(int8_->config().num_layers) * model::kGemmSlots, {});
   }
 
-  model::Encoder::GemmObserver observer(std::size_t part) {
+  backend::GemmObserver observer(std::size_t part) {
     Part& p = parts_.at(part);
-    p.ctx = std::make_unique<ops::Context>(device_, 1);
-    return [this, &p](model::GemmId id, const ops::Linear& fp32, const float* x, std::int64_t rows,
-                      const float* y, ops::Activation act) {
-      const ops::Linear& q = linear_of(*int8_, id);
-      const std::int64_t out = fp32.out_features();
-      p.y.resize(static_cast<std::size_t>(ops::padded_rows(rows) * out));
-      ops::linear(*p.ctx, q, ops::ConstRows{x, ops::DType::kF32}, rows,
-                  ops::Rows{p.y.data(), ops::DType::kF32}, act);
-      auto& [err, norm] = p.sums[index_of(id)];
-      for (std::int64_t i = 0; i < rows * out; ++i) {
-        const double d = static_cast<double>(p.y[i]) - y[i];
+    p.replica = int8_->make_replica(1);
+    return [&p](const backend::GemmCall& call) {
+      p.y.resize(static_cast<std::size_t>(call.rows * call.out));
+      p.replica->run_gemm(call.id, call.x, call.rows, p.y.data());
+      auto& [err, norm] = p.sums[index_of(call.id)];
+      for (std::int64_t i = 0; i < call.rows * call.out; ++i) {
+        const double d = static_cast<double>(p.y[i]) - call.y[i];
         err += d * d;
-        norm += static_cast<double>(y[i]) * y[i];
+        norm += static_cast<double>(call.y[i]) * call.y[i];
       }
     };
   }
@@ -79,18 +59,13 @@ class ErrorMeter {
 
  private:
   struct Part {
-    std::unique_ptr<ops::Context> ctx;
-    AlignedBuffer<float> y;
+    std::unique_ptr<backend::Replica> replica;
+    std::vector<float> y;
     std::vector<std::pair<double, double>> sums;
   };
-  std::shared_ptr<const model::Weights> int8_;
-  const ops::Device& device_;
+  std::shared_ptr<const backend::PreparedModel> int8_;
   std::vector<Part> parts_;
 };
-
-std::string fallback_name() {
-  return std::string(ops::precision_name(ops::int8_fallback_precision()));
-}
 
 }  // namespace
 
@@ -104,37 +79,42 @@ PrecisionBounds default_int8_targets(const model::TaskSpec& task) {
   return b;
 }
 
-Int8Plan plan_int8(const model::ModelDir& dir, const ops::Device& device,
+Int8Plan plan_int8(const model::ModelDir& dir, const backend::Backend& backend,
                    const model::TaskSpec& task, const FeedOptions& feed,
                    const tokenizer::Tokenizer* tokenizer, int threads, const Int8Request& request,
                    std::vector<std::string>* warnings) {
   Int8Plan plan;
   plan.automatic = !request.keep.has_value();
+  plan.kept_precision = std::string(model::precision_name(backend.int8_fallback_precision()));
   const std::int64_t layers = dir.config().num_layers;
   // The fp32 pass over the check rows: the reference outputs, and the range of every input
   // channel of every GEMM, which the int8 weights are smoothed with.
   const std::size_t parts = reference_parts(request.check_rows, threads);
   std::vector<model::InputRanges> part_ranges(parts);
   const std::optional<PrecisionReference> reference = reference_before_run(
-      dir, device, task, feed, tokenizer, request.check_rows, threads, [&](std::size_t part) {
-        return [&ranges = part_ranges.at(part)](
-                   model::GemmId id, const ops::Linear& w, const float* x, std::int64_t rows,
-                   const float*, ops::Activation) { ranges.add(id, x, rows, w.in_features()); };
+      dir, backend, task, feed, tokenizer, request.check_rows, threads, [&](std::size_t part) {
+        return [&ranges = part_ranges.at(part)](const backend::GemmCall& call) {
+          ranges.add(call.id, call.x, call.rows, call.in);
+        };
       });
   model::InputRanges ranges;
   for (const auto& r : part_ranges) ranges.merge(r);
   part_ranges.clear();
   auto load = [&](const std::vector<model::GemmId>& keep) {
     plan.weights.reset();  // one int8 copy at a time
-    plan.weights = model::Weights::load(dir, device, warnings, ops::Precision::kInt8, keep,
-                                        reference ? &ranges : nullptr);
-    plan.summary = model::int8_plan_summary(plan.weights->kept(), layers, fallback_name());
+    backend::PrepareOptions options;
+    options.precision = model::Precision::kInt8;
+    options.int8_keep = keep;
+    options.int8_ranges = reference ? &ranges : nullptr;
+    plan.weights = backend.prepare(dir, options, warnings);
+    plan.summary =
+        model::int8_plan_summary(plan.weights->int8_kept(), layers, plan.kept_precision);
   };
   load(request.keep.value_or(std::vector<model::GemmId>{}));
   if (!reference) return plan;  // no check rows: nothing to calibrate, measure or choose with
   auto check = [&] {
     ++plan.attempts;
-    plan.check = check_against(*reference, plan.weights, device, task, threads, PrecisionBounds{});
+    plan.check = check_against(*reference, plan.weights, task, threads, PrecisionBounds{});
   };
   check();
   if (!plan.automatic) {
@@ -148,8 +128,8 @@ Int8Plan plan_int8(const model::ModelDir& dir, const ops::Device& device,
   // Which GEMMs to keep: the same rows through fp32 again, each GEMM's input also through its
   // int8 twin.
   {
-    ErrorMeter meter(plan.weights, device, parts);
-    observe_fp32(*reference, dir, device, task, threads,
+    ErrorMeter meter(plan.weights, parts);
+    observe_fp32(*reference, dir, backend, task, threads,
                  [&](std::size_t part) { return meter.observer(part); });
     plan.errors = meter.ranked();
   }
@@ -173,15 +153,15 @@ Int8Plan plan_int8(const model::ModelDir& dir, const ops::Device& device,
 
 Json Int8Plan::to_json() const {
   Json kept = Json::array();
-  for (const model::GemmId& id : weights->kept()) kept.push_back(model::gemm_key(id));
+  for (const model::GemmId& id : weights->int8_kept()) kept.push_back(model::gemm_key(id));
   Json worst = Json::array();
   for (std::size_t i = 0; i < errors.size() && i < 8; ++i)
     worst.push_back(
         {{"gemm", model::gemm_key(errors[i].id)}, {"relative_error", errors[i].relative_error}});
   return {{"summary", summary},
-          {"input_smoothing", weights->smoothed()},
+          {"input_smoothing", weights->int8_smoothed()},
           {"kept", kept},
-          {"kept_precision", fallback_name()},
+          {"kept_precision", kept_precision},
           {"chosen", automatic ? "automatic (check rows)" : "--int8-keep"},
           {"weight_sets_checked", attempts},
           {"largest_gemm_errors", worst}};

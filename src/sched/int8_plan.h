@@ -24,12 +24,13 @@ struct GemmError {
 };
 
 struct Int8Plan {
-  std::shared_ptr<const model::Weights> weights;  // int8, with the kept GEMMs
+  std::shared_ptr<const backend::PreparedModel> weights;  // int8, with the kept GEMMs
   std::optional<PrecisionCheck> check;            // of those weights (nullopt: no check rows)
   std::vector<GemmError> errors;                  // measured, largest first (empty: not measured)
   bool automatic = false;                         // kept GEMMs chosen here, not by --int8-keep
   int attempts = 0;                               // weight sets checked
   std::string summary;                            // "int8: 46 of 48 GEMMs, bf16: layer 11 FFN out"
+  std::string kept_precision;                     // the backend's int8 fallback ("bf16", "fp32")
   Json to_json() const;
 };
 
@@ -44,7 +45,7 @@ PrecisionBounds default_int8_targets(const model::TaskSpec& task);
 
 // Loads the int8 weights of `dir` as the request says. Throws PrecisionCheckError (exit 4) when
 // the targets cannot be met.
-Int8Plan plan_int8(const model::ModelDir& dir, const ops::Device& device,
+Int8Plan plan_int8(const model::ModelDir& dir, const backend::Backend& backend,
                    const model::TaskSpec& task, const FeedOptions& feed,
                    const tokenizer::Tokenizer* tokenizer, int threads, const Int8Request& request,
                    std::vector<std::string>* warnings);

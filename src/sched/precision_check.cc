@@ -9,49 +9,45 @@
 #include <exception>
 #include <thread>
 
+#include "sched/replica_pool.h"
+
 namespace mcinfer::sched {
 namespace {
 
 // Outputs of `rows` through one model, [rows, dim], in batches as a run would form them: the rows
-// split in `threads` contiguous parts, each through its own single-threaded encoder on its own
-// thread, as replicas run (one OpenMP team per encoder would race under ThreadSanitizer, whose
+// split in `threads` contiguous parts, each through its own single-threaded replica on its own
+// thread, as a run computes (one OpenMP team per replica would race under ThreadSanitizer, whose
 // view of libgomp's barriers is blind, and would differ from how the run computes).
 std::vector<float> outputs(const std::vector<WorkItem>& rows,
-                           std::shared_ptr<const model::Weights> weights, const ops::Device& device,
+                           std::shared_ptr<const backend::PreparedModel> model,
                            const model::TaskSpec& task, int threads, std::int64_t& dim,
                            const ObserverFactory& observe = {}) {
-  dim = model::Encoder(weights, device, 1).output_dim(task);
+  dim = model::output_dim(model->config(), task);
   std::vector<float> all(rows.size() * static_cast<std::size_t>(dim));
   const std::size_t parts = reference_parts(rows.size(), threads);
-  std::vector<std::exception_ptr> errors(parts);
-  auto part = [&](std::size_t p) {
-    try {
-      model::Encoder encoder(weights, device, 1);
-      if (observe) encoder.observe(observe(p));
-      std::vector<model::SequenceInput> inputs;
-      std::vector<float> values;
-      constexpr std::size_t kBatch = 16;
-      const std::size_t first = rows.size() * p / parts, last = rows.size() * (p + 1) / parts;
-      for (std::size_t begin = first; begin < last; begin += kBatch) {
-        inputs.clear();
-        for (std::size_t i = begin; i < std::min(last, begin + kBatch); ++i)
-          inputs.push_back({rows[i].ids, rows[i].type_ids, rows[i].mask});
-        encoder.predict(inputs, task, values);
-        std::copy(values.begin(), values.end(),
-                  all.begin() + begin * static_cast<std::size_t>(dim));
-      }
-    } catch (...) {
-      errors[p] = std::current_exception();
+  ReplicaPool pool(std::move(model), {static_cast<int>(parts), 1, false});
+  pool.run([&](int r, backend::Replica& replica) {
+    const auto p = static_cast<std::size_t>(r);
+    if (observe) replica.observe_gemms(observe(p));
+    std::vector<model::SequenceInput> inputs;
+    std::vector<float> values;
+    constexpr std::size_t kBatch = 16;
+    const std::size_t first = rows.size() * p / parts, last = rows.size() * (p + 1) / parts;
+    for (std::size_t begin = first; begin < last; begin += kBatch) {
+      inputs.clear();
+      for (std::size_t i = begin; i < std::min(last, begin + kBatch); ++i)
+        inputs.push_back({rows[i].ids, rows[i].type_ids, rows[i].mask});
+      replica.predict(inputs, task, values);
+      std::copy(values.begin(), values.end(), all.begin() + begin * static_cast<std::size_t>(dim));
     }
-  };
-  std::vector<std::thread> pool;
-  for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(part, p);
-  part(0);
-  for (auto& t : pool) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  });
   return all;
+}
+
+backend::PrepareOptions fp32_options() {
+  backend::PrepareOptions options;
+  options.precision = model::Precision::kFp32;
+  return options;
 }
 
 }  // namespace
@@ -89,18 +85,17 @@ std::vector<WorkItem> sample_rows(const FeedOptions& feed, const tokenizer::Toke
 }
 
 PrecisionCheck compare_precision(const std::vector<WorkItem>& rows,
-                                 std::shared_ptr<const model::Weights> checked,
-                                 std::shared_ptr<const model::Weights> reference,
-                                 const ops::Device& device, const model::TaskSpec& task,
-                                 int threads) {
+                                 std::shared_ptr<const backend::PreparedModel> checked,
+                                 std::shared_ptr<const backend::PreparedModel> reference,
+                                 const model::TaskSpec& task, int threads) {
   PrecisionReference ref;
   ref.rows = rows;
-  ref.outputs = outputs(rows, std::move(reference), device, task, threads, ref.dim);
-  return check_against(ref, std::move(checked), device, task, threads, PrecisionBounds{});
+  ref.outputs = outputs(rows, std::move(reference), task, threads, ref.dim);
+  return check_against(ref, std::move(checked), task, threads, PrecisionBounds{});
 }
 
 std::optional<PrecisionReference> reference_before_run(
-    const model::ModelDir& dir, const ops::Device& device, const model::TaskSpec& task,
+    const model::ModelDir& dir, const backend::Backend& backend, const model::TaskSpec& task,
     const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer, std::size_t n, int threads,
     const ObserverFactory& observe) {
   if (n == 0) return std::nullopt;
@@ -112,33 +107,33 @@ std::optional<PrecisionReference> reference_before_run(
   // 205 MiB instead of 143 on a 512 MiB field without this).
   ::malloc_trim(0);
   if (ref.rows.empty()) return std::nullopt;
-  auto fp32 = model::Weights::load(dir, device, nullptr, ops::Precision::kFp32);
-  ref.outputs = outputs(ref.rows, std::move(fp32), device, task, threads, ref.dim, observe);
+  auto fp32 = backend.prepare(dir, fp32_options(), nullptr);
+  ref.outputs = outputs(ref.rows, std::move(fp32), task, threads, ref.dim, observe);
   ::malloc_trim(0);  // the fp32 packing is gone: return it before the run's weights load
   ref.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return ref;
 }
 
 void observe_fp32(const PrecisionReference& reference, const model::ModelDir& dir,
-                  const ops::Device& device, const model::TaskSpec& task, int threads,
+                  const backend::Backend& backend, const model::TaskSpec& task, int threads,
                   const ObserverFactory& observe) {
   std::int64_t dim = 0;
-  outputs(reference.rows, model::Weights::load(dir, device, nullptr, ops::Precision::kFp32), device,
-          task, threads, dim, observe);
+  outputs(reference.rows, backend.prepare(dir, fp32_options(), nullptr), task, threads, dim,
+          observe);
   ::malloc_trim(0);
 }
 
 PrecisionCheck check_against(const PrecisionReference& reference,
-                             std::shared_ptr<const model::Weights> checked,
-                             const ops::Device& device, const model::TaskSpec& task, int threads,
+                             std::shared_ptr<const backend::PreparedModel> checked,
+                             const model::TaskSpec& task, int threads,
                              const PrecisionBounds& bounds) {
   const auto t0 = std::chrono::steady_clock::now();
   PrecisionCheck check;
-  check.precision = std::string(ops::precision_name(checked->precision()));
+  check.precision = std::string(model::precision_name(checked->precision()));
   check.rows = reference.rows.size();
   std::int64_t dim = 0;
   const std::vector<float> got =
-      outputs(reference.rows, std::move(checked), device, task, threads, dim);
+      outputs(reference.rows, std::move(checked), task, threads, dim);
   if (dim != reference.dim)
     fail("internal: precision check output widths {} and {}", dim, reference.dim);
   const std::vector<float>& want = reference.outputs;

@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "core/json.h"
-#include "model/encoder.h"
+#include "backend/backend.h"
 #include "model/model_dir.h"
 #include "sched/row_feeder.h"
 
@@ -52,10 +52,9 @@ std::vector<WorkItem> sample_rows(const FeedOptions& feed, const tokenizer::Toke
 
 // Runs `rows` through both models (same task, `threads` threads each) and compares (no bounds).
 PrecisionCheck compare_precision(const std::vector<WorkItem>& rows,
-                                 std::shared_ptr<const model::Weights> checked,
-                                 std::shared_ptr<const model::Weights> reference,
-                                 const ops::Device& device, const model::TaskSpec& task,
-                                 int threads);
+                                 std::shared_ptr<const backend::PreparedModel> checked,
+                                 std::shared_ptr<const backend::PreparedModel> reference,
+                                 const model::TaskSpec& task, int threads);
 
 // The fp32 side of the pre-run check, computed before the run's own weights are loaded so that
 // the fp32 and reduced-precision copies are never resident together (bert-base: 418 MiB of fp32
@@ -69,23 +68,23 @@ struct PrecisionReference {
   double seconds = 0;  // sampling, loading the fp32 weights and running them
 };
 // `observe`, when given, makes one observer per part of the rows (the parts run on their own
-// threads, each through its own encoder) that sees every GEMM of the fp32 pass.
-using ObserverFactory = std::function<model::Encoder::GemmObserver(std::size_t part)>;
+// threads, each through its own replica) that sees every GEMM of the fp32 pass.
+using ObserverFactory = std::function<backend::GemmObserver(std::size_t part)>;
 std::optional<PrecisionReference> reference_before_run(
-    const model::ModelDir& dir, const ops::Device& device, const model::TaskSpec& task,
+    const model::ModelDir& dir, const backend::Backend& backend, const model::TaskSpec& task,
     const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer, std::size_t n, int threads,
     const ObserverFactory& observe = {});
 // The reference's rows through the fp32 weights of `dir` again, for the observers only.
 void observe_fp32(const PrecisionReference& reference, const model::ModelDir& dir,
-                  const ops::Device& device, const model::TaskSpec& task, int threads,
+                  const backend::Backend& backend, const model::TaskSpec& task, int threads,
                   const ObserverFactory& observe);
 // How many parts (threads) the reference pass splits `rows` rows into.
 std::size_t reference_parts(std::size_t rows, int threads);
 
 // The same rows through `checked`, compared with the reference; `bounds` enforced.
 PrecisionCheck check_against(const PrecisionReference& reference,
-                             std::shared_ptr<const model::Weights> checked,
-                             const ops::Device& device, const model::TaskSpec& task, int threads,
+                             std::shared_ptr<const backend::PreparedModel> checked,
+                             const model::TaskSpec& task, int threads,
                              const PrecisionBounds& bounds);
 
 // Throws PrecisionCheckError naming the figure and the bound when one is not met.

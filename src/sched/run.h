@@ -13,12 +13,17 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "data/rows.h"
-#include "model/encoder.h"
+#include "core/enum_names.h"
+#include "model/precision.h"
+#include "model/task.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mcinfer::sched {
 
 enum class Schedule { kDynamic, kStatic };
+inline constexpr EnumNames<Schedule, 2> kScheduleNames{
+    {{{Schedule::kDynamic, "dynamic"}, {Schedule::kStatic, "static"}}}};
+inline std::string_view schedule_name(Schedule s) { return kScheduleNames.name(s); }
 
 struct RunOptions {
   std::filesystem::path model_dir;
@@ -36,7 +41,7 @@ struct RunOptions {
   std::optional<std::size_t> max_len;
   // Of the encoder's GEMMs. kAuto: bf16 where the CPU has native bf16 dot products. The library
   // default is fp32 (exact transformers parity); the CLI's is auto.
-  ops::Precision precision = ops::Precision::kFp32;
+  model::Precision precision = model::Precision::kFp32;
   // Rows compared against fp32 before a reduced-precision run (nullopt: 32; 0: no check).
   std::optional<std::size_t> check_precision_rows;
   std::optional<double> min_cosine;  // bounds of that check; a miss stops the run (exit 4)
@@ -44,7 +49,8 @@ struct RunOptions {
   // int8: GEMMs kept out of int8 (model::parse_gemm_list syntax); nullopt: chosen on the check
   // rows (sched/int8_plan.h).
   std::optional<std::string> int8_keep;
-  int replicas = 0;  // 0: one per physical core
+  std::string backend = "cpu";  // backend::built_backends()
+  int replicas = 0;             // 0: the backend's replica slots (CPU: one per physical core)
   int threads_per_replica = 1;
   Schedule schedule = Schedule::kDynamic;
   int batch_size = 16;                              // static

@@ -21,7 +21,7 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/model_dir.h"
-#include "model/weights.h"
+#include "backend/registry.h"
 
 namespace {
 
@@ -83,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) return 0;
   std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   const fs::path& dir = work_dir();
-  static auto device = mcinfer::ops::Device::cpu();
+  static auto backend = mcinfer::backend::make_backend();
   std::error_code ec;
   try {
     switch (data[0] % 8) {
@@ -96,7 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         fs::create_directories(model, ec);
         write(model / "config.json", kConfig);
         write(model / "model.safetensors", body);
-        mcinfer::model::Weights::load(model, *device);
+        backend->prepare(mcinfer::model::ModelDir::open(model), {}, nullptr);
         break;
       }
       case 2:

@@ -6,19 +6,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <barrier>
-#include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <random>
-#include <thread>
 
 #include "commands.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "core/system.h"
-#include "model/encoder.h"
+#include "backend/registry.h"
+#include "model/model_dir.h"
+#include "sched/replica_pool.h"
 #include "sched/run.h"
 
 namespace mcinfer::cli {
@@ -38,48 +36,11 @@ struct BenchOptions {
   std::string epilogue = "gemm";
   std::string task = "classify";
   std::string precision = "auto";
+  std::string backend = "cpu";
   bool profile = false;
   bool json = false;
   bool pin = true;
 };
-
-using Clock = std::chrono::steady_clock;
-
-// Runs body(replica) on `replicas` threads that start together; returns the wall seconds from
-// the first worker's start to the last one's end. Each worker reads the clock itself: on a loaded
-// machine the main thread may be scheduled after the workers have finished, and timing from its
-// own wake-up once gave absurd rates (1e6 GFLOP/s on a tiny batch).
-template <typename Body>
-double run_concurrently(int replicas, bool pin, Body&& body) {
-  std::vector<int> cpus = sys::cpus_by_core();
-  std::barrier start(replicas + 1);
-  std::vector<std::thread> pool;
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(replicas));
-  std::vector<Clock::time_point> began(static_cast<std::size_t>(replicas)),
-      ended(static_cast<std::size_t>(replicas));
-  for (int r = 0; r < replicas; ++r) {
-    pool.emplace_back([&, r] {
-      const auto i = static_cast<std::size_t>(r);
-      if (pin && replicas > 1) sys::pin_current_thread(cpus[i % cpus.size()]);
-      start.arrive_and_wait();
-      began[i] = Clock::now();
-      try {
-        body(r);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-      ended[i] = Clock::now();
-    });
-  }
-  start.arrive_and_wait();
-  for (auto& t : pool) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-  return std::chrono::duration<double>(*std::max_element(ended.begin(), ended.end()) -
-                                       *std::min_element(began.begin(), began.end()))
-      .count();
-}
 
 // A profiled `run` over a real input: where the time goes end to end, tokenization and I/O
 // included.
@@ -98,6 +59,7 @@ int run_end_to_end(const BenchOptions& o) {
   ro.profile = true;
   ro.pin_threads = o.pin;
   ro.precision = parse_precision_flag(o.precision);
+  ro.backend = o.backend;
   Json report;
   try {
     report = sched::run_job(ro);
@@ -132,130 +94,113 @@ int run_end_to_end(const BenchOptions& o) {
   return kExitOk;
 }
 
+// Random ids (never the pad id, so RoBERTa positions run 2..seq+1 as for real text), `batch`
+// sequences of `seq` tokens; `ids` holds them.
+std::vector<model::SequenceInput> random_batch(const model::ModelConfig& c, std::int64_t batch,
+                                               std::int64_t seq, std::vector<std::int32_t>& ids) {
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<std::int32_t> token(0, static_cast<std::int32_t>(c.vocab_size - 1));
+  ids.resize(static_cast<std::size_t>(batch * seq));
+  for (auto& id : ids) {
+    do id = token(rng);
+    while (id == c.pad_token_id);
+  }
+  std::vector<model::SequenceInput> out;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    out.push_back({std::span<const std::int32_t>(ids).subspan(static_cast<std::size_t>(b * seq),
+                                                              static_cast<std::size_t>(seq)),
+                   {},
+                   {}});
+  }
+  return out;
+}
+
+struct BenchResult {
+  double seq_per_s = 0, gflops = 0, flops_per_batch = 0, seconds = 0;
+  std::optional<double> gemm_gflops;  // the library alone; nullopt where not measurable
+  backend::OpProfile profile;         // summed over the replicas
+};
+
+// The model on fixed batches, every replica at once; then the GEMM library alone on the same
+// shapes, with the replicas' buffers gone first so that the process's peak RSS is the model's
+// (weights + activations), not the two added together.
+BenchResult measure(const BenchOptions& o, const backend::Backend& be,
+                    std::shared_ptr<const backend::PreparedModel> model,
+                    const model::TaskSpec& task) {
+  std::vector<std::int32_t> ids;
+  const auto batch = random_batch(model->config(), o.batch, o.seq, ids);
+  BenchResult result;
+  std::vector<backend::OpProfile> profiles(static_cast<std::size_t>(o.replicas));
+  {
+    sched::ReplicaPool pool(model, {o.replicas, o.threads, o.pin});
+    std::vector<std::vector<float>> outputs(static_cast<std::size_t>(o.replicas));
+    pool.run([&](int r, backend::Replica& replica) {
+      for (int i = 0; i < o.warmup; ++i) replica.predict(batch, task, outputs[r]);
+      if (o.profile) replica.attach_profile(&profiles[r]);
+    });
+    result.seconds = pool.run([&](int r, backend::Replica& replica) {
+      for (int i = 0; i < o.iters; ++i) replica.predict(batch, task, outputs[r]);
+    });
+    result.flops_per_batch = pool.replica(0).last_flops();
+  }
+  for (const auto& p : profiles) result.profile.add(p);
+  const double total_batches = static_cast<double>(o.iters) * o.replicas;
+  result.seq_per_s = total_batches * static_cast<double>(o.batch) / result.seconds;
+  result.gflops = total_batches * result.flops_per_batch / result.seconds / 1e9;
+
+  std::vector<std::unique_ptr<backend::GemmProbe>> probes;
+  for (int r = 0; r < o.replicas; ++r) {
+    auto probe = be.library_gemm_probe(*model, o.batch * o.seq, o.threads);
+    if (!probe) return result;
+    probes.push_back(std::move(probe));
+  }
+  sched::ReplicaPool pool(model, {o.replicas, o.threads, o.pin});
+  pool.run([&](int r, backend::Replica&) { probes[r]->run(); });
+  const int gemm_iters = std::max(2, o.iters);
+  const double gemm_seconds = pool.run([&](int r, backend::Replica&) {
+    for (int i = 0; i < gemm_iters; ++i) probes[r]->run();
+  });
+  result.gemm_gflops = probes[0]->flops() * gemm_iters * o.replicas / gemm_seconds / 1e9;
+  return result;
+}
+
 int run_bench(const BenchOptions& o) {
   if (!o.input.empty()) return run_end_to_end(o);
   if (o.model_dir.empty() == o.shape.empty()) fail_usage("give either MODEL_DIR or --shape NAME");
   if (o.batch < 1 || o.seq < 2 || o.threads < 1 || o.replicas < 1 || o.iters < 1 || o.warmup < 0) {
     fail_usage("--batch, --threads, --replicas and --iters must be positive, --seq at least 2");
   }
-  std::optional<cpu::Isa> isa;
-  if (!o.isa.empty()) {
-    isa = cpu::parse_isa(o.isa);
-    if (!isa) fail_usage("--isa must be generic, avx2 or avx512");
-  }
-  auto device = ops::Device::cpu(isa);
-  const ops::PrecisionChoice precision = ops::resolve_precision(parse_precision_flag(o.precision));
-  auto weights = o.shape.empty()
-                     ? model::Weights::load(o.model_dir, *device, nullptr, precision.precision)
-                     : model::Weights::synthetic(model::ModelConfig::shape(o.shape), *device, 1,
-                                                 precision.precision);
-  const model::ModelConfig& c = weights->config();
+  backend::BackendOptions bo;
+  bo.name = o.backend;
+  if (!o.isa.empty()) bo.cpu_isa = o.isa;
+  bo.cpu_epilogue_in_kernel = o.epilogue == "kernel";
+  const auto be = backend::make_backend(bo);
+  const model::PrecisionChoice precision =
+      be->resolve_precision(parse_precision_flag(o.precision));
+  backend::PrepareOptions prepare;
+  prepare.precision = precision.precision;
+  auto model = o.shape.empty()
+                   ? be->prepare(model::ModelDir::open(o.model_dir), prepare, nullptr)
+                   : be->synthetic(model::ModelConfig::shape(o.shape), precision.precision);
+  const model::ModelConfig& c = model->config();
   if (o.seq > c.max_sequence_length()) {
     fail_usage("--seq {} is longer than the model allows ({})", o.seq, c.max_sequence_length());
   }
   model::TaskSpec task;
-  task.kind = (o.task == "classify" && weights->classifier()) ? model::TaskKind::kClassify
-                                                              : model::TaskKind::kEmbed;
-  const ops::EpilogueMode epilogue =
-      o.epilogue == "kernel" ? ops::EpilogueMode::kOwnKernel : ops::EpilogueMode::kInGemm;
-
-  // Random ids (never the pad id, so RoBERTa positions run 2..seq+1 as for real text).
-  std::mt19937 rng(42);
-  std::uniform_int_distribution<std::int32_t> token(0, static_cast<std::int32_t>(c.vocab_size - 1));
-  std::vector<std::int32_t> ids(static_cast<std::size_t>(o.batch * o.seq));
-  for (auto& id : ids) {
-    do id = token(rng);
-    while (id == c.pad_token_id);
-  }
-  std::vector<model::SequenceInput> batch;
-  for (std::int64_t b = 0; b < o.batch; ++b) {
-    batch.push_back({std::span(ids).subspan(static_cast<std::size_t>(b * o.seq),
-                                            static_cast<std::size_t>(o.seq)),
-                     {},
-                     {}});
-  }
-
-  std::vector<std::unique_ptr<model::Encoder>> encoders;
-  std::vector<ops::OpProfile> profiles(static_cast<std::size_t>(o.replicas));
-  for (int r = 0; r < o.replicas; ++r) {
-    encoders.push_back(std::make_unique<model::Encoder>(weights, *device, o.threads, epilogue));
-  }
-  std::vector<std::vector<float>> outputs(static_cast<std::size_t>(o.replicas));
-  run_concurrently(o.replicas, o.pin, [&](int r) {
-    for (int i = 0; i < o.warmup; ++i) encoders[r]->predict(batch, task, outputs[r]);
-    if (o.profile) encoders[r]->context().attach_profile(&profiles[r]);
-  });
-  const double forward_seconds = run_concurrently(o.replicas, o.pin, [&](int r) {
-    for (int i = 0; i < o.iters; ++i) encoders[r]->predict(batch, task, outputs[r]);
-  });
-  const double flops_per_batch = encoders[0]->last_flops();
-  const double total_batches = static_cast<double>(o.iters) * o.replicas;
-  const double seq_per_s = total_batches * static_cast<double>(o.batch) / forward_seconds;
-  const double gflops = total_batches * flops_per_batch / forward_seconds / 1e9;
-  // The replicas' buffers go before the GEMM-only measurement allocates its own, so that the
-  // process's peak RSS is the model's (weights + activations), not the two added together.
-  encoders.clear();
-  outputs.clear();
-
-  // The GEMM library alone on the model's four GEMM shapes, same threads and replicas, with the
-  // element types the encoder uses (bf16: bf16 inputs, the FFN's first GEMM writes bf16; int8:
-  // the library's s8 product with s32 results, without our scaling epilogue).
-  const std::int64_t h = c.hidden_size, inter = c.intermediate_size, rows = o.batch * o.seq;
-  const model::LayerWeights& layer = weights->layers()[0];
-  const ops::Linear* shapes[] = {&layer.qkv, &layer.attn_out, &layer.ffn_in, &layer.ffn_out};
-  const ops::DType in_type = layer.qkv.input_type();
-  std::vector<AlignedBuffer<float>> in(static_cast<std::size_t>(o.replicas)),
-      out(static_cast<std::size_t>(o.replicas));
-  std::vector<std::unique_ptr<ops::Context>> gemm_ctx;
-  for (int r = 0; r < o.replicas; ++r) {
-    in[r].resize(static_cast<std::size_t>(ops::padded_rows(rows) * std::max(3 * h, inter)));
-    out[r].resize(in[r].size());
-    // Every input 0.00995, in f32 or in bf16 (bits 0x3C23): finite, realistic magnitudes.
-    std::fill(in[r].data(), in[r].data() + in[r].size(), 0.00995f);
-    if (in_type == ops::DType::kBf16) {
-      std::vector<ops::Bf16> half(in[r].size() * 2, 0x3C23);
-      std::memcpy(in[r].data(), half.data(), half.size() * sizeof(ops::Bf16));
-    } else if (in_type == ops::DType::kS8) {
-      std::memset(in[r].data(), 3, in[r].size() * sizeof(float));
-    }
-    gemm_ctx.push_back(std::make_unique<ops::Context>(*device, o.threads));
-  }
-  auto gemm_pass = [&](int r) {
-    for (const ops::Linear* l : shapes) {
-      if (in_type == ops::DType::kS8) {  // the library's s8 → s32 product alone, no epilogue
-        gemm_ctx[r]->gemm().library_s8(l->cpu_weights(),
-                                       reinterpret_cast<const std::int8_t*>(in[r].data()), rows,
-                                       reinterpret_cast<std::int32_t*>(out[r].data()));
-        continue;
-      }
-      const bool bf16_out = in_type == ops::DType::kBf16 && l == &layer.ffn_in;
-      ops::linear(*gemm_ctx[r], *l, ops::ConstRows{in[r].data(), in_type}, rows,
-                  ops::Rows{out[r].data(), bf16_out ? ops::DType::kBf16 : ops::DType::kF32});
-    }
-  };
-  run_concurrently(o.replicas, o.pin, gemm_pass);
-  const int gemm_iters = std::max(2, o.iters);
-  const double gemm_seconds = run_concurrently(o.replicas, o.pin, [&](int r) {
-    for (int i = 0; i < gemm_iters; ++i) gemm_pass(r);
-  });
-  const double gemm_flops = 2.0 * static_cast<double>(rows) * (4.0 * h * h + 2.0 * h * inter);
-  const double gemm_gflops = gemm_flops * gemm_iters * o.replicas / gemm_seconds / 1e9;
-
-  ops::OpProfile total;
-  for (const auto& p : profiles) {
-    for (std::size_t i = 0; i < total.seconds.size(); ++i) {
-      total.seconds[i] += p.seconds[i];
-      total.flops[i] += p.flops[i];
-    }
-  }
+  task.kind = (o.task == "classify" && c.head == model::Head::kSequenceClassification)
+                  ? model::TaskKind::kClassify
+                  : model::TaskKind::kEmbed;
+  const BenchResult b = measure(o, *be, model, task);
+  const backend::OpProfile& total = b.profile;
   double profiled = 0;
   for (double s : total.seconds) profiled += s;
 
   Json report = {
       {"model", o.shape.empty() ? o.model_dir : o.shape},
       {"architecture", c.architecture},
-      {"device", device->description()},
-      {"precision", ops::precision_name(precision.precision)},
+      {"backend", be->name()},
+      {"device", be->description()},
+      {"precision", model::precision_name(precision.precision)},
       {"precision_reason", precision.reason},
       {"batch", o.batch},
       {"seq", o.seq},
@@ -263,23 +208,22 @@ int run_bench(const BenchOptions& o) {
       {"replicas", o.replicas},
       {"iters", o.iters},
       {"epilogue", o.epilogue},
-      {"seq_per_s", seq_per_s},
-      {"gflops", gflops},
-      {"gemm_gflops", gemm_gflops},
-      {"efficiency_vs_gemm", gflops / gemm_gflops},
-      {"gflop_per_batch", flops_per_batch / 1e9},
-      {"seconds", forward_seconds},
+      {"seq_per_s", b.seq_per_s},
+      {"gflops", b.gflops},
+      {"gemm_gflops", b.gemm_gflops ? Json(*b.gemm_gflops) : Json(nullptr)},
+      {"efficiency_vs_gemm", b.gemm_gflops ? Json(b.gflops / *b.gemm_gflops) : Json(nullptr)},
+      {"gflop_per_batch", b.flops_per_batch / 1e9},
+      {"seconds", b.seconds},
   };
   if (o.profile) {
     Json shares = Json::object();
     for (std::size_t i = 0; i < total.seconds.size(); ++i) {
-      shares[std::string(ops::op_kind_name(static_cast<ops::OpKind>(i)))] =
+      shares[std::string(backend::op_kind_name(static_cast<backend::OpKind>(i)))] =
           profiled > 0 ? total.seconds[i] / profiled : 0.0;
     }
     report["op_share"] = shares;
     report["gemm_achieved_gflops_in_model"] =
-        total.seconds[0] > 0 ? total.flops[0] / total.seconds[0] * o.replicas / 1e9 / o.replicas
-                             : 0.0;
+        total.seconds[0] > 0 ? total.flops[0] / total.seconds[0] / 1e9 : 0.0;
   }
   if (o.json) {
     fmt::print("{}\n", report.dump());
@@ -288,20 +232,22 @@ int run_bench(const BenchOptions& o) {
   fmt::print("model        {} ({}, {} layers, hidden {}, {} heads)\n",
              report["model"].get<std::string>(), c.architecture, c.num_layers, c.hidden_size,
              c.num_heads);
-  fmt::print("device       {}\n", device->description());
+  fmt::print("device       {}\n", be->description());
   fmt::print("precision    {}\n", precision.reason);
   fmt::print(
       "workload     {} replica(s) x {} thread(s), batch {} x {} tokens, {} timed batches each\n",
       o.replicas, o.threads, o.batch, o.seq, o.iters);
   fmt::print("throughput   {:.2f} sequences/s, {:.1f} GFLOP/s ({:.2f} GFLOP per batch)\n",
-             seq_per_s, gflops, flops_per_batch / 1e9);
-  fmt::print("GEMM alone   {:.1f} GFLOP/s on the same shapes -> model runs at {:.1f}% of it\n",
-             gemm_gflops, 100.0 * gflops / gemm_gflops);
+             b.seq_per_s, b.gflops, b.flops_per_batch / 1e9);
+  if (b.gemm_gflops) {
+    fmt::print("GEMM alone   {:.1f} GFLOP/s on the same shapes -> model runs at {:.1f}% of it\n",
+               *b.gemm_gflops, 100.0 * b.gflops / *b.gemm_gflops);
+  }
   if (o.profile) {
     fmt::print("time per op (all replicas):\n");
     for (std::size_t i = 0; i < total.seconds.size(); ++i) {
       if (total.seconds[i] == 0) continue;
-      fmt::print("  {:<13} {:5.1f}%", ops::op_kind_name(static_cast<ops::OpKind>(i)),
+      fmt::print("  {:<13} {:5.1f}%", backend::op_kind_name(static_cast<backend::OpKind>(i)),
                  100.0 * total.seconds[i] / profiled);
       if (total.flops[i] > 0)
         fmt::print("  {:7.1f} GFLOP/s", total.flops[i] / total.seconds[i] / 1e9);
@@ -343,6 +289,8 @@ Action add_bench_command(CLI::App& app, const Invocation& invocation) {
       ->capture_default_str();
   sub->add_option("--precision", o->precision,
                   "fp32, bf16, int8, or auto (bf16 where the CPU has native bf16 dot products)")
+      ->capture_default_str();
+  sub->add_option("--backend", o->backend, "Device family: cpu (the backends this build has)")
       ->capture_default_str();
   sub->add_flag("--profile", o->profile, "Print the share of time per op");
   sub->add_flag("--json", o->json, "Print one JSON object");

@@ -4,7 +4,7 @@
 
 #include "commands.h"
 #include "core/json.h"
-#include "model/encoder.h"
+#include "backend/registry.h"
 #include "model/model_dir.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,11 +28,11 @@ std::string human_bytes(std::uint64_t bytes) {
 }
 
 int run_inspect(const InspectOptions& o) {
-  auto device = ops::Device::cpu();
+  const auto backend = backend::make_backend();
   std::vector<std::string> warnings;
   const auto dir = model::ModelDir::open(o.model_dir);
-  auto weights = model::Weights::load(dir, *device, &warnings);
-  const model::ModelConfig& c = weights->config();
+  const auto prepared = backend->prepare(dir, {}, &warnings);
+  const model::ModelConfig& c = prepared->config();
   // What `run` applies with no flag, and where each choice comes from.
   const auto task = dir.default_task();
   const model::EmbeddingPlan plan = dir.embedding_plan(std::nullopt, std::nullopt);
@@ -40,12 +40,13 @@ int run_inspect(const InspectOptions& o) {
   if (dir.has_tokenizer())
     tokenizer_limit = tokenizer::Tokenizer::load(o.model_dir)->model_max_length();
   const auto max_len = dir.max_len(tokenizer_limit, std::nullopt);
-  const model::WeightStats& s = weights->stats();
+  const backend::WeightStats& s = prepared->stats();
   // A batch of 1,000 tokens whose longest sequence is as long as the model allows (the worst case
   // for the attention scores).
   const std::int64_t per_tokens = 1000;
   const std::int64_t longest = std::min<std::int64_t>(per_tokens, c.max_sequence_length());
-  const std::uint64_t activation = model::Encoder::activation_bytes(c, per_tokens, longest, 1);
+  const std::uint64_t activation =
+      backend->replica_bytes(c, per_tokens, longest, 1, model::Precision::kFp32);
 
   Json labels = Json::array();
   for (const auto& l : c.labels) labels.push_back(l);
@@ -77,7 +78,7 @@ int run_inspect(const InspectOptions& o) {
       {"activation_bytes_per_1000_tokens", activation},
       {"warnings", warnings},
   };
-  if (weights->classifier())
+  if (c.head == model::Head::kSequenceClassification)
     report["problem_type"] = std::string(model::problem_type_name(c.problem_type));
   if (o.json) {
     fmt::print("{}\n", report.dump(2));
@@ -96,7 +97,7 @@ int run_inspect(const InspectOptions& o) {
              human_bytes(s.packed_bytes));
   if (s.converted_bytes) fmt::print("; {} converted to float32", human_bytes(s.converted_bytes));
   fmt::print("\n");
-  if (weights->classifier()) {
+  if (c.head == model::Head::kSequenceClassification) {
     fmt::print("head             sequence classification, {} labels, {}\n", c.num_labels,
                model::problem_type_name(c.problem_type));
     for (std::size_t i = 0; i < c.labels.size() && i < 20; ++i)

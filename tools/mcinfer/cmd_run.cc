@@ -58,15 +58,12 @@ int run_run(RunFlags& f) {
   o.output = f.output;
   if (!f.format.empty()) o.format = f.format;
   if (!f.text_pair_col.empty()) o.columns.text_pair_col = f.text_pair_col;
-  if (f.task == "classify") o.task = model::TaskKind::kClassify;
-  if (f.task == "embed") o.task = model::TaskKind::kEmbed;
+  if (!f.task.empty()) o.task = model::parse_task(f.task);
   if (!f.pooling.empty()) o.pooling = model::PoolingModes(*model::parse_pooling(f.pooling));
   if (f.normalize == "true") o.normalize = true;
   if (f.normalize == "false") o.normalize = false;
-  o.activation = f.activation == "softmax"   ? model::OutputActivation::kSoftmax
-                 : f.activation == "sigmoid" ? model::OutputActivation::kSigmoid
-                 : f.activation == "none"    ? model::OutputActivation::kNone
-                                             : model::OutputActivation::kAuto;
+  o.activation =
+      model::parse_output_activation(f.activation).value_or(model::OutputActivation::kAuto);
   o.max_len = f.max_len;
   o.precision = parse_precision_flag(f.precision);
   o.check_precision_rows = f.check_precision;
@@ -81,7 +78,7 @@ int run_run(RunFlags& f) {
       fail_usage("--replicas must be a positive number or 'auto', not '{}'", f.replicas);
     }
   }
-  o.schedule = f.schedule == "static" ? sched::Schedule::kStatic : sched::Schedule::kDynamic;
+  o.schedule = sched::kScheduleNames.parse(f.schedule).value_or(sched::Schedule::kDynamic);
   o.skip_bad_rows = f.on_bad_row == "skip";
   if (!f.shards_dir.empty()) o.shards_dir = f.shards_dir;
   if (!f.report.empty()) o.report_path = f.report;
@@ -161,6 +158,9 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
       ->capture_default_str();
   sub->add_option("--threads-per-replica", f->options.threads_per_replica,
                   "Threads inside each replica")
+      ->capture_default_str();
+  sub->add_option("--backend", f->options.backend,
+                  "Device family: cpu (the default and the only one of this build)")
       ->capture_default_str();
   sub->add_option("--schedule", f->schedule,
                   "dynamic (length-sorted, token budget) or static (DistributedSampler)")

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "ops/ops.h"
+#include "model/precision.h"
 
 namespace mcinfer::cli {
 
@@ -28,8 +28,8 @@ inline constexpr int kExitMissingIds = 3;      // merge --expect found ids with 
 inline constexpr int kExitPrecisionCheck = 4;  // run: --min-cosine / --min-agreement not met
 
 // --precision's value, checked.
-inline ops::Precision parse_precision_flag(const std::string& value) {
-  auto p = ops::parse_precision(value);
+inline model::Precision parse_precision_flag(const std::string& value) {
+  auto p = model::parse_precision(value);
   if (!p) fail_usage("--precision must be fp32, bf16, int8 or auto, not '{}'", value);
   return *p;
 }

@@ -1,0 +1,163 @@
+#pragma once
+// The seam between the run pipeline and a family of devices. A Backend prepares a model once
+// (its weights in the device's form, shared read-only by every replica) and makes replicas; a
+// Replica runs the forward pass of one batch of token sequences and returns one row of values
+// per sequence. The scheduler asks the backend how it wants batches cut (packed variable-length
+// sequences, or a few fixed padded shapes for compiled accelerators), how many replicas fit and
+// what each needs in memory; it never sees a device pointer, a kernel or a packed weight.
+//
+// Why the seam is the whole forward pass of a batch, not each op: an accelerator that compiles
+// the model (PJRT/XLA) runs one executable per batch shape and cannot be driven op by op on host
+// pointers; the CPU engine keeps its per-op dispatch behind it (backends/cpu).
+//
+// Threading: a Backend and a PreparedModel are immutable after construction and may be used
+// from any thread; a Replica belongs to one thread at a time.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/profile.h"
+#include "model/config.h"
+#include "model/gemm_plan.h"
+#include "model/precision.h"
+#include "model/task.h"
+
+namespace mcinfer::model {
+class ModelDir;
+}
+
+namespace mcinfer::backend {
+
+// How the scheduler should cut batches for this backend.
+struct BatchShape {
+  enum class Kind {
+    // Any number of sequences of any length up to a token budget; only real tokens are computed.
+    kPacked,
+    // A few fixed [sequences, length] shapes (compiled accelerators); the scheduler pads a batch
+    // to the smallest bucket that holds it.
+    kBuckets,
+  };
+  Kind kind = Kind::kPacked;
+  std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // kBuckets: [sequences, length]
+};
+
+// What preparing a model's weights for a device occupies, and what the checkpoint held.
+struct WeightStats {
+  std::int64_t parameters = 0;        // elements of every tensor the model uses
+  std::uint64_t file_bytes = 0;       // bytes of all tensors in the checkpoint files
+  std::uint64_t packed_bytes = 0;     // GEMM weights in the device's layout
+  std::uint64_t converted_bytes = 0;  // float32 copies of fp16/bf16 tensors kept for direct use
+  std::uint64_t mapped_bytes = 0;     // float32 tensors used in place from the file mapping
+  // What the weights occupy in host memory once loaded: packed + converted + mapped.
+  std::uint64_t resident_bytes() const { return packed_bytes + converted_bytes + mapped_bytes; }
+  std::string dtype;  // dtype of the weight tensors ("F32", "F16", "BF16", mixed)
+};
+
+struct PrepareOptions {
+  model::Precision precision = model::Precision::kFp32;  // resolved: never kAuto
+  // int8: GEMMs kept in the backend's int8 fallback precision, and each int8 GEMM's input ranges
+  // on calibration rows (input smoothing), when measured.
+  std::vector<model::GemmId> int8_keep;
+  const model::InputRanges* int8_ranges = nullptr;
+};
+
+// One dense GEMM of an fp32 forward pass as calibration sees it: input x [rows, in] and output
+// y [rows, out] (activation applied), host memory, valid during the call only.
+struct GemmCall {
+  model::GemmId id;
+  const float* x = nullptr;
+  std::int64_t rows = 0, in = 0;
+  const float* y = nullptr;
+  std::int64_t out = 0;
+};
+using GemmObserver = std::function<void(const GemmCall&)>;
+
+// One replica's forward pass. Owned by one thread at a time.
+class Replica {
+ public:
+  virtual ~Replica() = default;
+  // Writes [batch.size(), output_dim] values, row i for sequence i. Throws Error naming the
+  // sequence for ids outside the vocabulary or a sequence longer than the model allows.
+  virtual void predict(std::span<const model::SequenceInput> batch, const model::TaskSpec& task,
+                       std::vector<float>& out) = 0;
+  // FLOPs of the forward pass of the last batch (GEMMs + attention).
+  virtual double last_flops() const = 0;
+  // Time every op into `profile` from now on (null: stop).
+  virtual void attach_profile(OpProfile* profile) = 0;
+
+  // Calibration of int8 plans (sched/int8_plan.h). Backends without int8 throw Error.
+  // Sees every dense GEMM of this replica's (fp32) forward passes.
+  virtual void observe_gemms(GemmObserver observer);
+  // One GEMM of this replica's model alone on host rows: y [rows, out] = act(x · Wᵀ + b).
+  virtual void run_gemm(model::GemmId id, const float* x, std::int64_t rows, float* y);
+};
+
+// A model prepared for a device: immutable, shared by every replica.
+class PreparedModel {
+ public:
+  virtual ~PreparedModel() = default;
+  virtual const model::ModelConfig& config() const = 0;
+  virtual model::Precision precision() const = 0;
+  virtual const WeightStats& stats() const = 0;
+  // int8: the GEMMs kept out of int8 (sorted) and whether int8 inputs are smoothed.
+  virtual std::vector<model::GemmId> int8_kept() const { return {}; }
+  virtual bool int8_smoothed() const { return false; }
+  // A replica that runs on `threads` threads of its own.
+  virtual std::unique_ptr<Replica> make_replica(int threads) const = 0;
+};
+
+// One replica's share of a `bench` measurement of the device library alone: the four dense GEMMs
+// of a layer on [rows, in] inputs, with the element types the model uses, without our epilogues.
+class GemmProbe {
+ public:
+  virtual ~GemmProbe() = default;
+  virtual void run() = 0;               // one pass over the four GEMMs
+  virtual double flops() const = 0;     // of one pass
+};
+
+// A family of devices. Immutable after construction.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;  // as --backend spells it
+  virtual std::string description() const = 0;
+
+  // What `requested` runs as here, and why; an explicit precision the device cannot run is
+  // refused (UsageError naming what is missing).
+  virtual model::PrecisionChoice resolve_precision(model::Precision requested) const = 0;
+  // The precision an int8 model keeps its sensitive GEMMs in.
+  virtual model::Precision int8_fallback_precision() const = 0;
+
+  // The model of `dir` ready to run; throws Error naming the file and tensor on any
+  // inconsistency; `warnings` receives notes about ignored tensors.
+  virtual std::shared_ptr<const PreparedModel> prepare(const model::ModelDir& dir,
+                                                       const PrepareOptions& options,
+                                                       std::vector<std::string>* warnings) const = 0;
+  // A model of a known shape with seeded random weights and no files (bench --shape).
+  virtual std::shared_ptr<const PreparedModel> synthetic(const model::ModelConfig& config,
+                                                         model::Precision precision) const = 0;
+
+  virtual BatchShape batch_shape() const = 0;
+  // Replicas that run without competing for the device (physical cores, accelerator chips).
+  virtual int replica_slots() const = 0;
+  // Activation memory one replica needs for a batch of `tokens` real tokens whose longest
+  // sequence has `max_len` tokens.
+  virtual std::uint64_t replica_bytes(const model::ModelConfig& config, std::int64_t tokens,
+                                      std::int64_t max_len, int threads,
+                                      model::Precision precision) const = 0;
+
+  // For `bench`: the device's own math library alone on the model's dense GEMM shapes, one
+  // probe per replica; null where the backend has no such library to measure.
+  virtual std::unique_ptr<GemmProbe> library_gemm_probe(const PreparedModel& model,
+                                                        std::int64_t rows, int threads) const {
+    return nullptr;
+  }
+};
+
+}  // namespace mcinfer::backend

@@ -1,0 +1,17 @@
+#include "backend/registry.h"
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/error.h"
+
+namespace mcinfer::backend {
+
+std::vector<std::string> built_backends() { return {"cpu"}; }
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
+  if (options.name == "cpu") return cpu::make_cpu_backend(options.cpu_isa, options.cpu_epilogue_in_kernel);
+  std::string names;
+  for (const auto& n : built_backends()) names += (names.empty() ? "" : ", ") + n;
+  fail_usage("--backend {}: not a backend of this build (built: {})", options.name, names);
+}
+
+}  // namespace mcinfer::backend

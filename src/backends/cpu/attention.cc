@@ -1,0 +1,79 @@
+#include "backends/cpu/attention.h"
+
+#include <dnnl.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace mcinfer::cpu {
+
+float* AttentionScratch::block(int thread, std::int64_t max_len) {
+  const std::int64_t floats = (max_len * max_len + 15) / 16 * 16;
+  if (floats > block_floats_) {
+    block_floats_ = floats;
+    buffer_.resize(0);
+  }
+  const std::size_t need =
+      static_cast<std::size_t>(block_floats_) * static_cast<std::size_t>(thread + 1);
+  if (buffer_.size() < need) buffer_.resize(need);
+  return buffer_.data() +
+         static_cast<std::size_t>(block_floats_) * static_cast<std::size_t>(thread);
+}
+
+void attention(const KernelTable& kernels, const float* qkv, float* ctx,
+               std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
+               AttentionScratch& scratch, int threads, std::int64_t own_kernel_max_len) {
+  const std::int64_t head_dim = hidden / heads;
+  const std::int64_t ld_qkv = 3 * hidden;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  std::int64_t max_len = 0;
+  for (const auto& s : sequences) max_len = std::max(max_len, s.length);
+  if (max_len == 0) return;
+  // Reserve every thread's block up front: growing inside the parallel loop would race.
+  const std::int64_t block_side = static_cast<std::int64_t>(
+      std::ceil(std::sqrt(static_cast<double>(attention_head_scratch(max_len, head_dim)))));
+  for (int t = threads - 1; t >= 0; --t) scratch.block(t, std::max(max_len, block_side));
+  const std::int64_t pairs = static_cast<std::int64_t>(sequences.size()) * heads;
+
+  // Exceptions must not cross the OpenMP region: failures are collected and raised after it.
+  int failures = 0;
+  auto one = [&](std::int64_t pair, int thread) {
+    const SequenceSpan& seq = sequences[static_cast<std::size_t>(pair / heads)];
+    const std::int64_t h = pair % heads;
+    const std::int64_t len = seq.length;
+    const float* q = qkv + seq.offset * ld_qkv + h * head_dim;
+    const float* k = q + hidden;
+    const float* v = q + 2 * hidden;
+    float* scores = scratch.block(thread, std::max(max_len, block_side));
+    if (len <= own_kernel_max_len) {
+      kernels.attention_head(q, k, v, ld_qkv, ctx + seq.offset * hidden + h * head_dim, hidden, len,
+                             head_dim, scale, scores);
+      return;
+    }
+    // Long sequences: the GEMM library's blocking wins. scores is [len, len], row stride len.
+    // scores = Q Kᵀ (row-major sgemm; the 1/√d scale is applied inside the softmax).
+    dnnl_status_t st =
+        dnnl_sgemm('N', 'T', len, len, head_dim, 1.0f, q, ld_qkv, k, ld_qkv, 0.0f, scores, len);
+    kernels.softmax(scores, len, len, len, scale);
+    float* out = ctx + seq.offset * hidden + h * head_dim;
+    dnnl_status_t st2 =
+        dnnl_sgemm('N', 'N', len, head_dim, len, 1.0f, scores, len, v, ld_qkv, 0.0f, out, hidden);
+    if (st != dnnl_success || st2 != dnnl_success) {
+#pragma omp atomic
+      ++failures;
+    }
+  };
+
+  if (threads <= 1) {
+    for (std::int64_t p = 0; p < pairs; ++p) one(p, 0);
+  } else {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (std::int64_t p = 0; p < pairs; ++p) one(p, omp_get_thread_num());
+  }
+  if (failures != 0) fail("internal: {} attention GEMMs failed", failures);
+}
+
+}  // namespace mcinfer::cpu

@@ -1,0 +1,232 @@
+#include "backends/cpu/attention_bf16.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "backends/cpu/attention_amx.h"
+#include "backends/cpu/gemm_engine.h"
+
+namespace mcinfer::cpu {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+// Sequence lengths are rounded up to this many tokens, so that a run compiles at most
+// max_len / 16 pairs of products (each about 1 ms to create) and every product works on whole
+// AMX tiles (16 rows).
+constexpr std::int64_t kLengthQuantum = 16;
+
+std::int64_t padded_length(std::int64_t len) {
+  return (len + kLengthQuantum - 1) / kLengthQuantum * kLengthQuantum;
+}
+
+}  // namespace
+
+struct Bf16Attention::Impl {
+  const dnnl::engine* engine;
+  dnnl::stream stream;
+  int threads;
+  const KernelTable* kernels;
+  struct Products {
+    dnnl::matmul scores;   // [heads, L, d] · [heads, d, L] → f32 [heads, L, L]
+    dnnl::matmul context;  // bf16 [heads, L, L] · [heads, L, d] → bf16 [heads, L, d]
+    dnnl::memory::desc q, k, s, p, v, o;
+  };
+  std::unordered_map<std::int64_t, Products> products;  // by (heads · 1e6 + d) · 1e4 + L
+  AlignedBuffer<Bf16> q, k, v, p, o;                    // [heads, L, d] / [heads, L, L]
+  AlignedBuffer<float> s;                               // [heads, L, L]
+  bool amx = false;  // the fused AMX kernel may run (CPU, library cap, our cap)
+  AlignedBuffer<std::uint8_t> amx_scratch;  // [threads, amx_attention_scratch_bytes]
+
+  void run_amx(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
+               std::int64_t hidden);
+
+  const Products& for_shape(std::int64_t heads, std::int64_t d, std::int64_t len) {
+    const std::int64_t key = (heads * 1000000 + d) * 10000 + len;
+    auto it = products.find(key);
+    if (it != products.end()) return it->second;
+    Products pr;
+    pr.q = dnnl::memory::desc({heads, len, d}, dt::bf16, tag::abc);
+    pr.k = dnnl::memory::desc({heads, d, len}, dt::bf16, tag::acb);  // K stored [heads, L, d]
+    pr.s = dnnl::memory::desc({heads, len, len}, dt::f32, tag::abc);
+    pr.p = dnnl::memory::desc({heads, len, len}, dt::bf16, tag::abc);
+    pr.v = dnnl::memory::desc({heads, len, d}, dt::bf16, tag::abc);
+    pr.o = dnnl::memory::desc({heads, len, d}, dt::bf16, tag::abc);
+    pr.scores =
+        dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(pr.q, pr.k, pr.s), *engine));
+    pr.context =
+        dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(pr.p, pr.v, pr.o), *engine));
+    return products.emplace(key, std::move(pr)).first->second;
+  }
+};
+
+Bf16Attention::Bf16Attention(const GemmEngine& engine, const KernelTable& kernels, int threads)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->engine = &engine.impl().engine;
+  impl_->stream = dnnl::stream(*impl_->engine);
+  impl_->threads = threads < 1 ? 1 : threads;
+  impl_->kernels = &kernels;
+  // The library's ISA cap (ONEDNN_MAX_CPU_ISA) and ours (MCINFER_MAX_ISA, which picks the
+  // kernel table) both step back from AMX: capped runs test the library path on AMX machines.
+  impl_->amx = fused_amx_for(kernels, 32);  // 32: any head size the kernel takes
+}
+
+bool Bf16Attention::fused_amx_for(const KernelTable& kernels, std::int64_t head_size) {
+  return kernels.isa == Isa::kAvx512 && native_bf16_isa() == "amx_bf16" &&
+         amx_attention_usable(head_size);
+}
+
+bool Bf16Attention::fused_amx(std::int64_t head_size) const {
+  return impl_->amx && amx_attention_usable(head_size);
+}
+
+Bf16Attention::~Bf16Attention() = default;
+
+std::size_t Bf16Attention::workspace_bytes() const {
+  return impl_->amx_scratch.capacity_bytes() + impl_->q.capacity_bytes() +
+         impl_->k.capacity_bytes() + impl_->v.capacity_bytes() + impl_->p.capacity_bytes() +
+         impl_->o.capacity_bytes() + impl_->s.capacity_bytes();
+}
+
+std::uint64_t Bf16Attention::workspace_bytes_for(std::int64_t max_len, std::int64_t hidden,
+                                                 std::int64_t heads, int threads) {
+  const auto len = static_cast<std::uint64_t>(padded_length(max_len));
+  const auto h = static_cast<std::uint64_t>(hidden), n = static_cast<std::uint64_t>(heads);
+  const std::uint64_t library = 4 * len * h * 2 + n * len * len * (2 + 4);
+  // The fused kernel: per thread, one packed sequence and one block's scratch.
+  const std::uint64_t fused = static_cast<std::uint64_t>(threads < 1 ? 1 : threads) *
+                              static_cast<std::uint64_t>(amx_packed_bytes(max_len, hidden) +
+                                                         amx_block_bytes(max_len, hidden / heads));
+  return std::max(library, fused);
+}
+
+void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences,
+                        int heads, std::int64_t hidden) {
+  Impl& m = *impl_;
+  const std::int64_t d = hidden / heads, ld = 3 * hidden;
+  if (fused_amx(d)) return m.run_amx(qkv, ctx, sequences, heads, hidden);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const int threads = m.threads;
+  for (const SequenceSpan& seq : sequences) {
+    const std::int64_t len = seq.length, lp = padded_length(len);
+    const auto head_block = static_cast<std::size_t>(lp * d);
+    const auto n = static_cast<std::size_t>(heads) * head_block;
+    // Zero-filled growth: the padding rows of K and V, and the padding columns of P, must be 0.
+    for (AlignedBuffer<Bf16>* b : {&m.q, &m.k, &m.v, &m.o}) {
+      if (b->size() < n) b->resize_zeroed(n);
+    }
+    const auto square = static_cast<std::size_t>(heads * lp * lp);
+    if (m.p.size() < square) m.p.resize_zeroed(square);
+    if (m.s.size() < square) m.s.resize_zeroed(square);
+    // Split the sequence's rows of qkv into dense per-head blocks [heads, lp, d]; rows past len
+    // are zero (K and V), so the padded keys score 0 and add nothing.
+    const Bf16* rows = qkv + seq.offset * ld;
+    for (int h = 0; h < heads; ++h) {
+      for (int part = 0; part < 3; ++part) {
+        Bf16* dst = (part == 0 ? m.q : part == 1 ? m.k : m.v).data() + h * head_block;
+        for (std::int64_t i = 0; i < len; ++i)
+          std::memcpy(dst + i * d, rows + i * ld + part * hidden + h * d, d * sizeof(Bf16));
+        std::memset(dst + len * d, 0, static_cast<std::size_t>((lp - len) * d) * sizeof(Bf16));
+      }
+    }
+    const Impl::Products& pr = m.for_shape(heads, d, lp);
+    if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+    pr.scores.execute(m.stream, {{DNNL_ARG_SRC, dnnl::memory(pr.q, *m.engine, m.q.data())},
+                                 {DNNL_ARG_WEIGHTS, dnnl::memory(pr.k, *m.engine, m.k.data())},
+                                 {DNNL_ARG_DST, dnnl::memory(pr.s, *m.engine, m.s.data())}});
+    m.stream.wait();
+    // Softmax of each real row over the real keys, in f32, then rounded to bf16 (autocast's
+    // order); the padded columns stay 0.
+    const std::int64_t rows_total = heads * len;
+    auto softmax_row = [&](std::int64_t r) {
+      const std::int64_t h = r / len, i = r % len;
+      const std::int64_t at = (h * lp + i) * lp;
+      m.kernels->softmax_to_bf16(m.s.data() + at, m.p.data() + at, len, lp, scale);
+    };
+    if (threads <= 1) {
+      for (std::int64_t r = 0; r < rows_total; ++r) softmax_row(r);
+    } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (std::int64_t r = 0; r < rows_total; ++r) softmax_row(r);
+    }
+    pr.context.execute(m.stream, {{DNNL_ARG_SRC, dnnl::memory(pr.p, *m.engine, m.p.data())},
+                                  {DNNL_ARG_WEIGHTS, dnnl::memory(pr.v, *m.engine, m.v.data())},
+                                  {DNNL_ARG_DST, dnnl::memory(pr.o, *m.engine, m.o.data())}});
+    m.stream.wait();
+    Bf16* out = ctx + seq.offset * hidden;
+    for (int h = 0; h < heads; ++h) {
+      const Bf16* src = m.o.data() + h * head_block;
+      for (std::int64_t i = 0; i < len; ++i)
+        std::memcpy(out + i * hidden + h * d, src + i * d, d * sizeof(Bf16));
+    }
+  }
+}
+
+// Many sequences: each thread takes whole sequences (packs one, runs its heads) with its own
+// scratch. Fewer sequences than threads (a replica with many threads on a few long rows): the
+// sequences go one at a time, packed by one thread, their heads shared among all.
+void Bf16Attention::Impl::run_amx(const Bf16* qkv, Bf16* ctx,
+                                  std::span<const SequenceSpan> sequences, int heads,
+                                  std::int64_t hidden) {
+  const std::int64_t d = hidden / heads, ld = 3 * hidden;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  std::int64_t max_len = 1;
+  for (const SequenceSpan& seq : sequences) max_len = std::max(max_len, seq.length);
+  const auto packed_bytes = static_cast<std::size_t>(amx_packed_bytes(max_len, hidden));
+  const auto block_bytes = static_cast<std::size_t>(amx_block_bytes(max_len, d));
+  const std::size_t per_thread = packed_bytes + block_bytes;
+  if (amx_scratch.size() < per_thread * static_cast<std::size_t>(threads))
+    amx_scratch.resize_zeroed(per_thread * static_cast<std::size_t>(threads));
+  std::uint8_t* const scratch = amx_scratch.data();
+  auto pack = [&](const SequenceSpan& seq, int thread) {
+    amx_pack_sequence(qkv + seq.offset * ld, ld, seq.length, hidden, heads,
+                      scratch + per_thread * static_cast<std::size_t>(thread));
+  };
+  auto head = [&](const SequenceSpan& seq, int h, int packed_by, int thread) {
+    std::uint8_t* mine = scratch + per_thread * static_cast<std::size_t>(thread);
+    amx_attention_head(scratch + per_thread * static_cast<std::size_t>(packed_by), seq.length,
+                       hidden, heads, h, scale, *kernels, mine + packed_bytes,
+                       ctx + seq.offset * hidden, hidden);
+  };
+  const auto count = static_cast<std::int64_t>(sequences.size());
+  if (threads <= 1) {
+    for (const SequenceSpan& seq : sequences) {
+      pack(seq, 0);
+      for (int h = 0; h < heads; ++h) head(seq, h, 0, 0);
+    }
+    amx_release_tiles();
+    return;
+  }
+  if (count >= threads) {
+#pragma omp parallel num_threads(threads)
+    {
+      const int thread = omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t i = 0; i < count; ++i) {
+        const SequenceSpan& seq = sequences[static_cast<std::size_t>(i)];
+        pack(seq, thread);
+        for (int h = 0; h < heads; ++h) head(seq, h, thread, thread);
+      }
+      amx_release_tiles();
+    }
+    return;
+  }
+  for (const SequenceSpan& seq : sequences) {
+    pack(seq, 0);
+#pragma omp parallel num_threads(threads)
+    {
+      const int thread = omp_get_thread_num();
+#pragma omp for schedule(static)
+      for (int h = 0; h < heads; ++h) head(seq, h, 0, thread);
+      amx_release_tiles();
+    }
+  }
+}
+
+}  // namespace mcinfer::cpu

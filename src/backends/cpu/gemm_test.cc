@@ -1,0 +1,348 @@
+#include "backends/cpu/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace mcinfer::cpu {
+namespace {
+
+std::vector<float> random_vector(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// y = act(x Wᵀ + b) in double, W in PyTorch's [out, in] layout.
+TEST(Gemm, PackedLinearMatchesReferenceForEveryRowCount) {
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  for (auto [in, out] : {std::pair<std::int64_t, std::int64_t>{64, 48}, {37, 100}, {384, 1536}}) {
+    auto w = random_vector(static_cast<std::size_t>(in * out), 1);
+    auto b = random_vector(static_cast<std::size_t>(out), 2);
+    PackedLinear linear(engine, w.data(), b.data(), out, in);
+    PackedLinear no_bias(engine, w.data(), nullptr, out, in);
+    for (std::int64_t rows : {1, 2, 15, 16, 17, 100}) {
+      const std::int64_t padded = GemmRunner::round_rows(rows);
+      ASSERT_GE(padded, rows);
+      auto x = random_vector(static_cast<std::size_t>(padded * in), 3);
+      std::vector<float> y(static_cast<std::size_t>(padded * out));
+      for (bool bias : {true, false}) {
+        for (Activation act : {Activation::kNone, Activation::kRelu, Activation::kGeluErf}) {
+          runner.linear(bias ? linear : no_bias, x.data(), rows, y.data(), act);
+          for (std::int64_t r = 0; r < rows; ++r) {
+            for (std::int64_t o = 0; o < out; ++o) {
+              double acc = bias ? b[o] : 0.0;
+              for (std::int64_t i = 0; i < in; ++i) acc += double(x[r * in + i]) * w[o * in + i];
+              if (act == Activation::kRelu) acc = acc > 0 ? acc : 0;
+              if (act == Activation::kGeluErf)
+                acc = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
+              ASSERT_NEAR(y[r * out + o], acc, 1e-4 * (1 + std::fabs(acc)))
+                  << in << "x" << out << " rows " << rows << " r " << r << " o " << o;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(runner.compiled_kernels(), 0u);
+}
+
+// A runner outlives the weights it has run: weights freed and new ones of another shape made
+// (often at the same address) must get kernels of their own, not the old weights' kernels.
+TEST(Gemm, NewWeightsNeverReuseAFreedWeightsKernels) {
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  const std::int64_t rows = 4;
+  auto x = random_vector(static_cast<std::size_t>(rows * 96), 7);
+  for (int round = 0; round < 20; ++round) {
+    const std::int64_t in = round % 2 ? 96 : 32, out = round % 2 ? 40 : 72;
+    auto w = random_vector(static_cast<std::size_t>(in * out), 100 + round);
+    std::vector<float> y(static_cast<std::size_t>(rows * out));
+    {
+      PackedLinear linear(engine, w.data(), nullptr, out, in);
+      runner.linear(linear, x.data(), rows, y.data(), Activation::kNone);
+    }
+    for (std::int64_t o = 0; o < out; ++o) {
+      double acc = 0;
+      for (std::int64_t i = 0; i < in; ++i) acc += double(x[i]) * w[o * in + i];
+      ASSERT_NEAR(y[o], acc, 1e-4 * (1 + std::fabs(acc))) << "round " << round << " o " << o;
+    }
+  }
+}
+
+// Kernels are compiled per shape: layers of the same shape share them, each still computing
+// with its own weights and bias, and the cache holds one kernel per shape and row count.
+TEST(Gemm, SameShapeLayersShareKernelsAndKeepTheirOwnWeights) {
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  const std::int64_t in = 48, out = 40, rows = 5, layers = 6;
+  auto x = random_vector(static_cast<std::size_t>(GemmRunner::round_rows(rows) * in), 9);
+  std::vector<std::vector<float>> ws, bs;
+  std::vector<PackedLinear> linears;
+  for (int l = 0; l < layers; ++l) {
+    ws.push_back(random_vector(static_cast<std::size_t>(in * out), 200 + l));
+    bs.push_back(random_vector(static_cast<std::size_t>(out), 300 + l));
+    linears.emplace_back(engine, ws.back().data(), bs.back().data(), out, in);
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int l = 0; l < layers; ++l) {
+      std::vector<float> y(static_cast<std::size_t>(GemmRunner::round_rows(rows) * out));
+      runner.linear(linears[l], x.data(), rows, y.data(), Activation::kNone);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t o = 0; o < out; ++o) {
+          double acc = bs[l][o];
+          for (std::int64_t i = 0; i < in; ++i) acc += double(x[r * in + i]) * ws[l][o * in + i];
+          ASSERT_NEAR(y[r * out + o], acc, 1e-4 * (1 + std::fabs(acc))) << "layer " << l;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(runner.compiled_kernels(), 1u);
+}
+
+// bf16 layers: weights (from f32 or from bf16 bits) and inputs are rounded to bf16, products
+// accumulate in f32. Against a double reference over the same rounded values, the f32 output
+// differs by accumulation rounding only; the bf16 output by one more bf16 rounding (2^-8).
+TEST(Gemm, Bf16LinearMatchesReferenceOnRoundedValues) {
+  if (native_bf16_isa().empty()) GTEST_SKIP() << "no native bf16 on this CPU";
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  const KernelTable& k = kernels_for(best_isa());
+  auto round = [&](const std::vector<float>& v) {
+    std::vector<Bf16> b(v.size());
+    k.to_bf16(v.data(), b.data(), static_cast<std::int64_t>(v.size()));
+    return b;
+  };
+  auto widen = [](Bf16 b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); };
+  for (auto [in, out] : {std::pair<std::int64_t, std::int64_t>{64, 48}, {384, 1536}}) {
+    auto w = random_vector(static_cast<std::size_t>(in * out), 1);
+    auto b = random_vector(static_cast<std::size_t>(out), 2);
+    const std::vector<Bf16> w16 = round(w);
+    PackedLinear from_f32(engine, w.data(), DType::kF32, b.data(), out, in, DType::kBf16);
+    PackedLinear from_bf16(engine, w16.data(), DType::kBf16, b.data(), out, in, DType::kBf16);
+    PackedLinear f32(engine, w.data(), b.data(), out, in);
+    EXPECT_EQ(from_f32.compute_type(), DType::kBf16);
+    // Half the bytes of the f32 packing (the bias stays f32).
+    EXPECT_LE(from_f32.packed_bytes(), f32.packed_bytes() * 55 / 100);
+    for (std::int64_t rows : {1, 17, 100}) {
+      const std::int64_t padded = GemmRunner::round_rows(rows);
+      const std::vector<Bf16> x16 = round(random_vector(static_cast<std::size_t>(padded * in), 3));
+      std::vector<float> y(static_cast<std::size_t>(padded * out));
+      std::vector<Bf16> y16(static_cast<std::size_t>(padded * out));
+      for (const PackedLinear* linear : {&from_f32, &from_bf16}) {
+        runner.linear(*linear, x16.data(), rows, y.data(), DType::kF32, Activation::kGeluErf);
+        runner.linear(*linear, x16.data(), rows, y16.data(), DType::kBf16, Activation::kGeluErf);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          for (std::int64_t o = 0; o < out; ++o) {
+            double acc = b[o];
+            for (std::int64_t i = 0; i < in; ++i)
+              acc += double(widen(x16[r * in + i])) * widen(w16[o * in + i]);
+            acc = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
+            ASSERT_NEAR(y[r * out + o], acc, 2e-4 * (1 + std::fabs(acc)))
+                << in << "x" << out << " rows " << rows << " r " << r << " o " << o;
+            ASSERT_NEAR(widen(y16[r * out + o]), acc, 5e-3 * (1 + std::fabs(acc)))
+                << in << "x" << out << " rows " << rows << " r " << r << " o " << o;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Symmetric per-row quantization written from its definition, for the s8 tests: x · (127 / amax)
+// computed in f32 (as the library's and our kernels do, so that ties fall the same way), nearest
+// even.
+void reference_quantize(const float* x, std::int64_t cols, std::int8_t* q, double* scale) {
+  float amax = 0;
+  for (std::int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(x[c]));
+  *scale = double(amax) / 127.0;
+  for (std::int64_t c = 0; c < cols; ++c)
+    q[c] = amax == 0 ? 0 : static_cast<std::int8_t>(std::nearbyint(x[c] * (127.0f / amax)));
+}
+
+// s8 weights and inputs: exact integer products scaled back, against the same quantization done
+// independently in double; every output type, row counts across the block size, 1 and 2 threads.
+TEST(Gemm, S8LinearMatchesIntegerReference) {
+  if (native_int8_isa().empty()) GTEST_SKIP() << "no native int8 dot products on this CPU";
+  GemmEngine engine;
+  const KernelTable& k = kernels_for(best_isa());
+  for (int threads : {1, 2}) {
+    GemmRunner runner(engine, threads);
+    for (auto [in, out] : {std::pair<std::int64_t, std::int64_t>{64, 48}, {384, 1536}}) {
+      auto w = random_vector(static_cast<std::size_t>(in * out), 1);
+      auto b = random_vector(static_cast<std::size_t>(out), 2);
+      PackedLinear linear(engine, w.data(), DType::kF32, b.data(), out, in, DType::kS8);
+      PackedLinear f32(engine, w.data(), b.data(), out, in);
+      // A quarter of the f32 packing, plus the scales.
+      EXPECT_LE(linear.packed_bytes(), f32.packed_bytes() * 30 / 100);
+      std::vector<std::int8_t> wq(static_cast<std::size_t>(in * out));
+      std::vector<double> ws(static_cast<std::size_t>(out));
+      for (std::int64_t o = 0; o < out; ++o) {
+        reference_quantize(w.data() + o * in, in, wq.data() + o * in, &ws[o]);
+        ASSERT_NEAR(linear.weight_scales()[o], ws[o], 1e-6 * ws[o]);
+      }
+      for (std::int64_t rows : {1, 17, 64 * threads + 3, 200}) {
+        const std::int64_t padded = GemmRunner::round_rows(rows);
+        auto x = random_vector(static_cast<std::size_t>(padded * in), 3);
+        std::vector<std::int8_t> xq(x.size());
+        std::vector<float> xs(static_cast<std::size_t>(padded));
+        k.quantize_rows(x.data(), padded, in, nullptr, xq.data(), xs.data());
+        std::vector<float> y(static_cast<std::size_t>(padded * out));
+        std::vector<Bf16> y16(y.size());
+        std::vector<std::int8_t> y8(y.size());
+        std::vector<float> y8_scales(static_cast<std::size_t>(padded));
+        Int8Output as_f32{Int8Output::kF32, y.data()};
+        Int8Output as_bf16{Int8Output::kBf16, nullptr, y16.data()};
+        Int8Output as_s8{Int8Output::kS8, nullptr, nullptr, y8.data(), y8_scales.data()};
+        runner.linear_s8(linear, xq.data(), xs.data(), rows, as_f32, Activation::kGeluErf, k);
+        runner.linear_s8(linear, xq.data(), xs.data(), rows, as_bf16, Activation::kGeluErf, k);
+        runner.linear_s8(linear, xq.data(), xs.data(), rows, as_s8, Activation::kGeluErf, k);
+        std::vector<std::int8_t> rq(static_cast<std::size_t>(in));
+        for (std::int64_t r = 0; r < rows; ++r) {
+          double rs;
+          reference_quantize(x.data() + r * in, in, rq.data(), &rs);
+          ASSERT_TRUE(std::equal(rq.begin(), rq.end(), xq.begin() + r * in)) << "row " << r;
+          std::vector<float> want(static_cast<std::size_t>(out));
+          for (std::int64_t o = 0; o < out; ++o) {
+            std::int64_t dot = 0;
+            for (std::int64_t i = 0; i < in; ++i) dot += std::int64_t{rq[i]} * wq[o * in + i];
+            double v = double(dot) * rs * ws[o] + b[o];
+            v = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+            want[o] = static_cast<float>(v);
+            ASSERT_NEAR(y[r * out + o], v, 1e-5 * (1 + std::fabs(v)))
+                << in << "x" << out << " rows " << rows << " r " << r << " o " << o;
+            ASSERT_NEAR(std::bit_cast<float>(std::uint32_t{y16[r * out + o]} << 16), v,
+                        5e-3 * (1 + std::fabs(v)));
+          }
+          std::vector<std::int8_t> wq8(static_cast<std::size_t>(out));
+          double s8_scale;
+          reference_quantize(want.data(), out, wq8.data(), &s8_scale);
+          ASSERT_NEAR(y8_scales[r], s8_scale, 1e-5 * s8_scale);
+          for (std::int64_t o = 0; o < out; ++o)  // at most one step off where rounding ties
+            ASSERT_LE(std::abs(int(y8[r * out + o]) - int(wq8[o])), 1) << "r " << r << " o " << o;
+        }
+        // And close to the f32 layer itself: per-channel and per-row int8 keeps ~1% error.
+        std::vector<float> exact(y.size());
+        runner.linear(f32, x.data(), rows, exact.data(), Activation::kGeluErf);
+        double err = 0, norm = 0;
+        for (std::int64_t i = 0; i < rows * out; ++i) {
+          err += (double(y[i]) - exact[i]) * (double(y[i]) - exact[i]);
+          norm += double(exact[i]) * exact[i];
+        }
+        EXPECT_LT(std::sqrt(err / norm), 0.03) << in << "x" << out << " rows " << rows;
+      }
+    }
+  }
+}
+
+// Input smoothing: the weights' columns are multiplied by s = sqrt(input_max / column max) before
+// they are quantized, inputs by 1 / s; the products equal an integer reference built that way,
+// and on inputs with a few outlier channels (as a LayerNorm's output has) the error drops.
+TEST(Gemm, S8SmoothingMatchesItsDefinitionAndHelpsOutlierChannels) {
+  if (native_int8_isa().empty()) GTEST_SKIP() << "no native int8 dot products on this CPU";
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  const KernelTable& k = kernels_for(best_isa());
+  const std::int64_t in = 96, out = 64, rows = 40;
+  auto w = random_vector(static_cast<std::size_t>(in * out), 11);
+  auto x = random_vector(static_cast<std::size_t>(rows * in), 12);
+  for (std::int64_t r = 0; r < rows; ++r) {  // channels 5 and 70: 60x the others
+    x[r * in + 5] *= 60.0f;
+    x[r * in + 70] *= -60.0f;
+  }
+  std::vector<float> input_max(static_cast<std::size_t>(in), 0.0f);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < in; ++i)
+      input_max[i] = std::max(input_max[i], std::fabs(x[r * in + i]));
+  PackedLinear smoothed(engine, w.data(), DType::kF32, nullptr, out, in, input_max.data());
+  PackedLinear plain(engine, w.data(), DType::kF32, nullptr, out, in, DType::kS8);
+  PackedLinear exact(engine, w.data(), nullptr, out, in);
+  ASSERT_NE(smoothed.input_multiplier(), nullptr);
+  EXPECT_EQ(plain.input_multiplier(), nullptr);
+  // The reference: s from its definition, weights and inputs smoothed, then quantized.
+  std::vector<float> s(static_cast<std::size_t>(in));
+  std::vector<float> ws(w.size());
+  for (std::int64_t i = 0; i < in; ++i) {
+    float column = 0;
+    for (std::int64_t o = 0; o < out; ++o) column = std::max(column, std::fabs(w[o * in + i]));
+    s[i] = std::sqrt(input_max[i] / column);
+    ASSERT_NEAR(smoothed.input_multiplier()[i], 1.0 / s[i], 1e-6 / s[i]);
+    for (std::int64_t o = 0; o < out; ++o) ws[o * in + i] = w[o * in + i] * s[i];
+  }
+  std::vector<std::int8_t> wq(ws.size()), xq(x.size());
+  std::vector<double> w_scale(static_cast<std::size_t>(out)),
+      x_scale(static_cast<std::size_t>(rows));
+  for (std::int64_t o = 0; o < out; ++o)
+    reference_quantize(ws.data() + o * in, in, wq.data() + o * in, &w_scale[o]);
+  std::vector<float> xs(x.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < in; ++i)
+      xs[r * in + i] = x[r * in + i] * smoothed.input_multiplier()[i];
+  for (std::int64_t r = 0; r < rows; ++r)
+    reference_quantize(xs.data() + r * in, in, xq.data() + r * in, &x_scale[r]);
+
+  auto run = [&](const PackedLinear& l) {
+    const std::int64_t padded = GemmRunner::round_rows(rows);
+    std::vector<std::int8_t> q(static_cast<std::size_t>(padded * in));
+    std::vector<float> scales(static_cast<std::size_t>(padded));
+    std::vector<float> padded_x(static_cast<std::size_t>(padded * in), 0.0f);
+    std::copy(x.begin(), x.end(), padded_x.begin());
+    k.quantize_rows(padded_x.data(), padded, in, l.input_multiplier(), q.data(), scales.data());
+    std::vector<float> y(static_cast<std::size_t>(padded * out));
+    runner.linear_s8(l, q.data(), scales.data(), rows, Int8Output{Int8Output::kF32, y.data()},
+                     Activation::kNone, k);
+    return y;
+  };
+  const auto y = run(smoothed);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t o = 0; o < out; ++o) {
+      std::int64_t dot = 0;
+      for (std::int64_t i = 0; i < in; ++i) dot += std::int64_t{xq[r * in + i]} * wq[o * in + i];
+      const double want = double(dot) * x_scale[r] * w_scale[o];
+      ASSERT_NEAR(y[r * out + o], want, 1e-4 * (1 + std::fabs(want))) << "r " << r << " o " << o;
+    }
+  }
+  std::vector<float> exact_y(static_cast<std::size_t>(GemmRunner::round_rows(rows) * out));
+  std::vector<float> padded_x(static_cast<std::size_t>(GemmRunner::round_rows(rows) * in), 0.0f);
+  std::copy(x.begin(), x.end(), padded_x.begin());
+  runner.linear(exact, padded_x.data(), rows, exact_y.data(), Activation::kNone);
+  auto error = [&](const std::vector<float>& got) {
+    double e = 0, n = 0;
+    for (std::int64_t i = 0; i < rows * out; ++i) {
+      e += (double(got[i]) - exact_y[i]) * (double(got[i]) - exact_y[i]);
+      n += double(exact_y[i]) * exact_y[i];
+    }
+    return std::sqrt(e / n);
+  };
+  EXPECT_LT(error(y), 0.6 * error(run(plain))) << error(y) << " vs " << error(run(plain));
+}
+
+// An f32 layer has no bf16 output: a wrong call is an internal error, not wrong numbers.
+TEST(Gemm, F32LayerRefusesABf16Output) {
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  auto w = random_vector(16 * 8, 1);
+  PackedLinear linear(engine, w.data(), nullptr, 8, 16);
+  std::vector<float> x(16, 1.0f);
+  std::vector<Bf16> y(8);
+  EXPECT_THROW(runner.linear(linear, x.data(), 1, y.data(), DType::kBf16, Activation::kNone),
+               Error);
+}
+
+TEST(Gemm, RowCountsAreRoundedToFewKernels) {
+  EXPECT_EQ(GemmRunner::round_rows(3), 3);
+  EXPECT_EQ(GemmRunner::round_rows(17), 32);
+  EXPECT_EQ(GemmRunner::round_rows(32), 32);
+}
+
+}  // namespace
+}  // namespace mcinfer::cpu

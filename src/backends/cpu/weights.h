@@ -1,0 +1,124 @@
+#pragma once
+// One read-only copy of a model's weights per process, shared by every replica. Tensors used as
+// they are (embeddings, norms) stay in the file mapping; GEMM weights are packed once for the
+// device (in fp32 or bf16); other fp16/bf16 tensors are converted to float32 once. Immutable
+// after load().
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/aligned_buffer.h"
+#include "io/safetensors.h"
+#include "model/config.h"
+#include "model/gemm_plan.h"
+#include "backends/cpu/ops.h"
+
+namespace mcinfer::model {
+class ModelDir;
+}
+
+namespace mcinfer::cpu {
+
+struct Norm {
+  const float* gamma = nullptr;  // [hidden]
+  const float* beta = nullptr;   // [hidden]
+};
+
+struct EmbeddingWeights {
+  const float* word = nullptr;        // [vocab, hidden]
+  const float* position = nullptr;    // [max_positions, hidden]
+  const float* token_type = nullptr;  // [type_vocab, hidden], null for DistilBERT
+  Norm norm;
+};
+
+struct LayerWeights {
+  ops::Linear qkv;       // hidden -> 3·hidden: query, key and value fused into one GEMM
+  ops::Linear attn_out;  // hidden -> hidden
+  Norm attn_norm;
+  ops::Linear ffn_in;   // hidden -> intermediate (activation fused)
+  ops::Linear ffn_out;  // intermediate -> hidden
+  Norm ffn_norm;
+};
+
+// The sequence-classification head on the first token: dense (+ tanh for BERT's pooler and
+// RoBERTa's head, + ReLU for DistilBERT's pre_classifier), then the projection to the labels.
+struct ClassifierWeights {
+  ops::Linear dense;
+  ops::Activation dense_act = ops::Activation::kTanh;
+  ops::Linear out;
+};
+
+using WeightStats = backend::WeightStats;
+
+class Weights {
+ public:
+  // Loads config.json and the safetensors of `model_dir`. Throws Error naming the file and the
+  // tensor or field on any inconsistency; `warnings` receives notes about ignored tensors.
+  // `precision` is that of the encoder layers' GEMMs (fp32, bf16 or int8); the classification
+  // head always runs in fp32 (a few hundred thousand FLOPs per row, and it sets the
+  // probabilities). With int8, the GEMMs in `keep` are prepared in
+  // ops::int8_fallback_precision() instead, and `ranges` (when given) smooth each int8 GEMM's
+  // inputs (ops::Linear::prepare).
+  static std::shared_ptr<const Weights> load(const std::filesystem::path& model_dir,
+                                             const ops::Device& device,
+                                             std::vector<std::string>* warnings = nullptr,
+                                             ops::Precision precision = ops::Precision::kFp32,
+                                             std::span<const model::GemmId> keep = {},
+                                             const model::InputRanges* ranges = nullptr);
+  // The same, with config.json as `dir` read it.
+  static std::shared_ptr<const Weights> load(const model::ModelDir& dir, const ops::Device& device,
+                                             std::vector<std::string>* warnings = nullptr,
+                                             ops::Precision precision = ops::Precision::kFp32,
+                                             std::span<const model::GemmId> keep = {},
+                                             const model::InputRanges* ranges = nullptr);
+
+  // A model of the given shape with seeded random weights and no files, for benchmarks.
+  static std::shared_ptr<const Weights> synthetic(const model::ModelConfig& config,
+                                                  const ops::Device& device, std::uint32_t seed = 1,
+                                                  ops::Precision precision = ops::Precision::kFp32);
+
+  const model::ModelConfig& config() const { return config_; }
+  const EmbeddingWeights& embeddings() const { return embeddings_; }
+  const std::vector<LayerWeights>& layers() const { return layers_; }
+  const std::optional<ClassifierWeights>& classifier() const { return classifier_; }
+  // One of the encoder layers' dense GEMMs by name, and the activation its output takes.
+  const ops::Linear& linear(model::GemmId id) const;
+  ops::Activation activation(model::GemmId id) const;
+  const WeightStats& stats() const { return stats_; }
+  ops::Precision precision() const { return precision_; }
+  // int8: the GEMMs kept in ops::int8_fallback_precision() (sorted); empty otherwise.
+  const std::vector<model::GemmId>& kept() const { return kept_; }
+  // int8: whether the inputs of the int8 GEMMs are smoothed (calibrated on check rows).
+  bool smoothed() const { return smoothed_; }
+  const std::filesystem::path& directory() const { return directory_; }
+
+ private:
+  Weights() = default;
+  friend class WeightLoader;
+  static std::shared_ptr<const Weights> load_with(const std::filesystem::path& model_dir,
+                                                  model::ModelConfig config, const ops::Device& device,
+                                                  std::vector<std::string>* warnings,
+                                                  ops::Precision precision,
+                                                  std::span<const model::GemmId> keep,
+                                                  const model::InputRanges* ranges);
+
+  std::filesystem::path directory_;
+  model::ModelConfig config_;
+  io::Checkpoint checkpoint_;                // keeps the mapping alive
+  std::vector<AlignedBuffer<float>> owned_;  // converted or computed float32 tensors
+  EmbeddingWeights embeddings_;
+  std::vector<LayerWeights> layers_;
+  std::optional<ClassifierWeights> classifier_;
+  WeightStats stats_;
+  ops::Precision precision_ = ops::Precision::kFp32;
+  std::vector<model::GemmId> kept_;
+  bool smoothed_ = false;
+};
+
+}  // namespace mcinfer::cpu

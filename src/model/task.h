@@ -1,0 +1,72 @@
+#pragma once
+// What a replica computes for each sequence of a batch, independent of the device: the input
+// (token ids of one sequence) and the task (class scores, or a pooled sentence embedding).
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/enum_names.h"
+#include "model/config.h"
+#include "model/pooling.h"
+
+namespace mcinfer::model {
+
+struct SequenceInput {
+  std::span<const std::int32_t> ids;             // [length], special tokens included
+  std::span<const std::int32_t> type_ids;        // [length] or empty (all 0)
+  std::span<const std::int32_t> attention_mask;  // [length] or empty (all 1); 0 drops a token
+};
+
+enum class TaskKind { kClassify, kEmbed };
+inline constexpr EnumNames<TaskKind, 2> kTaskNames{{{
+    {TaskKind::kClassify, "classify"},
+    {TaskKind::kEmbed, "embed"},
+}}};
+inline std::string_view task_name(TaskKind kind) { return kTaskNames.name(kind); }
+inline std::optional<TaskKind> parse_task(std::string_view name) { return kTaskNames.parse(name); }
+
+// What turns a classifier's logits into the written values; kAuto follows problem_type.
+enum class OutputActivation { kAuto, kSoftmax, kSigmoid, kNone };
+inline constexpr EnumNames<OutputActivation, 4> kOutputActivationNames{{{
+    {OutputActivation::kAuto, "auto"},
+    {OutputActivation::kSoftmax, "softmax"},
+    {OutputActivation::kSigmoid, "sigmoid"},
+    {OutputActivation::kNone, "none"},
+}}};
+inline std::string_view output_activation_name(OutputActivation a) {
+  return kOutputActivationNames.name(a);
+}
+inline std::optional<OutputActivation> parse_output_activation(std::string_view name) {
+  return kOutputActivationNames.parse(name);
+}
+
+struct TaskSpec {
+  TaskSpec() = default;
+  TaskSpec(TaskKind task_kind, PoolingModes pooling_modes, bool l2_normalize = false,
+           OutputActivation output_activation = OutputActivation::kAuto)
+      : kind(task_kind),
+        pooling(std::move(pooling_modes)),
+        normalize(l2_normalize),
+        activation(output_activation) {}
+
+  TaskKind kind = TaskKind::kEmbed;
+  PoolingModes pooling = Pooling::kMean;
+  bool normalize = false;
+  OutputActivation activation = OutputActivation::kAuto;
+  // Embeddings: sentence-transformers Dense modules, applied in order after pooling and before
+  // normalize. Shared read-only by every replica.
+  std::shared_ptr<const std::vector<DenseLayer>> dense;
+};
+
+// The activation `auto` means for this model (from problem_type).
+OutputActivation resolve_activation(const ModelConfig& config, OutputActivation requested);
+
+// Values per sequence a task writes: labels for classify; for embed the pooled width (hidden size
+// per pooling mode), or the last Dense layer's out_features.
+std::int64_t output_dim(const ModelConfig& config, const TaskSpec& task);
+
+}  // namespace mcinfer::model

@@ -1,0 +1,134 @@
+#include "sched/run_plan.h"
+
+#include <set>
+
+#include "core/system.h"
+
+namespace mcinfer::sched {
+namespace {
+
+namespace fs = std::filesystem;
+
+data::Format output_format(const fs::path& output) {
+  const std::string ext = output.extension().string();
+  return (ext == ".jsonl" || ext == ".ndjson" || ext == ".json") ? data::Format::kJsonl
+                                                                 : data::Format::kCsv;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+// Column names for the output: labels (made unique) or e0..e{d-1}.
+data::PredictionSchema make_schema(const model::ModelConfig& config, model::TaskKind kind,
+                                   std::int64_t embedding_dim) {
+  data::PredictionSchema schema;
+  if (kind == model::TaskKind::kEmbed) {
+    schema.embedding = true;
+    for (std::int64_t i = 0; i < embedding_dim; ++i)
+      schema.columns.push_back(fmt::format("e{}", i));
+    return schema;
+  }
+  std::set<std::string> seen = {"id"};
+  for (std::size_t i = 0; i < config.labels.size(); ++i) {
+    std::string name = config.labels[i];
+    if (!seen.insert(name).second) {
+      name = fmt::format("{}_{}", name, i);
+      seen.insert(name);
+    }
+    schema.columns.push_back(name);
+  }
+  return schema;
+}
+
+void check_flags(const RunOptions& o) {
+  if (o.threads_per_replica < 1) fail_usage("--threads-per-replica must be at least 1");
+  if (o.schedule == Schedule::kStatic && o.batch_size < 1)
+    fail_usage("--batch-size must be at least 1");
+  if (o.schedule == Schedule::kDynamic && o.batch_tokens < 1)
+    fail_usage("--batch-tokens must be at least 1");
+  if (o.resume && !o.shards_dir) {
+    fail_usage(
+        "--resume needs --shards-dir: the directory that holds the interrupted run's shards");
+  }
+  std::error_code ec;
+  const fs::path parent = o.output.parent_path().empty() ? fs::path(".") : o.output.parent_path();
+  if (!fs::is_directory(parent, ec))
+    fail("{}: the output's directory does not exist", o.output.string());
+  if (fs::exists(o.output, ec) && fs::equivalent(o.output, o.input, ec))
+    fail_usage("--output {} is the input file", o.output.string());
+}
+
+}  // namespace
+
+RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir,
+                 const backend::Backend& backend) {
+  RunPlan plan;
+  plan.in_format = data::resolve_format(o.input, o.format);
+  plan.out_format = output_format(o.output);
+  plan.replicas = o.replicas > 0 ? o.replicas : backend.replica_slots();
+  check_flags(o);
+  const model::ModelConfig& config = dir.config();
+  if (dir.has_tokenizer()) plan.tokenizer = tokenizer::Tokenizer::load(o.model_dir);
+
+  model::TaskSpec& task = plan.task;
+  task.kind = o.task.value_or(dir.default_task().value);
+  if (task.kind == model::TaskKind::kClassify &&
+      config.head != model::Head::kSequenceClassification) {
+    fail_usage("{}: {} has no classification head; use --task embed", o.model_dir.string(),
+               config.architecture.empty() ? config.family_name() : config.architecture);
+  }
+  task.activation = o.activation;
+  if (task.kind == model::TaskKind::kEmbed) {
+    plan.embedding = dir.embedding_plan(o.pooling, o.normalize);
+    task.pooling = plan.embedding->pooling.value;
+    task.normalize = plan.embedding->normalize.value;
+    task.dense = dir.load_dense(*plan.embedding);
+  }
+  plan.max_len =
+      dir.max_len(plan.tokenizer ? plan.tokenizer->model_max_length() : std::nullopt, o.max_len)
+          .value;
+
+  FeedOptions& feed = plan.feed;
+  feed.input = o.input;
+  feed.format = plan.in_format;
+  feed.columns = o.columns;
+  feed.skip_bad_rows = o.skip_bad_rows;
+  feed.max_len = plan.max_len;
+  feed.vocab_size = config.vocab_size;
+  feed.type_vocab_size = config.type_vocab_size;
+  feed.strip_text = dir.strips_text();
+
+  plan.schema =
+      make_schema(config, task.kind, plan.embedding ? plan.embedding->output_dim : 0);
+  plan.dim = static_cast<std::int64_t>(plan.schema.columns.size());
+  return plan;
+}
+
+MemoryPlan check_memory(const RunOptions& o, const RunPlan& plan, const backend::Backend& backend,
+                        const backend::PreparedModel& model) {
+  MemoryPlan m;
+  const auto max_len = static_cast<std::int64_t>(plan.max_len);
+  m.batch_tokens = o.schedule == Schedule::kStatic
+                       ? static_cast<std::int64_t>(o.batch_size) * max_len
+                       : std::max<std::int64_t>(o.batch_tokens, max_len);
+  m.per_replica = backend.replica_bytes(model.config(), m.batch_tokens, max_len,
+                                        o.threads_per_replica, model.precision());
+  m.weight_bytes = model.stats().resident_bytes();
+  m.input_bytes = static_cast<std::uint64_t>(o.window_rows) * plan.max_len * 12;
+  const std::uint64_t planned =
+      static_cast<std::uint64_t>(plan.replicas) * m.per_replica + m.input_bytes;
+  const std::uint64_t available = sys::available_memory_bytes();
+  if (available > 0 && planned > available) {
+    fail(
+        "memory plan does not fit: {} replicas x {} of activations (batches of up to {} tokens) + "
+        "{} of input read-ahead = {}, but only {} is available (the {} of weights are already "
+        "loaded). Lower --replicas or {}",
+        plan.replicas, human_bytes(m.per_replica), m.batch_tokens, human_bytes(m.input_bytes),
+        human_bytes(planned), human_bytes(available), human_bytes(m.weight_bytes),
+        o.schedule == Schedule::kStatic ? "--batch-size or --max-len" : "--batch-tokens");
+  }
+  return m;
+}
+
+}  // namespace mcinfer::sched

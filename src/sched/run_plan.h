@@ -1,0 +1,49 @@
+#pragma once
+// The first part of a run: everything checked and resolved before a weight is loaded or a byte
+// is written — the flags, the model directory's facts, the task, the max length, the output
+// columns, and the memory plan once the prepared model's size is known.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "backend/backend.h"
+#include "data/predictions.h"
+#include "model/model_dir.h"
+#include "sched/row_feeder.h"
+#include "sched/run.h"
+
+namespace mcinfer::sched {
+
+struct RunPlan {
+  data::Format in_format = data::Format::kCsv;
+  data::Format out_format = data::Format::kCsv;
+  int replicas = 1;
+  model::TaskSpec task;
+  std::optional<model::EmbeddingPlan> embedding;  // embed only
+  std::size_t max_len = 0;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null: the input holds token ids
+  FeedOptions feed;
+  data::PredictionSchema schema;
+  std::int64_t dim = 0;  // values per output row
+};
+
+// Checks the flags and resolves the plan; throws UsageError or Error naming what is wrong.
+RunPlan plan_run(const RunOptions& options, const model::ModelDir& dir,
+                 const backend::Backend& backend);
+
+struct MemoryPlan {
+  std::int64_t batch_tokens = 0;    // the largest batch a replica may get
+  std::uint64_t per_replica = 0;    // its activations
+  std::uint64_t input_bytes = 0;    // the read-ahead of the dynamic schedule
+  std::uint64_t weight_bytes = 0;   // the prepared model, already resident
+};
+
+// One copy of the weights + every replica's activations for the largest batch; throws Error
+// saying which flag to lower when it does not fit in the memory available.
+MemoryPlan check_memory(const RunOptions& options, const RunPlan& plan,
+                        const backend::Backend& backend,
+                        const backend::PreparedModel& model);
+
+}  // namespace mcinfer::sched

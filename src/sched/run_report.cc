@@ -1,0 +1,119 @@
+#include "sched/run_report.h"
+
+#include "core/system.h"
+#include "sched/shard_writer.h"
+
+namespace mcinfer::sched {
+namespace {
+
+double seconds_between(RunTally::Clock::time_point a, RunTally::Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+Json replica_stats(const ReportInputs& in, const RunTally& tally) {
+  Json out = Json::array();
+  for (int r = 0; r < in.plan.replicas; ++r) {
+    const auto& c = tally.counters.replica[static_cast<std::size_t>(r)];
+    out.push_back(
+        {{"replica", r},
+         {"rows", c.rows.load()},
+         {"batches", c.batches.load()},
+         {"busy_seconds", static_cast<double>(c.busy_ns.load()) / 1e9},
+         {"shard",
+          shard_path(in.shards.path(), r, in.plan.out_format).filename().string()}});
+  }
+  return out;
+}
+
+// Where the time went, summed over every thread that did the work, and each part's share.
+void add_profile(Json& report, const RunTally& tally) {
+  backend::OpProfile total;
+  for (const auto& p : tally.profiles) total.add(p);
+  Json seconds_by = Json::object();
+  for (std::size_t k = 0; k < static_cast<std::size_t>(backend::OpKind::kCount); ++k)
+    seconds_by[std::string(backend::op_kind_name(static_cast<backend::OpKind>(k)))] =
+        total.seconds[k];
+  double writes = 0;
+  for (double w : tally.write_seconds) writes += w;
+  seconds_by["tokenization"] = tally.feed.tokenize_seconds;
+  seconds_by["input_io"] = tally.feed.read_seconds;
+  seconds_by["shard_io"] = writes;
+  seconds_by["merge_io"] = seconds_between(tally.computed, tally.finished);
+  double all = 0;
+  for (const auto& [k, v] : seconds_by.items()) all += v.get<double>();
+  Json share = Json::object();
+  for (const auto& [k, v] : seconds_by.items()) share[k] = all > 0 ? v.get<double>() / all : 0.0;
+  report["time_seconds"] = seconds_by;
+  report["time_share"] = share;
+}
+
+}  // namespace
+
+Json make_report(const ReportInputs& in, const RunTally& tally) {
+  const RunOptions& o = in.options;
+  const model::ModelConfig& config = in.dir.config();
+  const RunCounters& counters = tally.counters;
+  const FeedStats& feed = tally.feed;
+  Json bad = Json::array();
+  for (const auto& b : tally.bad_rows) bad.push_back({{"line", b.line}, {"reason", b.reason}});
+  const double wall = seconds_between(tally.started, tally.finished);
+  const std::uint64_t rows_done = counters.rows_done.load();
+  const std::uint64_t real = counters.real_tokens.load(), padded = counters.padded_tokens.load();
+  Json report = {
+      {"mcinfer_version", MCINFER_VERSION_STRING},
+      {"command_line", o.command_line},
+      {"model_dir", o.model_dir.string()},
+      {"architecture", config.architecture.empty() ? config.family_name() : config.architecture},
+      {"input", o.input.string()},
+      {"output", o.output.string()},
+      {"task", model::task_name(in.plan.task.kind)},
+      {"schedule", schedule_name(o.schedule)},
+      {"backend", in.backend.name()},
+      {"replicas", in.plan.replicas},
+      {"threads_per_replica", o.threads_per_replica},
+      {"max_len", in.plan.max_len},
+      {"device", in.backend.description()},
+      {"precision", model::precision_name(in.precision.precision)},
+      {"precision_reason", in.precision.reason},
+      {"precision_check", in.check ? in.check->to_json() : Json(nullptr)},
+      {"int8_plan", in.int8_plan ? in.int8_plan->to_json() : Json(nullptr)},
+      {"rows", feed.rows},
+      {"distinct_ids", tally.merged.distinct_ids},
+      {"duplicate_ids", feed.rows - tally.merged.distinct_ids},
+      {"resumed", o.resume},
+      {"rows_from_earlier_run", in.shards.done_rows()},
+      {"rows_computed", rows_done - in.shards.done_rows()},
+      {"padding_rows", rows_done - std::min<std::uint64_t>(rows_done, feed.rows)},
+      {"bad_rows", feed.bad_rows},
+      {"bad_row_list", bad},
+      {"invalid_utf8_replacements", feed.invalid_utf8},
+      {"truncated_rows", feed.truncated},
+      {"real_tokens", real},
+      {"padded_tokens", padded},
+      {"padding_fraction", padded > 0 ? 1.0 - static_cast<double>(real) / padded : 0.0},
+      {"wall_seconds", wall},
+      {"compute_seconds", seconds_between(tally.started, tally.computed)},
+      {"merge_seconds", seconds_between(tally.computed, tally.finished)},
+      {"rows_per_second", wall > 0 ? feed.rows / wall : 0.0},
+      {"replica_stats", replica_stats(in, tally)},
+      {"peak_rss_bytes", sys::peak_rss_bytes()},
+      {"weights_resident_bytes", in.memory.weight_bytes},
+      {"planned_activation_bytes_per_replica", in.memory.per_replica},
+      {"warnings", in.warnings},
+  };
+  if (in.plan.embedding) report["embedding"] = in.plan.embedding->to_json();
+  for (const auto& w : tally.merged.warnings) report["warnings"].push_back(w);
+  if (o.profile) add_profile(report, tally);
+  return report;
+}
+
+void print_summary(const RunOptions& o, const RunTally& tally) {
+  const double wall = seconds_between(tally.started, tally.finished);
+  fmt::print(stderr, "mcinfer: wrote {} rows ({} distinct ids) to {} in {:.1f} s ({:.1f} rows/s)\n",
+             tally.merged.rows_written, tally.merged.distinct_ids, o.output.string(), wall,
+             wall > 0 ? tally.feed.rows / wall : 0.0);
+  if (tally.feed.bad_rows)
+    fmt::print(stderr, "mcinfer: skipped {} bad rows (see --report)\n", tally.feed.bad_rows);
+}
+
+}  // namespace mcinfer::sched

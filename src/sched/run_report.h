@@ -1,0 +1,57 @@
+#pragma once
+// The last part of a run: what it did, as the JSON report (--report) and the closing line.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/json.h"
+#include "merge/merge.h"
+#include "sched/int8_plan.h"
+#include "sched/precision_check.h"
+#include "sched/progress.h"
+#include "sched/run_plan.h"
+#include "sched/run_record.h"
+
+namespace mcinfer::sched {
+
+// What the computing part of a run counted; the replica threads write their own slots.
+struct RunTally {
+  using Clock = std::chrono::steady_clock;
+  RunTally(int replicas, Clock::time_point start)
+      : started(start),
+        counters(replicas),
+        profiles(static_cast<std::size_t>(replicas)),
+        write_seconds(static_cast<std::size_t>(replicas), 0.0) {}
+
+  Clock::time_point started, computed, finished;
+  RunCounters counters;
+  std::vector<backend::OpProfile> profiles;  // per replica, with --profile
+  // Per replica: appending its batches to its shard and fsyncing shard and manifest.
+  std::vector<double> write_seconds;
+  FeedStats feed;
+  std::vector<BadRowRecord> bad_rows;
+  merge::Report merged;
+};
+
+struct ReportInputs {
+  const RunOptions& options;
+  const RunPlan& plan;
+  const model::ModelDir& dir;
+  const backend::Backend& backend;
+  const model::PrecisionChoice& precision;
+  const std::optional<PrecisionCheck>& check;
+  const Int8Plan* int8_plan;  // null unless int8
+  const MemoryPlan& memory;
+  const ShardsDir& shards;
+  const std::vector<std::string>& warnings;
+};
+
+Json make_report(const ReportInputs& in, const RunTally& tally);
+
+// "mcinfer: wrote N rows (M distinct ids) to OUT in S s (R rows/s)" and skipped rows.
+void print_summary(const RunOptions& options, const RunTally& tally);
+
+}  // namespace mcinfer::sched
