@@ -7,180 +7,84 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "model/model_dir.h"
+#include "model/tensors.h"
 
 namespace mcinfer::cpu {
 
 using namespace model;
-namespace {
-
-bool is_ignorable_extra(const std::string& name) {
-  auto ends = [&](std::string_view s) {
-    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-  };
-  auto starts = [&](std::string_view s) { return name.rfind(s, 0) == 0; };
-  // Buffers that some transformers versions save, and pre-training heads we do not run.
-  return ends("position_ids") || ends("token_type_ids") || starts("cls.") || starts("lm_head.") ||
-         starts("vocab_transform.") || starts("vocab_layer_norm.") || starts("vocab_projector.");
-}
-
-}  // namespace
-
-// Resolves, checks and converts the checkpoint's tensors while building a Weights.
+// Turns the checkpoint's tensors into the CPU's form while building a Weights: GEMM weights
+// packed (or quantized) for the library, other tensors used in place from the mapping when they
+// are float32, else converted to float32 once.
 class WeightLoader {
  public:
-  WeightLoader(Weights& w, const ops::Device& device) : w_(w), device_(device) {
-    const auto& c = w.config_;
-    const std::string prefix = c.base_prefix() + ".";
-    for (const auto* t : w.checkpoint_.tensors()) {
-      if (t->name.rfind(prefix, 0) == 0) {
-        base_ = prefix;
-        break;
-      }
-    }
-  }
+  WeightLoader(Weights& w, const ops::Device& device) : w_(w), device_(device) {}
 
-  bool has(const std::string& name, bool in_base = true) const {
-    return w_.checkpoint_.find((in_base ? base_ : "") + name) != nullptr;
-  }
-
-  // The tensor `name` (under the base prefix when in_base) as float32 with the expected shape.
-  const float* f32(const std::string& name, std::vector<std::int64_t> shape, bool in_base = true) {
-    const io::TensorView& t = find(name, shape, in_base);
+  const float* f32(const Tensor& t) {
     if (t.dtype == io::DType::kF32) {
       w_.stats_.mapped_bytes += t.bytes;
       return reinterpret_cast<const float*>(t.data);
     }
-    return convert(t);
+    float* out = own(static_cast<std::size_t>(t.numel()));
+    copy_as_f32(t, out);
+    w_.tensors_.release(t);
+    return out;
   }
 
-  // A norm's two vectors, under either of the names transformers accepts.
-  Norm norm(const std::string& name) {
-    const std::int64_t h = w_.config_.hidden_size;
-    if (has(name + ".gamma") && !has(name + ".weight")) {
-      return {f32(name + ".gamma", {h}), f32(name + ".beta", {h})};
-    }
-    return {f32(name + ".weight", {h}), f32(name + ".bias", {h})};
-  }
+  Norm norm(const NormTensors& n) { return {f32(*n.gamma), f32(*n.beta)}; }
 
-  // A Linear layer's weight [out, in] and bias [out], packed for the device in `precision` (both
-  // copied there, so neither stays in use from the mapping).
-  // int8: input_max smooths the layer's inputs (ops::Linear::prepare).
-  ops::Linear linear(const std::string& name, std::int64_t out, std::int64_t in,
-                     bool in_base = true, ops::Precision precision = ops::Precision::kFp32,
+  // A Linear layer packed for the device in `precision` (weight and bias both copied there, so
+  // neither stays in use from the mapping). int8: input_max smooths the layer's inputs.
+  ops::Linear linear(const LinearTensors& t, ops::Precision precision = ops::Precision::kFp32,
                      const float* input_max = nullptr) {
-    const io::TensorView& wt = find(name + ".weight", {out, in}, in_base);
-    const io::TensorView& bt = find(name + ".bias", {out}, in_base);
-    const float* bias = as_f32(bt, bias_temp_);
+    const Tensor& wt = *t.weight;
+    const std::int64_t out = wt.shape[0], in = wt.shape[1];
+    const float* bias = as_f32(*t.bias, bias_temp_);
     ops::Linear l = bf16_as_is(wt, precision)
                         ? ops::Linear::prepare(device_, wt.data, ops::DType::kBf16, bias, out, in,
                                                precision, input_max)
                         : ops::Linear::prepare(device_, as_f32(wt, temp_), ops::DType::kF32, bias,
                                                out, in, precision, input_max);
     w_.stats_.packed_bytes += l.bytes();
-    release(wt);
+    w_.tensors_.release(wt);
     return l;
   }
+
   // Query, key and value projections stacked into one [3·hidden, hidden] GEMM.
-  ops::Linear fused_qkv(const std::string& q, const std::string& k, const std::string& v,
-                        ops::Precision precision, const float* input_max = nullptr) {
-    const std::int64_t h = w_.config_.hidden_size;
+  ops::Linear fused_qkv(const LayerTensors& layer, ops::Precision precision,
+                        const float* input_max = nullptr) {
+    const LinearTensors* parts[3] = {&layer.query, &layer.key, &layer.value};
+    const std::int64_t h = layer.query.weight->shape[0];
     const std::size_t part_size = static_cast<std::size_t>(h * h);
-    const io::TensorView* parts[3];
     bool all_bf16 = true;
-    int i = 0;
-    for (const std::string* name : {&q, &k, &v}) {
-      parts[i] = &find(*name + ".weight", {h, h}, true);
-      all_bf16 = all_bf16 && bf16_as_is(*parts[i], precision);
-      ++i;
-    }
+    for (const auto* p : parts) all_bf16 = all_bf16 && bf16_as_is(*p->weight, precision);
     AlignedBuffer<float> bias(static_cast<std::size_t>(3 * h));
-    i = 0;
-    for (const std::string* name : {&q, &k, &v}) {
-      copy_as_f32(find(*name + ".bias", {h}, true), bias.data() + i * h);
-      ++i;
-    }
+    for (int i = 0; i < 3; ++i) copy_as_f32(*parts[i]->bias, bias.data() + i * h);
     ops::Linear l;
     if (all_bf16) {
       AlignedBuffer<std::uint16_t> weight(3 * part_size);
-      for (int p = 0; p < 3; ++p)
-        std::memcpy(weight.data() + p * part_size, parts[p]->data, part_size * 2);
+      for (int i = 0; i < 3; ++i)
+        std::memcpy(weight.data() + i * part_size, parts[i]->weight->data, part_size * 2);
       l = ops::Linear::prepare(device_, weight.data(), ops::DType::kBf16, bias.data(), 3 * h, h,
                                precision, input_max);
     } else {
       AlignedBuffer<float> weight(3 * part_size);
-      for (int p = 0; p < 3; ++p) copy_as_f32(*parts[p], weight.data() + p * part_size);
+      for (int i = 0; i < 3; ++i) copy_as_f32(*parts[i]->weight, weight.data() + i * part_size);
       l = ops::Linear::prepare(device_, weight.data(), ops::DType::kF32, bias.data(), 3 * h, h,
                                precision, input_max);
     }
-    for (const auto* t : parts) release(*t);
+    for (const auto* p : parts) w_.tensors_.release(*p->weight);
     w_.stats_.packed_bytes += l.bytes();
     return l;
   }
+
   float* own(std::size_t count) {
     w_.owned_.emplace_back(count);
     w_.stats_.converted_bytes += count * sizeof(float);
     return w_.owned_.back().data();
   }
 
-  // Every tensor of the checkpoint is either used or known to be safe to ignore.
-  void check_all_used(std::vector<std::string>* warnings) const {
-    std::vector<std::string> ignored;
-    for (const auto* t : w_.checkpoint_.tensors()) {
-      if (used_.count(t->name)) continue;
-      std::string bare = t->name.rfind(base_, 0) == 0 ? t->name.substr(base_.size()) : t->name;
-      if (is_ignorable_extra(bare) || is_ignorable_extra(t->name) ||
-          bare.rfind("pooler.", 0) == 0) {
-        ignored.push_back(t->name);
-        continue;
-      }
-      fail("{}: unexpected tensor '{}' for {} ({})", t->file->string(), t->name,
-           w_.config_.architecture.empty() ? w_.config_.family_name() : w_.config_.architecture,
-           "the checkpoint and config.json describe different models");
-    }
-    if (warnings && !ignored.empty()) {
-      warnings->push_back(fmt::format("ignored {} tensor(s) the task does not use (e.g. '{}')",
-                                      ignored.size(), ignored.front()));
-    }
-  }
-
  private:
-  const io::TensorView& find(const std::string& name, const std::vector<std::int64_t>& shape,
-                             bool in_base) {
-    const std::string full = (in_base ? base_ : "") + name;
-    const io::TensorView* t = w_.checkpoint_.find(full);
-    if (t == nullptr) {
-      std::string where = w_.checkpoint_.files().size() == 1
-                              ? w_.checkpoint_.files()[0]->path().string()
-                              : w_.directory_.string();
-      fail("{}: missing tensor '{}' (needed by {} with the sizes in config.json)", where, full,
-           w_.config_.architecture.empty() ? w_.config_.family_name() : w_.config_.architecture);
-    }
-    if (t->shape != shape) {
-      std::string want = "[";
-      for (std::size_t i = 0; i < shape.size(); ++i)
-        want += (i ? ", " : "") + std::to_string(shape[i]);
-      want += "]";
-      fail("{}: tensor '{}' has shape {} but config.json implies {}", t->file->string(), full,
-           t->shape_string(), want);
-    }
-    if (t->dtype != io::DType::kF32 && t->dtype != io::DType::kF16 &&
-        t->dtype != io::DType::kBF16 && t->dtype != io::DType::kF64) {
-      fail("{}: tensor '{}' has dtype {}; weights must be F32, F16, BF16 or F64", t->file->string(),
-           full, io::dtype_name(t->dtype));
-    }
-    if (used_.insert(full).second) {
-      w_.stats_.parameters += t->numel();
-      std::string dt(io::dtype_name(t->dtype));
-      if (w_.stats_.dtype.empty()) {
-        w_.stats_.dtype = dt;
-      } else if (w_.stats_.dtype != dt && w_.stats_.dtype != "mixed") {
-        w_.stats_.dtype = "mixed";
-      }
-    }
-    return *t;
-  }
-
-  static void copy_as_f32(const io::TensorView& t, float* out) {
+  static void copy_as_f32(const Tensor& t, float* out) {
     const std::int64_t n = t.numel();
     switch (t.dtype) {
       case io::DType::kF32:
@@ -206,16 +110,9 @@ class WeightLoader {
     }
   }
 
-  const float* convert(const io::TensorView& t) {
-    float* out = own(static_cast<std::size_t>(t.numel()));
-    copy_as_f32(t, out);
-    release(t);
-    return out;
-  }
-
   // The tensor as float32: in place when it is, else a copy in `scratch` that lives until the
   // next use of the same scratch (GEMM weights are packed right away).
-  static const float* as_f32(const io::TensorView& t, AlignedBuffer<float>& scratch) {
+  static const float* as_f32(const Tensor& t, AlignedBuffer<float>& scratch) {
     if (t.dtype == io::DType::kF32) return reinterpret_cast<const float*>(t.data);
     scratch.resize(static_cast<std::size_t>(t.numel()));
     copy_as_f32(t, scratch.data());
@@ -224,16 +121,13 @@ class WeightLoader {
 
   // A bf16 tensor for a bf16 or int8 layer is packed (or quantized) from the checkpoint's
   // bits, never widened.
-  static bool bf16_as_is(const io::TensorView& t, ops::Precision precision) {
+  static bool bf16_as_is(const Tensor& t, ops::Precision precision) {
     return t.dtype == io::DType::kBF16 &&
            (precision == ops::Precision::kBf16 || precision == ops::Precision::kInt8);
   }
-  void release(const io::TensorView& t) { w_.checkpoint_.release(t); }
 
   Weights& w_;
   const ops::Device& device_;
-  std::string base_;
-  std::set<std::string> used_;
   AlignedBuffer<float> temp_, bias_temp_;
 };
 
@@ -243,17 +137,6 @@ ops::Precision checked_precision(ops::Precision precision) {
   if (precision == ops::Precision::kAuto)
     fail("internal: weights need a resolved precision (fp32 or bf16), not auto");
   return precision;
-}
-
-// DistilBERT's fixed table: even columns sin(pos / 10000^(2i/d)), odd columns cos of the same.
-void fill_sinusoidal(float* out, std::int64_t positions, std::int64_t dim) {
-  for (std::int64_t pos = 0; pos < positions; ++pos) {
-    for (std::int64_t j = 0; j < dim; ++j) {
-      double angle =
-          static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(j / 2) / dim);
-      out[pos * dim + j] = static_cast<float>(j % 2 == 0 ? std::sin(angle) : std::cos(angle));
-    }
-  }
 }
 
 }  // namespace
@@ -378,95 +261,61 @@ std::shared_ptr<const Weights> Weights::load_with(const std::filesystem::path& m
   w->kept_.assign(keep.begin(), keep.end());
   std::sort(w->kept_.begin(), w->kept_.end());
   w->directory_ = model_dir;
+  w->tensors_ = ModelTensors::open(model_dir, config, warnings);
   w->config_ = std::move(config);
-  w->checkpoint_ = io::Checkpoint::open(model_dir);
-  w->stats_.file_bytes = w->checkpoint_.total_bytes();
-  const ModelConfig& c = w->config_;
-  const std::int64_t h = c.hidden_size, inter = c.intermediate_size;
-  WeightLoader L(*w, device);
-  // The encoder layers' precision (the head stays fp32), per GEMM for an int8 plan.
-  auto lp_for = [&](std::int64_t layer, GemmSlot slot) {
-    const bool kept = std::binary_search(w->kept_.begin(), w->kept_.end(), GemmId{layer, slot});
-    return kept ? ops::int8_fallback_precision() : w->precision_;
-  };
-  auto range = [&](std::int64_t layer, GemmSlot slot) -> const float* {
-    if (!ranges || lp_for(layer, slot) != ops::Precision::kInt8) return nullptr;
-    return ranges->of(GemmId{layer, slot});
-  };
+  const TensorStats& found = w->tensors_.stats();
+  w->stats_.parameters = found.parameters;
+  w->stats_.file_bytes = found.file_bytes;
+  w->stats_.dtype = found.dtype;
   w->smoothed_ = ranges != nullptr && precision == ops::Precision::kInt8;
+  const ModelConfig& c = w->config_;
+  const ModelTensors& t = w->tensors_;
+  WeightLoader L(*w, device);
 
   auto& e = w->embeddings_;
-  e.word = L.f32("embeddings.word_embeddings.weight", {c.vocab_size, h});
-  if (c.family == Family::kDistilBert && c.sinusoidal_positions &&
-      !L.has("embeddings.position_embeddings.weight")) {
-    float* table = L.own(static_cast<std::size_t>(c.max_position_embeddings * h));
-    fill_sinusoidal(table, c.max_position_embeddings, h);
-    e.position = table;
+  e.word = L.f32(t.word_embeddings());
+  if (t.position_embeddings()) {
+    e.position = L.f32(*t.position_embeddings());
   } else {
-    e.position = L.f32("embeddings.position_embeddings.weight", {c.max_position_embeddings, h});
+    float* table = L.own(static_cast<std::size_t>(c.max_position_embeddings * c.hidden_size));
+    fill_sinusoidal(table, c.max_position_embeddings, c.hidden_size);
+    e.position = table;
   }
-  if (c.type_vocab_size > 0) {
-    e.token_type = L.f32("embeddings.token_type_embeddings.weight", {c.type_vocab_size, h});
-  }
-  e.norm = L.norm("embeddings.LayerNorm");
+  if (t.token_type_embeddings()) e.token_type = L.f32(*t.token_type_embeddings());
+  e.norm = L.norm(t.embedding_norm());
 
-  w->layers_.reserve(static_cast<std::size_t>(c.num_layers));
+  // The encoder layers' precision per GEMM (an int8 plan keeps some in the fallback precision)
+  // and, for int8 ones, the input ranges that smooth them. The head stays fp32.
+  auto precision_of = [&](GemmId id) {
+    const bool kept = std::binary_search(w->kept_.begin(), w->kept_.end(), id);
+    return kept ? ops::int8_fallback_precision() : w->precision_;
+  };
+  auto range = [&](GemmId id) -> const float* {
+    return ranges && precision_of(id) == ops::Precision::kInt8 ? ranges->of(id) : nullptr;
+  };
+  auto prepare = [&](const LinearTensors& lt, std::int64_t layer, GemmSlot slot) {
+    return L.linear(lt, precision_of({layer, slot}), range({layer, slot}));
+  };
+  w->layers_.reserve(t.layers().size());
   for (std::int64_t i = 0; i < c.num_layers; ++i) {
+    const LayerTensors& lt = t.layers()[static_cast<std::size_t>(i)];
     LayerWeights layer;
-    const ops::Precision qkv_p = lp_for(i, GemmSlot::kQkv),
-                         attn_out_p = lp_for(i, GemmSlot::kAttnOut),
-                         ffn_in_p = lp_for(i, GemmSlot::kFfnIn),
-                         ffn_out_p = lp_for(i, GemmSlot::kFfnOut);
-    if (c.family == Family::kDistilBert) {
-      const std::string p = fmt::format("transformer.layer.{}.", i);
-      layer.qkv = L.fused_qkv(p + "attention.q_lin", p + "attention.k_lin", p + "attention.v_lin",
-                              qkv_p, range(i, GemmSlot::kQkv));
-      layer.attn_out =
-          L.linear(p + "attention.out_lin", h, h, true, attn_out_p, range(i, GemmSlot::kAttnOut));
-      layer.attn_norm = L.norm(p + "sa_layer_norm");
-      layer.ffn_in = L.linear(p + "ffn.lin1", inter, h, true, ffn_in_p, range(i, GemmSlot::kFfnIn));
-      layer.ffn_out =
-          L.linear(p + "ffn.lin2", h, inter, true, ffn_out_p, range(i, GemmSlot::kFfnOut));
-      layer.ffn_norm = L.norm(p + "output_layer_norm");
-    } else {
-      const std::string p = fmt::format("encoder.layer.{}.", i);
-      layer.qkv = L.fused_qkv(p + "attention.self.query", p + "attention.self.key",
-                              p + "attention.self.value", qkv_p, range(i, GemmSlot::kQkv));
-      layer.attn_out = L.linear(p + "attention.output.dense", h, h, true, attn_out_p,
-                                range(i, GemmSlot::kAttnOut));
-      layer.attn_norm = L.norm(p + "attention.output.LayerNorm");
-      layer.ffn_in =
-          L.linear(p + "intermediate.dense", inter, h, true, ffn_in_p, range(i, GemmSlot::kFfnIn));
-      layer.ffn_out =
-          L.linear(p + "output.dense", h, inter, true, ffn_out_p, range(i, GemmSlot::kFfnOut));
-      layer.ffn_norm = L.norm(p + "output.LayerNorm");
-    }
+    const GemmId qkv{i, GemmSlot::kQkv};
+    layer.qkv = L.fused_qkv(lt, precision_of(qkv), range(qkv));
+    layer.attn_out = prepare(lt.attn_out, i, GemmSlot::kAttnOut);
+    layer.attn_norm = L.norm(lt.attn_norm);
+    layer.ffn_in = prepare(lt.ffn_in, i, GemmSlot::kFfnIn);
+    layer.ffn_out = prepare(lt.ffn_out, i, GemmSlot::kFfnOut);
+    layer.ffn_norm = L.norm(lt.ffn_norm);
     w->layers_.push_back(std::move(layer));
   }
-
-  if (c.head == Head::kSequenceClassification) {
-    const std::int64_t labels = c.num_labels;
+  if (t.head()) {
     ClassifierWeights head;
-    switch (c.family) {
-      case Family::kBert:
-        head.dense = L.linear("pooler.dense", h, h);
-        head.dense_act = ops::Activation::kTanh;
-        head.out = L.linear("classifier", labels, h, /*in_base=*/false);
-        break;
-      case Family::kRoberta:
-        head.dense = L.linear("classifier.dense", h, h, false);
-        head.dense_act = ops::Activation::kTanh;
-        head.out = L.linear("classifier.out_proj", labels, h, false);
-        break;
-      case Family::kDistilBert:
-        head.dense = L.linear("pre_classifier", h, h, false);
-        head.dense_act = ops::Activation::kRelu;
-        head.out = L.linear("classifier", labels, h, false);
-        break;
-    }
+    head.dense = L.linear(t.head()->dense);
+    head.dense_act = t.head()->dense_activation;
+    head.out = L.linear(t.head()->out);
     w->classifier_ = std::move(head);
   }
-  L.check_all_used(warnings);
   return w;
 }
 

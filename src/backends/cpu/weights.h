@@ -14,7 +14,7 @@
 
 #include "backend/backend.h"
 #include "core/aligned_buffer.h"
-#include "io/safetensors.h"
+#include "model/tensors.h"
 #include "model/config.h"
 #include "model/gemm_plan.h"
 #include "backends/cpu/ops.h"
@@ -110,7 +110,7 @@ class Weights {
 
   std::filesystem::path directory_;
   model::ModelConfig config_;
-  io::Checkpoint checkpoint_;                // keeps the mapping alive
+  model::ModelTensors tensors_;              // keeps the mapping alive
   std::vector<AlignedBuffer<float>> owned_;  // converted or computed float32 tensors
   EmbeddingWeights embeddings_;
   std::vector<LayerWeights> layers_;

@@ -1,0 +1,96 @@
+#pragma once
+// The checkpoint's tensors as an encoder uses them, by role: every tensor config.json implies is
+// found (under the names transformers uses for each family), its shape checked against the
+// config and its dtype one a backend can take (F32, F16, BF16, F64); each is a view of the read-
+// only file mapping. Nothing here knows a device: packing for a GEMM library, converting dtypes
+// or uploading to an accelerator is the backend's (backends/cpu/weights.h).
+//
+// Immutable after open(); the views stay valid while the ModelTensors lives.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "model/config.h"
+
+namespace mcinfer::model {
+
+using Tensor = io::TensorView;
+
+struct NormTensors {
+  const Tensor* gamma = nullptr;  // [hidden]
+  const Tensor* beta = nullptr;   // [hidden]
+};
+
+struct LinearTensors {
+  const Tensor* weight = nullptr;  // [out, in] (PyTorch layout)
+  const Tensor* bias = nullptr;    // [out]
+};
+
+struct LayerTensors {
+  LinearTensors query, key, value;  // each [hidden, hidden]
+  LinearTensors attn_out;           // [hidden, hidden]
+  NormTensors attn_norm;
+  LinearTensors ffn_in;   // [intermediate, hidden], followed by config.hidden_act
+  LinearTensors ffn_out;  // [hidden, intermediate]
+  NormTensors ffn_norm;
+};
+
+// The sequence-classification head on the first token: dense + activation (tanh for BERT's
+// pooler and RoBERTa's head, ReLU for DistilBERT's pre_classifier), then the projection.
+struct HeadTensors {
+  LinearTensors dense;  // [hidden, hidden]
+  Activation dense_activation = Activation::kTanh;
+  LinearTensors out;  // [labels, hidden]
+};
+
+struct TensorStats {
+  std::int64_t parameters = 0;   // elements of every tensor the model uses
+  std::uint64_t file_bytes = 0;  // bytes of all tensors in the checkpoint files
+  std::string dtype;             // of the tensors used ("F32", "F16", "BF16", "mixed")
+};
+
+class ModelTensors {
+ public:
+  // Opens the checkpoint in `dir` (model.safetensors or a sharded index) and finds every tensor
+  // of `config`. Throws Error naming the file and the tensor: missing, of the wrong shape or
+  // dtype, or unexpected (the checkpoint and config.json describe different models); tensors
+  // known to be safe to ignore (pre-training heads, saved buffers) are noted in `warnings`.
+  static ModelTensors open(const std::filesystem::path& dir, const ModelConfig& config,
+                           std::vector<std::string>* warnings = nullptr);
+
+  const ModelConfig& config() const { return config_; }
+  const Tensor& word_embeddings() const { return *word_; }  // [vocab, hidden]
+  // [max_positions, hidden]; null for a DistilBERT checkpoint with sinusoidal positions and no
+  // stored table (sinusoidal_table() computes it).
+  const Tensor* position_embeddings() const { return position_; }
+  const Tensor* token_type_embeddings() const { return token_type_; }  // null for DistilBERT
+  const NormTensors& embedding_norm() const { return embedding_norm_; }
+  const std::vector<LayerTensors>& layers() const { return layers_; }
+  const std::optional<HeadTensors>& head() const { return head_; }
+  const TensorStats& stats() const { return stats_; }
+
+  // After a backend has copied a tensor into its own form, its pages may leave memory.
+  void release(const Tensor& tensor) const { checkpoint_.release(tensor); }
+
+ private:
+  friend class TensorFinder;
+  ModelConfig config_;
+  io::Checkpoint checkpoint_;
+  const Tensor* word_ = nullptr;
+  const Tensor* position_ = nullptr;
+  const Tensor* token_type_ = nullptr;
+  NormTensors embedding_norm_;
+  std::vector<LayerTensors> layers_;
+  std::optional<HeadTensors> head_;
+  TensorStats stats_;
+};
+
+// DistilBERT's fixed position table [positions, dim]: even columns sin(pos / 10000^(2i/d)),
+// odd columns cos of the same.
+void fill_sinusoidal(float* out, std::int64_t positions, std::int64_t dim);
+
+}  // namespace mcinfer::model
