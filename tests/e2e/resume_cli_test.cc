@@ -185,6 +185,48 @@ TEST(ResumeSafety, RefusesDifferentFlagsModelOrInput) {
   EXPECT_NE(r.err.find("add --resume"), std::string::npos) << r.err;
 }
 
+// A shards directory written by an earlier mcinfer (run.json without the record format this
+// build writes, or with another) is refused with a clear message, never misread; the record a
+// run writes names every value by name.
+TEST(ResumeSafety, RefusesTheRecordOfAnotherFormat) {
+  auto dir = testing::scratch_dir("resume_format");
+  auto input = write_rows(dir, 60);
+  auto shards = dir / "shards";
+  CliOptions crash;
+  crash.env = {"MCINFER_FAULT=shard-write:2"};
+  ASSERT_EQ(run_cli(args(input, dir / "out.csv", shards, "dynamic", false), crash).exit_code, 137);
+  Json record = read_json_file(shards / "run.json");
+  EXPECT_EQ(record["record_format"], 2);
+  const Json& flags = record["fingerprint"]["flags"];
+  EXPECT_EQ(flags["precision"], "fp32");
+  EXPECT_EQ(flags["activation"], "sigmoid");
+  EXPECT_EQ(flags["schedule"], "dynamic");
+  EXPECT_EQ(flags["backend"], "cpu");
+
+  for (const Json& format : {Json(nullptr), Json(1), Json(3)}) {
+    Json old = record;
+    if (format.is_null()) {
+      old.erase("record_format");
+    } else {
+      old["record_format"] = format;
+    }
+    std::ofstream(shards / "run.json", std::ios::trunc) << old.dump(2) << "\n";
+    auto r = run_cli(args(input, dir / "out.csv", shards, "dynamic", true));
+    EXPECT_EQ(r.exit_code, 1) << format.dump();
+    EXPECT_NE(r.err.find(fmt::format("its run.json has record format {}, written by another "
+                                     "mcinfer version (this one writes format 2)",
+                                     format.is_null() ? 1 : format.get<int>())),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(dir / "out.csv"));
+  }
+  // The record as written resumes to the uninterrupted output.
+  std::ofstream(shards / "run.json", std::ios::trunc) << record.dump(2) << "\n";
+  ASSERT_EQ(run_cli(args(input, dir / "out.csv", shards, "dynamic", true)).exit_code, 0);
+  ASSERT_EQ(run_cli(args(input, dir / "want.csv", dir / "fresh", "dynamic", false)).exit_code, 0);
+  expect_same(dir / "out.csv", testing::read_table(dir / "want.csv"), "resumed");
+}
+
 TEST(ResumeSafety, SignalStopsCleanlyAndSaysHowToResume) {
   auto dir = testing::scratch_dir("resume_signal");
   auto input = write_rows(dir, 30000);

@@ -1,6 +1,7 @@
-// The forward pass against transformers: every fixture of tests/fixtures/models (tiny random
-// checkpoints written by tools/gen_fixtures.py with the reference outputs of transformers),
-// on every instruction set this CPU runs, with 1 and 2 threads and both epilogue modes.
+// The CPU engine against transformers: every fixture of tests/fixtures/models on every
+// instruction set this CPU runs, with 1 and 2 threads and both epilogue modes, down to the last
+// hidden state of each real token. (tests/backend checks every backend, this one included,
+// through the seam: outputs, padding invariance, refusals.)
 #include "backends/cpu/encoder.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +10,7 @@
 
 #include "core/json.h"
 #include "support/paths.h"
-#include "support/reference.h"
+#include "support/model_fixtures.h"
 
 namespace mcinfer::cpu {
 using namespace model;
@@ -18,44 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 constexpr float kTolerance = 1e-4f;
 
-std::vector<std::string> fixture_names() {
-  std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(testing::fixture("models"))) {
-    if (entry.is_directory()) names.push_back(entry.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-struct Inputs {
-  std::int64_t batch = 0, length = 0;
-  std::vector<std::int32_t> ids, mask, types;
-  std::vector<SequenceInput> sequences;
-};
-
-Inputs load_inputs(const testing::Reference& ref) {
-  Inputs in;
-  auto shape = ref.shape("input_ids");
-  in.batch = shape[0];
-  in.length = shape[1];
-  in.ids = ref.ints("input_ids");
-  in.mask = ref.ints("attention_mask");
-  in.types = ref.ints("token_type_ids");
-  for (std::int64_t b = 0; b < in.batch; ++b) {
-    const std::size_t off = static_cast<std::size_t>(b * in.length),
-                      n = static_cast<std::size_t>(in.length);
-    in.sequences.push_back({std::span(in.ids).subspan(off, n), std::span(in.types).subspan(off, n),
-                            std::span(in.mask).subspan(off, n)});
-  }
-  return in;
-}
-
 void expect_close(const std::vector<float>& got, const std::vector<float>& want,
                   const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  float worst = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
-  EXPECT_LE(worst, kTolerance) << what << ": max abs error " << worst;
+  EXPECT_LE(testing::max_abs_error(got, want), kTolerance) << what;
 }
 
 struct Variant {
@@ -80,7 +46,7 @@ TEST_P(FixtureTest, MatchesTransformers) {
   const fs::path dir = testing::fixture("models/" + GetParam());
   testing::Reference ref(dir / "reference.safetensors");
   Json meta = read_json_file(dir / "reference.json");
-  Inputs in = load_inputs(ref);
+  testing::FixtureInputs in = testing::load_fixture_inputs(ref);
   const bool classify = meta["task"] == "classify";
 
   for (const Variant& v : variants()) {
@@ -142,45 +108,7 @@ TEST_P(FixtureTest, MatchesTransformers) {
   }
 }
 
-// A sequence's outputs do not depend on what else is in its batch or how it was padded.
-TEST_P(FixtureTest, PaddingAndBatchmatesNeverChangeAnOutput) {
-  const fs::path dir = testing::fixture("models/" + GetParam());
-  testing::Reference ref(dir / "reference.safetensors");
-  Inputs in = load_inputs(ref);
-  auto device = ops::Device::cpu();
-  auto weights = Weights::load(dir, *device);
-  Encoder encoder(weights, *device, 1);
-  TaskSpec task{TaskKind::kEmbed, Pooling::kMean, false};
-  std::vector<float> batch_out, alone;
-  encoder.predict(in.sequences, task, batch_out);
-  const std::int64_t h = weights->config().hidden_size;
-  for (std::int64_t b = 0; b < in.batch; ++b) {
-    // The same row with its padding stripped, then with extra padding appended.
-    std::vector<std::int32_t> ids, types;
-    for (std::int64_t i = 0; i < in.length; ++i) {
-      if (in.mask[b * in.length + i]) {
-        ids.push_back(in.ids[b * in.length + i]);
-        types.push_back(in.types[b * in.length + i]);
-      }
-    }
-    std::vector<std::int32_t> padded_ids = ids, padded_types = types, padded_mask(ids.size(), 1);
-    for (int extra = 0; extra < 7; ++extra) {
-      padded_ids.push_back(static_cast<std::int32_t>(weights->config().pad_token_id));
-      padded_types.push_back(0);
-      padded_mask.push_back(0);
-    }
-    for (bool pad : {false, true}) {
-      SequenceInput one = pad ? SequenceInput{padded_ids, padded_types, padded_mask}
-                              : SequenceInput{ids, types, {}};
-      encoder.predict(std::span(&one, 1), task, alone);
-      for (std::int64_t j = 0; j < h; ++j) {
-        ASSERT_NEAR(alone[j], batch_out[b * h + j], 1e-5) << "row " << b << " pad " << pad;
-      }
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureTest, ::testing::ValuesIn(fixture_names()),
+INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureTest, ::testing::ValuesIn(testing::model_fixture_names()),
                          [](const auto& info) { return info.param; });
 
 TEST(Encoder, RejectsIdsOutsideTheModel) {

@@ -1,0 +1,155 @@
+// Every backend this build has, through the seam only (backend/backend.h), against transformers
+// and against the CPU backend: every model fixture (each architecture, head, activation and
+// dtype), every output a task can ask for. The next backend is tested from its first line by
+// being listed in backend::built_backends(); nothing here is specific to one of them.
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "backend/registry.h"
+#include "core/json.h"
+#include "model/model_dir.h"
+#include "support/model_fixtures.h"
+
+namespace mcinfer {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr float kTolerance = 1e-4f;  // fp32 against transformers' fp32
+
+using Param = std::tuple<std::string, std::string>;  // backend, fixture
+
+struct Prepared {
+  std::unique_ptr<backend::Backend> backend;
+  std::shared_ptr<const backend::PreparedModel> model;
+  std::unique_ptr<backend::Replica> replica;
+};
+
+Prepared prepare(const std::string& name, const fs::path& dir) {
+  Prepared p;
+  p.backend = backend::make_backend({name});
+  p.model = p.backend->prepare(model::ModelDir::open(dir), {}, nullptr);
+  p.replica = p.model->make_replica(1);
+  return p;
+}
+
+// The outputs a fixture's reference holds, with the task that asks for each.
+std::vector<std::pair<std::string, model::TaskSpec>> reference_tasks(bool classify) {
+  using model::OutputActivation, model::Pooling, model::TaskKind;
+  std::vector<std::pair<std::string, model::TaskSpec>> tasks = {
+      {"pooled_mean", {TaskKind::kEmbed, Pooling::kMean, false}},
+      {"pooled_mean_normalized", {TaskKind::kEmbed, Pooling::kMean, true}},
+      {"pooled_cls", {TaskKind::kEmbed, Pooling::kCls, false}},
+  };
+  if (classify) {
+    tasks.push_back(
+        {"logits", {TaskKind::kClassify, Pooling::kCls, false, OutputActivation::kNone}});
+    tasks.push_back({"probs", {TaskKind::kClassify, Pooling::kCls, false}});
+  }
+  return tasks;
+}
+
+class BackendFixture : public ::testing::TestWithParam<Param> {
+ protected:
+  const std::string& backend_name() const { return std::get<0>(GetParam()); }
+  fs::path dir() const { return testing::fixture("models/" + std::get<1>(GetParam())); }
+};
+
+TEST_P(BackendFixture, MatchesTransformersAndTheCpuBackend) {
+  const testing::Reference ref(dir() / "reference.safetensors");
+  const Json meta = read_json_file(dir() / "reference.json");
+  const testing::FixtureInputs in = testing::load_fixture_inputs(ref);
+  Prepared got = prepare(backend_name(), dir());
+  Prepared cpu = prepare("cpu", dir());
+  EXPECT_EQ(got.model->config().hidden_size, meta["hidden_size"].get<std::int64_t>());
+  EXPECT_EQ(got.model->precision(), model::Precision::kFp32);
+  for (const auto& [name, task] : reference_tasks(meta["task"] == "classify")) {
+    std::vector<float> out, cpu_out;
+    got.replica->predict(in.sequences, task, out);
+    cpu.replica->predict(in.sequences, task, cpu_out);
+    EXPECT_EQ(static_cast<std::int64_t>(out.size()),
+              in.batch * model::output_dim(got.model->config(), task))
+        << name;
+    EXPECT_LE(testing::max_abs_error(out, ref.floats(name)), kTolerance)
+        << backend_name() << " vs transformers: " << name;
+    EXPECT_LE(testing::max_abs_error(out, cpu_out), kTolerance)
+        << backend_name() << " vs the cpu backend: " << name;
+  }
+  EXPECT_GT(got.replica->last_flops(), 0);
+}
+
+// A sequence's outputs do not depend on what else is in its batch or how it was padded.
+TEST_P(BackendFixture, PaddingAndBatchmatesNeverChangeAnOutput) {
+  const testing::Reference ref(dir() / "reference.safetensors");
+  const testing::FixtureInputs in = testing::load_fixture_inputs(ref);
+  Prepared p = prepare(backend_name(), dir());
+  const model::TaskSpec task{model::TaskKind::kEmbed, model::Pooling::kMean, false};
+  std::vector<float> batch_out, alone;
+  p.replica->predict(in.sequences, task, batch_out);
+  const std::int64_t h = p.model->config().hidden_size;
+  for (std::int64_t b = 0; b < in.batch; ++b) {
+    // The same row with its padding stripped, then with extra padding appended.
+    std::vector<std::int32_t> ids, types;
+    for (std::int64_t i = 0; i < in.length; ++i) {
+      if (in.mask[b * in.length + i]) {
+        ids.push_back(in.ids[b * in.length + i]);
+        types.push_back(in.types[b * in.length + i]);
+      }
+    }
+    std::vector<std::int32_t> padded_ids = ids, padded_types = types, padded_mask(ids.size(), 1);
+    for (int extra = 0; extra < 7; ++extra) {
+      padded_ids.push_back(static_cast<std::int32_t>(p.model->config().pad_token_id));
+      padded_types.push_back(0);
+      padded_mask.push_back(0);
+    }
+    for (bool pad : {false, true}) {
+      const model::SequenceInput one = pad
+                                           ? model::SequenceInput{padded_ids, padded_types,
+                                                                  padded_mask}
+                                           : model::SequenceInput{ids, types, {}};
+      p.replica->predict(std::span(&one, 1), task, alone);
+      for (std::int64_t j = 0; j < h; ++j)
+        ASSERT_NEAR(alone[j], batch_out[b * h + j], 1e-5) << "row " << b << " pad " << pad;
+    }
+  }
+}
+
+// Ids outside the model are refused by name, on every backend, before anything is computed.
+TEST_P(BackendFixture, RefusesIdsOutsideTheVocabulary) {
+  Prepared p = prepare(backend_name(), dir());
+  const std::vector<std::int32_t> ids = {0, static_cast<std::int32_t>(p.model->config().vocab_size)};
+  const model::SequenceInput one{ids, {}, {}};
+  std::vector<float> out;
+  try {
+    p.replica->predict(std::span(&one, 1), {}, out);
+    FAIL() << "an id equal to the vocabulary size was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sequence 0"), std::string::npos) << e.what();
+  }
+}
+
+std::vector<Param> params() {
+  std::vector<Param> out;
+  for (const auto& b : backend::built_backends())
+    for (const auto& f : testing::model_fixture_names()) out.emplace_back(b, f);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Built, BackendFixture, ::testing::ValuesIn(params()),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
+
+TEST(Registry, NamesTheBuiltBackendsForAnUnknownOne) {
+  try {
+    backend::make_backend({"tpu9"});
+    FAIL() << "an unknown backend was made";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--backend tpu9: not a backend of this build (built: cpu"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mcinfer
