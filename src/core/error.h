@@ -1,6 +1,7 @@
 #pragma once
 // Errors that cross a boundary (a file, a row, a flag) are thrown as mcinfer::Error with a
-// message that names the place; the CLI prints it and exits non-zero.
+// message that names the place; the CLI prints it and exits non-zero. The error types are public
+// (include/mcinfer/errors.h); the helpers here are the library's own.
 
 #include <fmt/format.h>
 
@@ -8,18 +9,9 @@
 #include <string>
 #include <utility>
 
+#include "mcinfer/errors.h"
+
 namespace mcinfer {
-
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
-};
-
-// A flag or argument combination that cannot work; the CLI exits with status 2 for these.
-class UsageError : public Error {
- public:
-  explicit UsageError(const std::string& message) : Error(message) {}
-};
 
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {

@@ -20,10 +20,7 @@
 namespace mcinfer::sched {
 
 // Thrown when a bound is not met; the CLI exits with status 4.
-class PrecisionCheckError : public Error {
- public:
-  explicit PrecisionCheckError(const std::string& message) : Error(message) {}
-};
+using mcinfer::PrecisionCheckError;
 
 struct PrecisionBounds {
   std::optional<double> min_cosine;     // every sampled row's output vs fp32

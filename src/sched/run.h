@@ -68,10 +68,7 @@ struct RunOptions {
 };
 
 // Thrown when RunOptions::stop was set: the batches finished so far are durable in the shards.
-class StoppedError : public Error {
- public:
-  explicit StoppedError(const std::string& message) : Error(message) {}
-};
+using mcinfer::StoppedError;
 
 // Runs the job; throws Error (nothing at --output) on any failure. Returns the report.
 Json run_job(const RunOptions& options);

@@ -61,6 +61,33 @@ void check_flags(const RunOptions& o) {
 
 }  // namespace
 
+TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
+  TaskPlan plan;
+  const model::ModelConfig& config = dir.config();
+  if (dir.has_tokenizer()) plan.tokenizer = tokenizer::Tokenizer::load(dir.path());
+  model::TaskSpec& task = plan.task;
+  task.kind = request.task.value_or(dir.default_task().value);
+  if (task.kind == model::TaskKind::kClassify &&
+      config.head != model::Head::kSequenceClassification) {
+    fail_usage("{}: {} has no classification head; use --task embed", dir.path().string(),
+               config.architecture.empty() ? config.family_name() : config.architecture);
+  }
+  task.activation = request.activation;
+  if (task.kind == model::TaskKind::kEmbed) {
+    plan.embedding = dir.embedding_plan(request.pooling, request.normalize);
+    task.pooling = plan.embedding->pooling.value;
+    task.normalize = plan.embedding->normalize.value;
+    task.dense = dir.load_dense(*plan.embedding);
+  }
+  plan.max_len =
+      dir.max_len(plan.tokenizer ? plan.tokenizer->model_max_length() : std::nullopt,
+                  request.max_len)
+          .value;
+  plan.schema = make_schema(config, task.kind, plan.embedding ? plan.embedding->output_dim : 0);
+  plan.dim = static_cast<std::int64_t>(plan.schema.columns.size());
+  return plan;
+}
+
 RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir,
                  const backend::Backend& backend) {
   RunPlan plan;
@@ -68,27 +95,9 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir,
   plan.out_format = output_format(o.output);
   plan.replicas = o.replicas > 0 ? o.replicas : backend.replica_slots();
   check_flags(o);
+  static_cast<TaskPlan&>(plan) =
+      plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len});
   const model::ModelConfig& config = dir.config();
-  if (dir.has_tokenizer()) plan.tokenizer = tokenizer::Tokenizer::load(o.model_dir);
-
-  model::TaskSpec& task = plan.task;
-  task.kind = o.task.value_or(dir.default_task().value);
-  if (task.kind == model::TaskKind::kClassify &&
-      config.head != model::Head::kSequenceClassification) {
-    fail_usage("{}: {} has no classification head; use --task embed", o.model_dir.string(),
-               config.architecture.empty() ? config.family_name() : config.architecture);
-  }
-  task.activation = o.activation;
-  if (task.kind == model::TaskKind::kEmbed) {
-    plan.embedding = dir.embedding_plan(o.pooling, o.normalize);
-    task.pooling = plan.embedding->pooling.value;
-    task.normalize = plan.embedding->normalize.value;
-    task.dense = dir.load_dense(*plan.embedding);
-  }
-  plan.max_len =
-      dir.max_len(plan.tokenizer ? plan.tokenizer->model_max_length() : std::nullopt, o.max_len)
-          .value;
-
   FeedOptions& feed = plan.feed;
   feed.input = o.input;
   feed.format = plan.in_format;
@@ -98,10 +107,6 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir,
   feed.vocab_size = config.vocab_size;
   feed.type_vocab_size = config.type_vocab_size;
   feed.strip_text = dir.strips_text();
-
-  plan.schema =
-      make_schema(config, task.kind, plan.embedding ? plan.embedding->output_dim : 0);
-  plan.dim = static_cast<std::int64_t>(plan.schema.columns.size());
   return plan;
 }
 

@@ -16,17 +16,35 @@
 
 namespace mcinfer::sched {
 
-struct RunPlan {
-  data::Format in_format = data::Format::kCsv;
-  data::Format out_format = data::Format::kCsv;
-  int replicas = 1;
+// What a model directory and the task options resolve to: for a run, and for the library's
+// Model (include/mcinfer/model.h).
+struct TaskPlan {
   model::TaskSpec task;
   std::optional<model::EmbeddingPlan> embedding;  // embed only
   std::size_t max_len = 0;
-  std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null: the input holds token ids
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null: inputs must be token ids
+  data::PredictionSchema schema;                    // the output columns
+  std::int64_t dim = 0;                             // values per output row
+};
+
+struct TaskRequest {
+  std::optional<model::TaskKind> task;
+  std::optional<model::PoolingModes> pooling;
+  std::optional<bool> normalize;
+  model::OutputActivation activation = model::OutputActivation::kAuto;
+  std::optional<std::size_t> max_len;
+};
+
+// Defaults: embed for a sentence-transformers model, else classify when the model has a head,
+// else embed; pooling and normalize from the sentence-transformers modules, else mean pooling
+// without normalisation. Throws UsageError for a task the model cannot do.
+TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request);
+
+struct RunPlan : TaskPlan {
+  data::Format in_format = data::Format::kCsv;
+  data::Format out_format = data::Format::kCsv;
+  int replicas = 1;
   FeedOptions feed;
-  data::PredictionSchema schema;
-  std::int64_t dim = 0;  // values per output row
 };
 
 // Checks the flags and resolves the plan; throws UsageError or Error naming what is wrong.

@@ -41,6 +41,7 @@ struct CliOptions {
   int signal_after_ms = 0;       // > 0: send `signal` after this long (if still running)
   int signal = 9;
   long file_size_limit = 0;  // > 0: RLIMIT_FSIZE in bytes for the child
+  std::string program;       // another program to run than mcinfer (default: cli_path())
 };
 
 CliResult run_cli(const std::vector<std::string>& args, const CliOptions& options);
@@ -61,7 +62,7 @@ inline CliResult run_cli(const std::vector<std::string>& args, const CliOptions&
              ("mcinfer_cli_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
   std::filesystem::create_directories(dir);
   auto out_path = dir / "stdout", err_path = dir / "stderr";
-  std::string cli = cli_path().string();
+  std::string cli = options.program.empty() ? cli_path().string() : options.program;
   std::vector<char*> argv;
   argv.push_back(cli.data());
   std::vector<std::string> copy = args;

@@ -17,7 +17,7 @@
 #include "backend/registry.h"
 #include "model/model_dir.h"
 #include "sched/replica_pool.h"
-#include "sched/run.h"
+#include "mcinfer/run.h"
 
 namespace mcinfer::cli {
 namespace {
@@ -49,7 +49,7 @@ int run_end_to_end(const BenchOptions& o) {
   const std::filesystem::path out_dir =
       std::filesystem::temp_directory_path() / fmt::format("mcinfer_bench_{}", ::getpid());
   std::filesystem::create_directories(out_dir);
-  sched::RunOptions ro;
+  RunOptions ro;
   ro.model_dir = o.model_dir;
   ro.input = o.input;
   ro.output = out_dir / "out.csv";
@@ -58,11 +58,11 @@ int run_end_to_end(const BenchOptions& o) {
   ro.quiet = true;
   ro.profile = true;
   ro.pin_threads = o.pin;
-  ro.precision = parse_precision_flag(o.precision);
+  ro.precision = o.precision;
   ro.backend = o.backend;
   Json report;
   try {
-    report = sched::run_job(ro);
+    report = Json::parse(mcinfer::run(ro));
   } catch (...) {
     std::filesystem::remove_all(out_dir);
     throw;

@@ -8,8 +8,7 @@
 
 #include "commands.h"
 #include "core/error.h"
-#include "sched/precision_check.h"
-#include "sched/run.h"
+#include "mcinfer/run.h"
 
 namespace mcinfer::cli {
 namespace {
@@ -37,38 +36,22 @@ void install_stop_handlers() {
 }
 
 struct RunFlags {
-  sched::RunOptions options;
-  std::string model_dir, input, output;
-  std::string format, task, pooling, normalize, activation = "auto", replicas = "auto",
-                                                schedule = "dynamic";
+  RunFlags() { options.precision = "auto"; }  // the CLI's default; the library's is fp32
+  RunOptions options;
+  std::string format, task, pooling, normalize, replicas = "auto";
   std::string on_bad_row = "error";
   std::string shards_dir, report;
   std::string text_pair_col;
-  std::optional<std::size_t> max_len;  // absent: the model's (0 is refused, not "the default")
-  std::string precision = "auto";
-  std::optional<std::size_t> check_precision;
-  std::optional<double> min_cosine, min_agreement;
   std::vector<std::string> argv;
 };
 
 int run_run(RunFlags& f) {
-  sched::RunOptions& o = f.options;
-  o.model_dir = f.model_dir;
-  o.input = f.input;
-  o.output = f.output;
+  RunOptions& o = f.options;
   if (!f.format.empty()) o.format = f.format;
-  if (!f.text_pair_col.empty()) o.columns.text_pair_col = f.text_pair_col;
-  if (!f.task.empty()) o.task = model::parse_task(f.task);
-  if (!f.pooling.empty()) o.pooling = model::PoolingModes(*model::parse_pooling(f.pooling));
-  if (f.normalize == "true") o.normalize = true;
-  if (f.normalize == "false") o.normalize = false;
-  o.activation =
-      model::parse_output_activation(f.activation).value_or(model::OutputActivation::kAuto);
-  o.max_len = f.max_len;
-  o.precision = parse_precision_flag(f.precision);
-  o.check_precision_rows = f.check_precision;
-  o.min_cosine = f.min_cosine;
-  o.min_agreement = f.min_agreement;
+  if (!f.text_pair_col.empty()) o.text_pair_col = f.text_pair_col;
+  if (!f.task.empty()) o.task = f.task;
+  if (!f.pooling.empty()) o.pooling = f.pooling;
+  if (!f.normalize.empty()) o.normalize = f.normalize == "true";
   if (f.replicas != "auto") {
     try {
       std::size_t used = 0;
@@ -78,7 +61,6 @@ int run_run(RunFlags& f) {
       fail_usage("--replicas must be a positive number or 'auto', not '{}'", f.replicas);
     }
   }
-  o.schedule = sched::kScheduleNames.parse(f.schedule).value_or(sched::Schedule::kDynamic);
   o.skip_bad_rows = f.on_bad_row == "skip";
   if (!f.shards_dir.empty()) o.shards_dir = f.shards_dir;
   if (!f.report.empty()) o.report_path = f.report;
@@ -86,11 +68,11 @@ int run_run(RunFlags& f) {
   o.stop = &g_stop_requested;
   install_stop_handlers();
   try {
-    sched::run_job(o);
-  } catch (const sched::StoppedError& e) {
+    mcinfer::run(o);
+  } catch (const StoppedError& e) {
     fmt::print(stderr, "mcinfer: {}\n", e.what());
     return 128 + g_stop_signal.load();
-  } catch (const sched::PrecisionCheckError& e) {
+  } catch (const PrecisionCheckError& e) {
     fmt::print(stderr, "mcinfer: {}\n", e.what());
     return kExitPrecisionCheck;
   }
@@ -102,18 +84,18 @@ int run_run(RunFlags& f) {
 Action add_run_command(CLI::App& app, const Invocation& invocation) {
   auto f = std::make_shared<RunFlags>();
   CLI::App* sub = app.add_subcommand("run", "Run a model over every row of a CSV or JSONL file");
-  sub->add_option("model_dir", f->model_dir,
+  sub->add_option("model_dir", f->options.model_dir,
                   "Hugging Face model directory (config.json, *.safetensors, tokenizer)")
       ->required();
-  sub->add_option("--input", f->input, "Input rows: .csv (with a header) or .jsonl")->required();
-  sub->add_option("--output", f->output,
+  sub->add_option("--input", f->options.input, "Input rows: .csv (with a header) or .jsonl")->required();
+  sub->add_option("--output", f->options.output,
                   "Predictions: .csv or .jsonl, written atomically at the end")
       ->required();
   sub->add_option("--format", f->format, "Input format when the extension does not say")
       ->check(CLI::IsMember({"csv", "jsonl"}));
-  sub->add_option("--id-col", f->options.columns.id_col, "Id column (absent: row numbers)")
+  sub->add_option("--id-col", f->options.id_col, "Id column (absent: row numbers)")
       ->capture_default_str();
-  sub->add_option("--text-col", f->options.columns.text_col, "Text column")->capture_default_str();
+  sub->add_option("--text-col", f->options.text_col, "Text column")->capture_default_str();
   sub->add_option("--text-pair-col", f->text_pair_col, "Second text column, for sentence pairs");
   sub->add_option("--task", f->task,
                   "classify or embed (default: classify when the model has a head)")
@@ -127,26 +109,26 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                 "L2-normalise embeddings, or not (default: yes when the sentence-transformers "
                 "modules list Normalize); --normalize=false works too")
       ->check(CLI::IsMember({"true", "false"}));
-  sub->add_option("--activation", f->activation, "Classifier outputs (auto: from problem_type)")
+  sub->add_option("--activation", f->options.activation, "Classifier outputs (auto: from problem_type)")
       ->check(CLI::IsMember({"auto", "softmax", "sigmoid", "none"}))
       ->capture_default_str();
-  sub->add_option("--max-len", f->max_len,
+  sub->add_option("--max-len", f->options.max_len,
                   "Tokens per sequence, special tokens included (default: the model's)")
       ->check(whole_number());
-  sub->add_option("--precision", f->precision,
+  sub->add_option("--precision", f->options.precision,
                   "fp32, bf16, int8, or auto: bf16 where the CPU has native bf16 dot products "
                   "(avx512_bf16, AMX), else fp32 (auto never picks int8)")
       ->check(CLI::IsMember({"auto", "fp32", "bf16", "int8"}))
       ->capture_default_str();
-  sub->add_option("--check-precision", f->check_precision,
+  sub->add_option("--check-precision", f->options.check_precision_rows,
                   "Rows sampled evenly from the input and compared against fp32 before a "
                   "reduced-precision run (default 32; 0: no check); with int8 they also choose "
                   "which GEMMs stay out of int8");
-  sub->add_option("--min-cosine", f->min_cosine,
+  sub->add_option("--min-cosine", f->options.min_cosine,
                   "Stop before writing anything (exit 4) if a sampled row's cosine to fp32 is "
                   "lower")
       ->check(CLI::Range(-1.0, 1.0));
-  sub->add_option("--min-agreement", f->min_agreement,
+  sub->add_option("--min-agreement", f->options.min_agreement,
                   "Classifiers: stop (exit 4) if the share of sampled rows with the fp32 argmax is "
                   "lower")
       ->check(CLI::Range(0.0, 1.0));
@@ -162,7 +144,7 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("--backend", f->options.backend,
                   "Device family: cpu (the default and the only one of this build)")
       ->capture_default_str();
-  sub->add_option("--schedule", f->schedule,
+  sub->add_option("--schedule", f->options.schedule,
                   "dynamic (length-sorted, token budget) or static (DistributedSampler)")
       ->check(CLI::IsMember({"dynamic", "static"}))
       ->capture_default_str();

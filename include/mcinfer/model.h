@@ -1,0 +1,72 @@
+#pragma once
+// mcinfer as a library: load a Hugging Face model directory once, then compute a matrix of
+// outputs (class scores or sentence embeddings, one row per input) for texts or token ids, on
+// every replica of the chosen backend. What `mcinfer run` does for one file, without files.
+//
+// Threading: a Model may be used from one thread at a time; each predict() call runs on all
+// of the model's replicas and returns when every row is done.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mcinfer/errors.h"
+
+namespace mcinfer {
+
+struct ModelOptions {
+  std::string backend = "cpu";     // a backend of this build (`mcinfer run --backend`)
+  std::string precision = "fp32";  // fp32, bf16, int8 or auto (as `mcinfer run --precision`)
+  int replicas = 0;                // 0: the backend's slots (CPU: one per physical core)
+  int threads_per_replica = 1;
+  // "classify", "embed", or empty: as `mcinfer run` decides (sentence-transformers → embed, a
+  // classification head → classify, else embed with the directory's pooling).
+  std::string task;
+  std::optional<std::size_t> max_len;  // tokens per sequence; default: the model's
+  // Embeddings: pooling (mean, cls, max, mean_sqrt_len, weightedmean, lasttoken) and L2
+  // normalisation; default: the sentence-transformers modules, else mean without.
+  std::string pooling;
+  std::optional<bool> normalize;
+};
+
+// Row-major outputs: rows × columns, one row per input, in input order.
+struct Matrix {
+  std::size_t rows = 0, cols = 0;
+  std::vector<float> values;         // [rows, cols]
+  std::vector<std::string> columns;  // the labels, or e0 … e{cols-1} for embeddings
+  float at(std::size_t row, std::size_t col) const { return values.at(row * cols + col); }
+};
+
+class Model {
+ public:
+  // Throws Error (UsageError for options) naming the file, tensor or option at fault.
+  static Model load(const std::filesystem::path& model_dir, const ModelOptions& options = {});
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  std::string backend() const;
+  std::string precision() const;  // as resolved: fp32, bf16 or int8
+  std::string task() const;       // classify or embed
+  int replicas() const;
+  std::size_t max_len() const;
+
+  // Texts through the model's tokenizer (truncated to max_len), with an optional second text
+  // per row for sentence pairs (`pairs` empty, or as long as `texts`).
+  Matrix predict(const std::vector<std::string>& texts,
+                 const std::vector<std::string>& pairs = {}) const;
+  // Token ids with the special tokens already in place; each row at most max_len long, every id
+  // inside the vocabulary (else Error naming the row).
+  Matrix predict_ids(const std::vector<std::vector<std::int32_t>>& ids) const;
+
+ private:
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mcinfer
