@@ -33,9 +33,9 @@ done <<<"$block"
 
 # ARCHITECTURE: "up to N tokens our fused kernel" against the constant.
 stated=$(grep -oE 'up to [0-9]+ tokens our fused kernel' "$root/docs/ARCHITECTURE.md" | grep -oE '[0-9]+' | head -1 || true)
-actual=$(grep -oE 'kOwnAttentionMaxLen = [0-9]+' "$root/src/cpu/attention.h" | grep -oE '[0-9]+$' || true)
+actual=$(grep -oE 'kOwnAttentionMaxLen = [0-9]+' "$root/src/backends/cpu/attention.h" | grep -oE '[0-9]+$' || true)
 [ -n "$stated" ] && [ -n "$actual" ] ||
-  complain "could not find the attention crossover in docs/ARCHITECTURE.md or src/cpu/attention.h"
+  complain "could not find the attention crossover in docs/ARCHITECTURE.md or src/backends/cpu/attention.h"
 [ "$stated" = "$actual" ] ||
   complain "docs/ARCHITECTURE.md says our fused attention runs up to $stated tokens; attention.h says $actual"
 

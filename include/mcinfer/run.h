@@ -20,8 +20,9 @@ struct RunOptions {
   std::string id_col = "id";
   std::string text_col = "text";
   std::optional<std::string> text_pair_col;
-  std::optional<std::string> task;     // classify or embed; default from the model directory
-  std::optional<std::string> pooling;  // embed: mean, cls, max, mean_sqrt_len, weightedmean, lasttoken
+  std::optional<std::string> task;  // classify or embed; default from the model directory
+  std::optional<std::string>
+      pooling;  // embed: mean, cls, max, mean_sqrt_len, weightedmean, lasttoken
   std::optional<bool> normalize;
   std::string activation = "auto";  // classify: auto, softmax, sigmoid or none
   std::optional<std::size_t> max_len;

@@ -133,14 +133,16 @@ Matrix Model::Impl::run(const std::vector<std::vector<std::int32_t>>& ids,
       batch.clear();
       std::int64_t tokens = 0;
       std::size_t end = begin;
-      while (end < last && (batch.empty() || tokens + static_cast<std::int64_t>(ids[end].size()) <=
-                                                 kBatchTokens)) {
+      while (end < last && (batch.empty() ||
+                            tokens + static_cast<std::int64_t>(ids[end].size()) <= kBatchTokens)) {
         tokens += static_cast<std::int64_t>(ids[end].size());
-        batch.push_back({ids[end], types.empty() ? std::span<const std::int32_t>() : types[end], {}});
+        batch.push_back(
+            {ids[end], types.empty() ? std::span<const std::int32_t>() : types[end], {}});
         ++end;
       }
       replica.predict(batch, plan.task, out);
-      std::copy(out.begin(), out.end(), m.values.begin() + static_cast<std::ptrdiff_t>(begin * m.cols));
+      std::copy(out.begin(), out.end(),
+                m.values.begin() + static_cast<std::ptrdiff_t>(begin * m.cols));
       begin = end;
     }
   });

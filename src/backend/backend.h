@@ -117,8 +117,8 @@ class PreparedModel {
 class GemmProbe {
  public:
   virtual ~GemmProbe() = default;
-  virtual void run() = 0;               // one pass over the four GEMMs
-  virtual double flops() const = 0;     // of one pass
+  virtual void run() = 0;            // one pass over the four GEMMs
+  virtual double flops() const = 0;  // of one pass
 };
 
 // A family of devices. Immutable after construction.
@@ -136,9 +136,9 @@ class Backend {
 
   // The model of `dir` ready to run; throws Error naming the file and tensor on any
   // inconsistency; `warnings` receives notes about ignored tensors.
-  virtual std::shared_ptr<const PreparedModel> prepare(const model::ModelDir& dir,
-                                                       const PrepareOptions& options,
-                                                       std::vector<std::string>* warnings) const = 0;
+  virtual std::shared_ptr<const PreparedModel> prepare(
+      const model::ModelDir& dir, const PrepareOptions& options,
+      std::vector<std::string>* warnings) const = 0;
   // A model of a known shape with seeded random weights and no files (bench --shape).
   virtual std::shared_ptr<const PreparedModel> synthetic(const model::ModelConfig& config,
                                                          model::Precision precision) const = 0;

@@ -8,7 +8,8 @@ namespace mcinfer::backend {
 std::vector<std::string> built_backends() { return {"cpu"}; }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
-  if (options.name == "cpu") return cpu::make_cpu_backend(options.cpu_isa, options.cpu_epilogue_in_kernel);
+  if (options.name == "cpu")
+    return cpu::make_cpu_backend(options.cpu_isa, options.cpu_epilogue_in_kernel);
   std::string names;
   for (const auto& n : built_backends()) names += (names.empty() ? "" : ", ") + n;
   fail_usage("--backend {}: not a backend of this build (built: {})", options.name, names);

@@ -16,7 +16,8 @@
 namespace mcinfer::data {
 
 enum class Format { kCsv, kJsonl };
-inline constexpr EnumNames<Format, 2> kFormatNames{{{{Format::kCsv, "csv"}, {Format::kJsonl, "jsonl"}}}};
+inline constexpr EnumNames<Format, 2> kFormatNames{
+    {{{Format::kCsv, "csv"}, {Format::kJsonl, "jsonl"}}}};
 inline std::string_view format_name(Format format) { return kFormatNames.name(format); }
 
 // From --format when given ("csv" or "jsonl"), else from the file's extension

@@ -31,8 +31,7 @@ std::int64_t bounded(const JsonObject& obj, std::string_view key, std::int64_t l
   return *v;
 }
 
-Activation parse_activation(const JsonObject& obj, std::string_view key,
-                                 const std::string& name) {
+Activation parse_activation(const JsonObject& obj, std::string_view key, const std::string& name) {
   if (name == "gelu") return Activation::kGeluErf;
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
     return Activation::kGeluTanh;

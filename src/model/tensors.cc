@@ -37,9 +37,7 @@ class TensorFinder {
     }
   }
 
-  bool has(const std::string& name) const {
-    return t_.checkpoint_.find(base_ + name) != nullptr;
-  }
+  bool has(const std::string& name) const { return t_.checkpoint_.find(base_ + name) != nullptr; }
 
   const Tensor& find(const std::string& name, const std::vector<std::int64_t>& shape,
                      bool in_base = true) {

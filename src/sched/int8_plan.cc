@@ -107,8 +107,7 @@ Int8Plan plan_int8(const model::ModelDir& dir, const backend::Backend& backend,
     options.int8_keep = keep;
     options.int8_ranges = reference ? &ranges : nullptr;
     plan.weights = backend.prepare(dir, options, warnings);
-    plan.summary =
-        model::int8_plan_summary(plan.weights->int8_kept(), layers, plan.kept_precision);
+    plan.summary = model::int8_plan_summary(plan.weights->int8_kept(), layers, plan.kept_precision);
   };
   load(request.keep.value_or(std::vector<model::GemmId>{}));
   if (!reference) return plan;  // no check rows: nothing to calibrate, measure or choose with

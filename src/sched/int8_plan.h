@@ -25,12 +25,12 @@ struct GemmError {
 
 struct Int8Plan {
   std::shared_ptr<const backend::PreparedModel> weights;  // int8, with the kept GEMMs
-  std::optional<PrecisionCheck> check;            // of those weights (nullopt: no check rows)
-  std::vector<GemmError> errors;                  // measured, largest first (empty: not measured)
-  bool automatic = false;                         // kept GEMMs chosen here, not by --int8-keep
-  int attempts = 0;                               // weight sets checked
-  std::string summary;                            // "int8: 46 of 48 GEMMs, bf16: layer 11 FFN out"
-  std::string kept_precision;                     // the backend's int8 fallback ("bf16", "fp32")
+  std::optional<PrecisionCheck> check;  // of those weights (nullopt: no check rows)
+  std::vector<GemmError> errors;        // measured, largest first (empty: not measured)
+  bool automatic = false;               // kept GEMMs chosen here, not by --int8-keep
+  int attempts = 0;                     // weight sets checked
+  std::string summary;                  // "int8: 46 of 48 GEMMs, bf16: layer 11 FFN out"
+  std::string kept_precision;           // the backend's int8 fallback ("bf16", "fp32")
   Json to_json() const;
 };
 

@@ -132,8 +132,7 @@ PrecisionCheck check_against(const PrecisionReference& reference,
   check.precision = std::string(model::precision_name(checked->precision()));
   check.rows = reference.rows.size();
   std::int64_t dim = 0;
-  const std::vector<float> got =
-      outputs(reference.rows, std::move(checked), task, threads, dim);
+  const std::vector<float> got = outputs(reference.rows, std::move(checked), task, threads, dim);
   if (dim != reference.dim)
     fail("internal: precision check output widths {} and {}", dim, reference.dim);
   const std::vector<float>& want = reference.outputs;

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/error.h"
 #include "core/json.h"
-#include "backend/backend.h"
 #include "model/model_dir.h"
 #include "sched/row_feeder.h"
 

@@ -145,8 +145,8 @@ void compute_and_merge(const RunOptions& o, const RunPlan& plan,
     source = std::move(s);
   } else {
     feeder.skip_done(&done);
-    source = std::make_unique<DynamicSource>(
-        feeder, DynamicOptions{o.window_rows, o.batch_tokens}, plan.replicas);
+    source = std::make_unique<DynamicSource>(feeder, DynamicOptions{o.window_rows, o.batch_tokens},
+                                             plan.replicas);
   }
   // What the progress line needs to know of the input, from the feeder (safe from any thread).
   auto publish_input_progress = [&] {
@@ -202,11 +202,11 @@ void compute_and_merge(const RunOptions& o, const RunPlan& plan,
     pool.run(replica_loop, [&] { source->stop(); });
   }
   if (signalled) {
-    throw StoppedError(fmt::format(
-        "stopped before the end of the input: {} rows are durable in {} and nothing "
-        "was written at {}. To finish, {}",
-        counters.rows_done.load(), shards.path().string(), o.output.string(),
-        shards.resume_hint()));
+    throw StoppedError(
+        fmt::format("stopped before the end of the input: {} rows are durable in {} and nothing "
+                    "was written at {}. To finish, {}",
+                    counters.rows_done.load(), shards.path().string(), o.output.string(),
+                    shards.resume_hint()));
   }
   tally.computed = Clock::now();
   tally.feed = feeder.stats();
@@ -242,13 +242,11 @@ Json run_job(const RunOptions& o) {
   if (!o.quiet) fmt::print(stderr, "mcinfer: {}\n", precision.reason);
 
   std::vector<std::string> warnings;
-  const PreparedRun prepared =
-      prepare_model(o, plan, dir, *backend, precision.precision, warnings);
+  const PreparedRun prepared = prepare_model(o, plan, dir, *backend, precision.precision, warnings);
   const MemoryPlan memory = check_memory(o, plan, *backend, *prepared.model);
 
   ShardsDir shards(o, run_fingerprint(o, plan, dir, prepared),
-                   data::prediction_header(plan.schema, plan.out_format), plan.replicas,
-                   warnings);
+                   data::prediction_header(plan.schema, plan.out_format), plan.replicas, warnings);
   RunTally tally(plan.replicas, started);
   try {
     compute_and_merge(o, plan, prepared.model, shards, tally);
@@ -265,9 +263,16 @@ Json run_job(const RunOptions& o) {
   }
   tally.finished = Clock::now();
 
-  const ReportInputs in{o,         plan,      dir,    *backend, precision, prepared.check,
+  const ReportInputs in{o,
+                        plan,
+                        dir,
+                        *backend,
+                        precision,
+                        prepared.check,
                         prepared.int8_plan ? &*prepared.int8_plan : nullptr,
-                        memory,    shards,    warnings};
+                        memory,
+                        shards,
+                        warnings};
   const Json report = make_report(in, tally);
   if (o.report_path) {
     AtomicFile file(*o.report_path);

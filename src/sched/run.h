@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "data/rows.h"
-#include "core/enum_names.h"
 #include "model/precision.h"
 #include "model/task.h"
 #include "tokenizer/tokenizer.h"

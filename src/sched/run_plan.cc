@@ -79,17 +79,15 @@ TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
     task.normalize = plan.embedding->normalize.value;
     task.dense = dir.load_dense(*plan.embedding);
   }
-  plan.max_len =
-      dir.max_len(plan.tokenizer ? plan.tokenizer->model_max_length() : std::nullopt,
-                  request.max_len)
-          .value;
+  plan.max_len = dir.max_len(plan.tokenizer ? plan.tokenizer->model_max_length() : std::nullopt,
+                             request.max_len)
+                     .value;
   plan.schema = make_schema(config, task.kind, plan.embedding ? plan.embedding->output_dim : 0);
   plan.dim = static_cast<std::int64_t>(plan.schema.columns.size());
   return plan;
 }
 
-RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir,
-                 const backend::Backend& backend) {
+RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend::Backend& backend) {
   RunPlan plan;
   plan.in_format = data::resolve_format(o.input, o.format);
   plan.out_format = output_format(o.output);

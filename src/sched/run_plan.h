@@ -52,16 +52,15 @@ RunPlan plan_run(const RunOptions& options, const model::ModelDir& dir,
                  const backend::Backend& backend);
 
 struct MemoryPlan {
-  std::int64_t batch_tokens = 0;    // the largest batch a replica may get
-  std::uint64_t per_replica = 0;    // its activations
-  std::uint64_t input_bytes = 0;    // the read-ahead of the dynamic schedule
-  std::uint64_t weight_bytes = 0;   // the prepared model, already resident
+  std::int64_t batch_tokens = 0;   // the largest batch a replica may get
+  std::uint64_t per_replica = 0;   // its activations
+  std::uint64_t input_bytes = 0;   // the read-ahead of the dynamic schedule
+  std::uint64_t weight_bytes = 0;  // the prepared model, already resident
 };
 
 // One copy of the weights + every replica's activations for the largest batch; throws Error
 // saying which flag to lower when it does not fit in the memory available.
 MemoryPlan check_memory(const RunOptions& options, const RunPlan& plan,
-                        const backend::Backend& backend,
-                        const backend::PreparedModel& model);
+                        const backend::Backend& backend, const backend::PreparedModel& model);
 
 }  // namespace mcinfer::sched

@@ -35,9 +35,8 @@ std::vector<fs::path> shard_files(const fs::path& dir) {
 
 }  // namespace
 
-ShardsDir::ShardsDir(const RunOptions& o, const Json& fingerprint,
-                     const std::string& shard_header, int replicas,
-                     std::vector<std::string>& warnings)
+ShardsDir::ShardsDir(const RunOptions& o, const Json& fingerprint, const std::string& shard_header,
+                     int replicas, std::vector<std::string>& warnings)
     : options_(o),
       path_(o.shards_dir.value_or(o.output.string() + fmt::format(".shards-{}", ::getpid()))) {
   std::error_code ec;

@@ -19,8 +19,7 @@ Json replica_stats(const ReportInputs& in, const RunTally& tally) {
          {"rows", c.rows.load()},
          {"batches", c.batches.load()},
          {"busy_seconds", static_cast<double>(c.busy_ns.load()) / 1e9},
-         {"shard",
-          shard_path(in.shards.path(), r, in.plan.out_format).filename().string()}});
+         {"shard", shard_path(in.shards.path(), r, in.plan.out_format).filename().string()}});
   }
   return out;
 }

@@ -22,8 +22,8 @@ namespace fs = std::filesystem;
 
 struct ConsumerRun {
   testing::CliResult result;
-  std::string header;                      // "# backend precision task replicas"
-  std::vector<std::vector<double>> rows;   // one per input row
+  std::string header;                     // "# backend precision task replicas"
+  std::vector<std::vector<double>> rows;  // one per input row
 };
 
 ConsumerRun run_consumer(const std::vector<std::string>& args, const std::string& input) {
@@ -61,8 +61,8 @@ std::string consumer_input(const fs::path& csv, bool pairs, std::vector<std::str
   while (reader->next(row, bad) == data::RowReader::Result::kRow) {
     ids.push_back(row.id.text);
     const long pair_bytes = row.text_pair ? static_cast<long>(row.text_pair->size()) : -1;
-    input += fmt::format("{} {}\n", row.text.size(), pair_bytes) + row.text +
-             row.text_pair.value_or("");
+    input +=
+        fmt::format("{} {}\n", row.text.size(), pair_bytes) + row.text + row.text_pair.value_or("");
   }
   return input;
 }

@@ -103,10 +103,9 @@ TEST_P(BackendFixture, PaddingAndBatchmatesNeverChangeAnOutput) {
       padded_mask.push_back(0);
     }
     for (bool pad : {false, true}) {
-      const model::SequenceInput one = pad
-                                           ? model::SequenceInput{padded_ids, padded_types,
-                                                                  padded_mask}
-                                           : model::SequenceInput{ids, types, {}};
+      const model::SequenceInput one =
+          pad ? model::SequenceInput{padded_ids, padded_types, padded_mask}
+              : model::SequenceInput{ids, types, {}};
       p.replica->predict(std::span(&one, 1), task, alone);
       for (std::int64_t j = 0; j < h; ++j)
         ASSERT_NEAR(alone[j], batch_out[b * h + j], 1e-5) << "row " << b << " pad " << pad;
@@ -117,7 +116,8 @@ TEST_P(BackendFixture, PaddingAndBatchmatesNeverChangeAnOutput) {
 // Ids outside the model are refused by name, on every backend, before anything is computed.
 TEST_P(BackendFixture, RefusesIdsOutsideTheVocabulary) {
   Prepared p = prepare(backend_name(), dir());
-  const std::vector<std::int32_t> ids = {0, static_cast<std::int32_t>(p.model->config().vocab_size)};
+  const std::vector<std::int32_t> ids = {0,
+                                         static_cast<std::int32_t>(p.model->config().vocab_size)};
   const model::SequenceInput one{ids, {}, {}};
   std::vector<float> out;
   try {

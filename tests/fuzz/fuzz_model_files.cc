@@ -17,11 +17,11 @@
 #include <fstream>
 #include <string>
 
+#include "backend/registry.h"
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/model_dir.h"
-#include "backend/registry.h"
 
 namespace {
 

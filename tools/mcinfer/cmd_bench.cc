@@ -10,14 +10,14 @@
 #include <optional>
 #include <random>
 
+#include "backend/registry.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "core/system.h"
-#include "backend/registry.h"
+#include "mcinfer/run.h"
 #include "model/model_dir.h"
 #include "sched/replica_pool.h"
-#include "mcinfer/run.h"
 
 namespace mcinfer::cli {
 namespace {
@@ -175,8 +175,7 @@ int run_bench(const BenchOptions& o) {
   if (!o.isa.empty()) bo.cpu_isa = o.isa;
   bo.cpu_epilogue_in_kernel = o.epilogue == "kernel";
   const auto be = backend::make_backend(bo);
-  const model::PrecisionChoice precision =
-      be->resolve_precision(parse_precision_flag(o.precision));
+  const model::PrecisionChoice precision = be->resolve_precision(parse_precision_flag(o.precision));
   backend::PrepareOptions prepare;
   prepare.precision = precision.precision;
   auto model = o.shape.empty()

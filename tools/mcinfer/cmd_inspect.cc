@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "backend/registry.h"
 #include "commands.h"
 #include "core/json.h"
-#include "backend/registry.h"
 #include "model/model_dir.h"
 #include "tokenizer/tokenizer.h"
 

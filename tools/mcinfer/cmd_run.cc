@@ -87,7 +87,8 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("model_dir", f->options.model_dir,
                   "Hugging Face model directory (config.json, *.safetensors, tokenizer)")
       ->required();
-  sub->add_option("--input", f->options.input, "Input rows: .csv (with a header) or .jsonl")->required();
+  sub->add_option("--input", f->options.input, "Input rows: .csv (with a header) or .jsonl")
+      ->required();
   sub->add_option("--output", f->options.output,
                   "Predictions: .csv or .jsonl, written atomically at the end")
       ->required();
@@ -109,7 +110,8 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                 "L2-normalise embeddings, or not (default: yes when the sentence-transformers "
                 "modules list Normalize); --normalize=false works too")
       ->check(CLI::IsMember({"true", "false"}));
-  sub->add_option("--activation", f->options.activation, "Classifier outputs (auto: from problem_type)")
+  sub->add_option("--activation", f->options.activation,
+                  "Classifier outputs (auto: from problem_type)")
       ->check(CLI::IsMember({"auto", "softmax", "sigmoid", "none"}))
       ->capture_default_str();
   sub->add_option("--max-len", f->options.max_len,

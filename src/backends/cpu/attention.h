@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <span>
 
-#include "core/aligned_buffer.h"
 #include "backends/cpu/kernels.h"
+#include "core/aligned_buffer.h"
 
 namespace mcinfer::cpu {
 

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "core/error.h"
 #include "backends/cpu/attention_amx.h"
 #include "backends/cpu/gemm_engine.h"
+#include "core/error.h"
 
 namespace mcinfer::cpu {
 namespace {

@@ -103,8 +103,7 @@ class CpuGemmProbe final : public backend::GemmProbe {
   }
 
   void run() override {
-    for (const ops::Linear* l :
-         {&layer_.qkv, &layer_.attn_out, &layer_.ffn_in, &layer_.ffn_out}) {
+    for (const ops::Linear* l : {&layer_.qkv, &layer_.attn_out, &layer_.ffn_in, &layer_.ffn_out}) {
       if (type_ == ops::DType::kS8) {
         ctx_.gemm().library_s8(l->cpu_weights(), reinterpret_cast<const std::int8_t*>(in_.data()),
                                rows_, reinterpret_cast<std::int32_t*>(out_.data()));
@@ -181,9 +180,9 @@ std::unique_ptr<backend::Backend> make_cpu_backend(const std::optional<std::stri
     forced = parse_isa(*isa);
     if (!forced) fail_usage("--isa must be generic, avx2 or avx512, not '{}'", *isa);
   }
-  return std::make_unique<CpuBackend>(
-      ops::Device::cpu(forced),
-      epilogue_in_kernel ? ops::EpilogueMode::kOwnKernel : ops::EpilogueMode::kInGemm);
+  return std::make_unique<CpuBackend>(ops::Device::cpu(forced), epilogue_in_kernel
+                                                                    ? ops::EpilogueMode::kOwnKernel
+                                                                    : ops::EpilogueMode::kInGemm);
 }
 
 std::shared_ptr<const Weights> weights_of(const backend::PreparedModel& model) {

@@ -9,11 +9,11 @@
 #include <span>
 #include <vector>
 
+#include "backends/cpu/ops.h"
+#include "backends/cpu/weights.h"
 #include "core/aligned_buffer.h"
 #include "model/gemm_plan.h"
 #include "model/task.h"
-#include "backends/cpu/weights.h"
-#include "backends/cpu/ops.h"
 
 namespace mcinfer::cpu {
 

@@ -9,8 +9,8 @@
 #include <cmath>
 
 #include "core/json.h"
-#include "support/paths.h"
 #include "support/model_fixtures.h"
+#include "support/paths.h"
 
 namespace mcinfer::cpu {
 using namespace model;

@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/error.h"
 #include "backends/cpu/gemm_engine.h"
+#include "core/error.h"
 
 namespace mcinfer::cpu {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <tuple>
 
-#include "core/aligned_buffer.h"
 #include "backends/cpu/kernels.h"
+#include "core/aligned_buffer.h"
 
 namespace mcinfer::cpu {
 

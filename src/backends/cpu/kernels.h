@@ -4,8 +4,8 @@
 // (kernels_generic.cc, kernels_avx2.cc, kernels_avx512.cc) and a table is picked at run time.
 // All matrices are row-major float32 with the given row stride (ld, in elements).
 
-#include "model/activation.h"
 #include <cstdint>
+#include "model/activation.h"
 
 #include "backends/cpu/isa.h"
 

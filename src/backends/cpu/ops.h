@@ -12,13 +12,13 @@
 #include <span>
 #include <string>
 
-#include "core/aligned_buffer.h"
 #include "backend/profile.h"
 #include "backends/cpu/attention.h"
 #include "backends/cpu/attention_bf16.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels.h"
+#include "core/aligned_buffer.h"
 #include "model/precision.h"
 
 namespace mcinfer::ops {

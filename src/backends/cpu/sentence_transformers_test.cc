@@ -7,8 +7,8 @@
 
 #include <cmath>
 
-#include "core/json.h"
 #include "backends/cpu/encoder.h"
+#include "core/json.h"
 #include "model/model_dir.h"
 #include "support/paths.h"
 #include "support/reference.h"

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backends/cpu/ops.h"
 #include "core/aligned_buffer.h"
-#include "model/tensors.h"
 #include "model/config.h"
 #include "model/gemm_plan.h"
-#include "backends/cpu/ops.h"
+#include "model/tensors.h"
 
 namespace mcinfer::model {
 class ModelDir;
@@ -101,12 +101,10 @@ class Weights {
  private:
   Weights() = default;
   friend class WeightLoader;
-  static std::shared_ptr<const Weights> load_with(const std::filesystem::path& model_dir,
-                                                  model::ModelConfig config, const ops::Device& device,
-                                                  std::vector<std::string>* warnings,
-                                                  ops::Precision precision,
-                                                  std::span<const model::GemmId> keep,
-                                                  const model::InputRanges* ranges);
+  static std::shared_ptr<const Weights> load_with(
+      const std::filesystem::path& model_dir, model::ModelConfig config, const ops::Device& device,
+      std::vector<std::string>* warnings, ops::Precision precision,
+      std::span<const model::GemmId> keep, const model::InputRanges* ranges);
 
   std::filesystem::path directory_;
   model::ModelConfig config_;
