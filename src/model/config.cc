@@ -145,6 +145,94 @@ ModelConfig ModelConfig::shape(std::string_view name, std::int64_t num_labels) {
   return c;
 }
 
+// The network's sizes, under each family's config names, each bounded.
+void read_sizes(const JsonObject& obj, ModelConfig& c) {
+  if (c.family == Family::kDistilBert) {
+    c.vocab_size = bounded(obj, "vocab_size", 1, kMaxVocab);
+    c.hidden_size = bounded(obj, "dim", 1, kMaxHidden);
+    c.num_layers = bounded(obj, "n_layers", 1, kMaxLayers);
+    c.num_heads = bounded(obj, "n_heads", 1, kMaxHeads);
+    c.intermediate_size = bounded(obj, "hidden_dim", 1, kMaxIntermediate);
+    c.max_position_embeddings = bounded(obj, "max_position_embeddings", 1, kMaxPositions);
+    c.pad_token_id = bounded(obj, "pad_token_id", 0, kMaxVocab, 0);
+    c.hidden_act_name = obj.opt_string("activation").value_or("gelu");
+    c.hidden_act = parse_activation(obj, "activation", c.hidden_act_name);
+    c.sinusoidal_positions = obj.opt_bool("sinusoidal_pos_embds").value_or(false);
+    c.type_vocab_size = 0;
+    c.layer_norm_eps = 1e-12f;  // fixed in DistilBERT's code, not in its config
+  } else {
+    c.vocab_size = bounded(obj, "vocab_size", 1, kMaxVocab);
+    c.hidden_size = bounded(obj, "hidden_size", 1, kMaxHidden);
+    c.num_layers = bounded(obj, "num_hidden_layers", 1, kMaxLayers);
+    c.num_heads = bounded(obj, "num_attention_heads", 1, kMaxHeads);
+    c.intermediate_size = bounded(obj, "intermediate_size", 1, kMaxIntermediate);
+    c.max_position_embeddings = bounded(obj, "max_position_embeddings", 1, kMaxPositions);
+    c.type_vocab_size = bounded(obj, "type_vocab_size", 1, kMaxTypeVocab, 2);
+    c.pad_token_id =
+        bounded(obj, "pad_token_id", 0, kMaxVocab, c.family == Family::kRoberta ? 1 : 0);
+    c.hidden_act_name = obj.opt_string("hidden_act").value_or("gelu");
+    c.hidden_act = parse_activation(obj, "hidden_act", c.hidden_act_name);
+    double eps = obj.opt_number("layer_norm_eps").value_or(1e-12);
+    if (!(eps > 0 && eps < 1))
+      obj.fail_field("layer_norm_eps", fmt::format("{} is not in (0, 1)", eps));
+    c.layer_norm_eps = static_cast<float>(eps);
+    std::string pos = obj.opt_string("position_embedding_type").value_or("absolute");
+    if (pos != "absolute") {
+      obj.fail_field("position_embedding_type",
+                     fmt::format("'{}' is not supported (only absolute position embeddings)", pos));
+    }
+  }
+}
+
+// A classification head's labels (id2label, or num_labels) and problem type.
+void read_labels(const JsonObject& obj, ModelConfig& c) {
+  // transformers derives num_labels from id2label; num_labels alone appears in hand-written
+  // configs.
+  if (obj.has("id2label")) {
+    const Json& map = obj.raw("id2label");
+    if (!map.is_object() || map.empty())
+      obj.fail_field("id2label", "expected a non-empty object of id -> name");
+    if (static_cast<std::int64_t>(map.size()) > kMaxLabels)
+      obj.fail_field("id2label", "too many labels");
+    c.labels.assign(map.size(), "");
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      std::size_t id = 0;
+      const std::string& key = it.key();
+      bool numeric =
+          !key.empty() && key.size() < 10 &&
+          std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+      if (numeric) id = std::stoul(key);
+      if (!numeric || id >= map.size()) {
+        obj.fail_field("id2label",
+                       fmt::format("key '{}' is not an id in [0, {})", key, map.size()));
+      }
+      if (!it.value().is_string())
+        obj.fail_field("id2label", fmt::format("label of id {} is not a string", key));
+      c.labels[id] = it.value().get<std::string>();
+    }
+    c.num_labels = static_cast<std::int64_t>(c.labels.size());
+    if (auto n = obj.opt_int("num_labels"); n && *n != c.num_labels) {
+      obj.fail_field("num_labels",
+                     fmt::format("{} disagrees with the {} entries of id2label", *n, c.num_labels));
+    }
+  } else {
+    c.num_labels = bounded(obj, "num_labels", 1, kMaxLabels, 2);
+    for (std::int64_t i = 0; i < c.num_labels; ++i) c.labels.push_back(fmt::format("LABEL_{}", i));
+  }
+  std::optional<std::string> pt = obj.opt_string("problem_type");
+  if (!pt) {
+    c.problem_type = c.num_labels == 1 ? ProblemType::kRegression : ProblemType::kSingleLabel;
+  } else if (*pt == "single_label_classification") {
+    c.problem_type = ProblemType::kSingleLabel;
+  } else if (*pt == "multi_label_classification") {
+    c.problem_type = ProblemType::kMultiLabel;
+  } else if (*pt == "regression") {
+    c.problem_type = ProblemType::kRegression;
+  } else {
+    obj.fail_field("problem_type", fmt::format("'{}' is not a known problem type", *pt));
+  }
+}
+
 ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
   Json json = read_json_file(config_json, 16u << 20);
   JsonObject obj(json, config_json.string());
@@ -185,41 +273,7 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
                     c.architecture));
   }
 
-  if (c.family == Family::kDistilBert) {
-    c.vocab_size = bounded(obj, "vocab_size", 1, kMaxVocab);
-    c.hidden_size = bounded(obj, "dim", 1, kMaxHidden);
-    c.num_layers = bounded(obj, "n_layers", 1, kMaxLayers);
-    c.num_heads = bounded(obj, "n_heads", 1, kMaxHeads);
-    c.intermediate_size = bounded(obj, "hidden_dim", 1, kMaxIntermediate);
-    c.max_position_embeddings = bounded(obj, "max_position_embeddings", 1, kMaxPositions);
-    c.pad_token_id = bounded(obj, "pad_token_id", 0, kMaxVocab, 0);
-    c.hidden_act_name = obj.opt_string("activation").value_or("gelu");
-    c.hidden_act = parse_activation(obj, "activation", c.hidden_act_name);
-    c.sinusoidal_positions = obj.opt_bool("sinusoidal_pos_embds").value_or(false);
-    c.type_vocab_size = 0;
-    c.layer_norm_eps = 1e-12f;  // fixed in DistilBERT's code, not in its config
-  } else {
-    c.vocab_size = bounded(obj, "vocab_size", 1, kMaxVocab);
-    c.hidden_size = bounded(obj, "hidden_size", 1, kMaxHidden);
-    c.num_layers = bounded(obj, "num_hidden_layers", 1, kMaxLayers);
-    c.num_heads = bounded(obj, "num_attention_heads", 1, kMaxHeads);
-    c.intermediate_size = bounded(obj, "intermediate_size", 1, kMaxIntermediate);
-    c.max_position_embeddings = bounded(obj, "max_position_embeddings", 1, kMaxPositions);
-    c.type_vocab_size = bounded(obj, "type_vocab_size", 1, kMaxTypeVocab, 2);
-    c.pad_token_id =
-        bounded(obj, "pad_token_id", 0, kMaxVocab, c.family == Family::kRoberta ? 1 : 0);
-    c.hidden_act_name = obj.opt_string("hidden_act").value_or("gelu");
-    c.hidden_act = parse_activation(obj, "hidden_act", c.hidden_act_name);
-    double eps = obj.opt_number("layer_norm_eps").value_or(1e-12);
-    if (!(eps > 0 && eps < 1))
-      obj.fail_field("layer_norm_eps", fmt::format("{} is not in (0, 1)", eps));
-    c.layer_norm_eps = static_cast<float>(eps);
-    std::string pos = obj.opt_string("position_embedding_type").value_or("absolute");
-    if (pos != "absolute") {
-      obj.fail_field("position_embedding_type",
-                     fmt::format("'{}' is not supported (only absolute position embeddings)", pos));
-    }
-  }
+  read_sizes(obj, c);
   if (c.pad_token_id >= c.vocab_size) {
     obj.fail_field("pad_token_id",
                    fmt::format("{} is not below vocab_size {}", c.pad_token_id, c.vocab_size));
@@ -235,54 +289,7 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
   }
   c.torch_dtype = obj.opt_string("torch_dtype").value_or("");
 
-  if (c.head == Head::kSequenceClassification) {
-    // transformers derives num_labels from id2label; num_labels alone appears in hand-written
-    // configs.
-    if (obj.has("id2label")) {
-      const Json& map = obj.raw("id2label");
-      if (!map.is_object() || map.empty())
-        obj.fail_field("id2label", "expected a non-empty object of id -> name");
-      if (static_cast<std::int64_t>(map.size()) > kMaxLabels)
-        obj.fail_field("id2label", "too many labels");
-      c.labels.assign(map.size(), "");
-      for (auto it = map.begin(); it != map.end(); ++it) {
-        std::size_t id = 0;
-        const std::string& key = it.key();
-        bool numeric =
-            !key.empty() && key.size() < 10 &&
-            std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-        if (numeric) id = std::stoul(key);
-        if (!numeric || id >= map.size()) {
-          obj.fail_field("id2label",
-                         fmt::format("key '{}' is not an id in [0, {})", key, map.size()));
-        }
-        if (!it.value().is_string())
-          obj.fail_field("id2label", fmt::format("label of id {} is not a string", key));
-        c.labels[id] = it.value().get<std::string>();
-      }
-      c.num_labels = static_cast<std::int64_t>(c.labels.size());
-      if (auto n = obj.opt_int("num_labels"); n && *n != c.num_labels) {
-        obj.fail_field("num_labels", fmt::format("{} disagrees with the {} entries of id2label", *n,
-                                                 c.num_labels));
-      }
-    } else {
-      c.num_labels = bounded(obj, "num_labels", 1, kMaxLabels, 2);
-      for (std::int64_t i = 0; i < c.num_labels; ++i)
-        c.labels.push_back(fmt::format("LABEL_{}", i));
-    }
-    std::optional<std::string> pt = obj.opt_string("problem_type");
-    if (!pt) {
-      c.problem_type = c.num_labels == 1 ? ProblemType::kRegression : ProblemType::kSingleLabel;
-    } else if (*pt == "single_label_classification") {
-      c.problem_type = ProblemType::kSingleLabel;
-    } else if (*pt == "multi_label_classification") {
-      c.problem_type = ProblemType::kMultiLabel;
-    } else if (*pt == "regression") {
-      c.problem_type = ProblemType::kRegression;
-    } else {
-      obj.fail_field("problem_type", fmt::format("'{}' is not a known problem type", *pt));
-    }
-  }
+  if (c.head == Head::kSequenceClassification) read_labels(obj, c);
   return c;
 }
 
