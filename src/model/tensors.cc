@@ -119,30 +119,50 @@ class TensorFinder {
 
 namespace {
 
+// Where each family keeps a layer's tensors, below its layer prefix.
+struct LayerNames {
+  const char* prefix;  // with {} for the layer index
+  const char* query;
+  const char* key;
+  const char* value;
+  const char* attn_out;
+  const char* attn_norm;
+  const char* ffn_in;
+  const char* ffn_out;
+  const char* ffn_norm;
+};
+constexpr LayerNames kBertLayer{.prefix = "encoder.layer.{}.",
+                                .query = "attention.self.query",
+                                .key = "attention.self.key",
+                                .value = "attention.self.value",
+                                .attn_out = "attention.output.dense",
+                                .attn_norm = "attention.output.LayerNorm",
+                                .ffn_in = "intermediate.dense",
+                                .ffn_out = "output.dense",
+                                .ffn_norm = "output.LayerNorm"};
+constexpr LayerNames kDistilBertLayer{.prefix = "transformer.layer.{}.",
+                                      .query = "attention.q_lin",
+                                      .key = "attention.k_lin",
+                                      .value = "attention.v_lin",
+                                      .attn_out = "attention.out_lin",
+                                      .attn_norm = "sa_layer_norm",
+                                      .ffn_in = "ffn.lin1",
+                                      .ffn_out = "ffn.lin2",
+                                      .ffn_norm = "output_layer_norm"};
+
 LayerTensors find_layer(TensorFinder& f, const ModelConfig& c, std::int64_t i) {
   const std::int64_t h = c.hidden_size, inter = c.intermediate_size;
+  const LayerNames& n = c.family == Family::kDistilBert ? kDistilBertLayer : kBertLayer;
+  const std::string p = fmt::format(fmt::runtime(n.prefix), i);
   LayerTensors layer;
-  if (c.family == Family::kDistilBert) {
-    const std::string p = fmt::format("transformer.layer.{}.", i);
-    layer.query = f.linear(p + "attention.q_lin", h, h);
-    layer.key = f.linear(p + "attention.k_lin", h, h);
-    layer.value = f.linear(p + "attention.v_lin", h, h);
-    layer.attn_out = f.linear(p + "attention.out_lin", h, h);
-    layer.attn_norm = f.norm(p + "sa_layer_norm");
-    layer.ffn_in = f.linear(p + "ffn.lin1", inter, h);
-    layer.ffn_out = f.linear(p + "ffn.lin2", h, inter);
-    layer.ffn_norm = f.norm(p + "output_layer_norm");
-    return layer;
-  }
-  const std::string p = fmt::format("encoder.layer.{}.", i);
-  layer.query = f.linear(p + "attention.self.query", h, h);
-  layer.key = f.linear(p + "attention.self.key", h, h);
-  layer.value = f.linear(p + "attention.self.value", h, h);
-  layer.attn_out = f.linear(p + "attention.output.dense", h, h);
-  layer.attn_norm = f.norm(p + "attention.output.LayerNorm");
-  layer.ffn_in = f.linear(p + "intermediate.dense", inter, h);
-  layer.ffn_out = f.linear(p + "output.dense", h, inter);
-  layer.ffn_norm = f.norm(p + "output.LayerNorm");
+  layer.query = f.linear(p + n.query, h, h);
+  layer.key = f.linear(p + n.key, h, h);
+  layer.value = f.linear(p + n.value, h, h);
+  layer.attn_out = f.linear(p + n.attn_out, h, h);
+  layer.attn_norm = f.norm(p + n.attn_norm);
+  layer.ffn_in = f.linear(p + n.ffn_in, inter, h);
+  layer.ffn_out = f.linear(p + n.ffn_out, h, inter);
+  layer.ffn_norm = f.norm(p + n.ffn_norm);
   return layer;
 }
 

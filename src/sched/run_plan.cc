@@ -96,15 +96,14 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
   static_cast<TaskPlan&>(plan) =
       plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len});
   const model::ModelConfig& config = dir.config();
-  FeedOptions& feed = plan.feed;
-  feed.input = o.input;
-  feed.format = plan.in_format;
-  feed.columns = o.columns;
-  feed.skip_bad_rows = o.skip_bad_rows;
-  feed.max_len = plan.max_len;
-  feed.vocab_size = config.vocab_size;
-  feed.type_vocab_size = config.type_vocab_size;
-  feed.strip_text = dir.strips_text();
+  plan.feed = FeedOptions{.input = o.input,
+                          .format = plan.in_format,
+                          .columns = o.columns,
+                          .skip_bad_rows = o.skip_bad_rows,
+                          .max_len = plan.max_len,
+                          .vocab_size = config.vocab_size,
+                          .type_vocab_size = config.type_vocab_size,
+                          .strip_text = dir.strips_text()};
   return plan;
 }
 

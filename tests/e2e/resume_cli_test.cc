@@ -50,6 +50,14 @@ void expect_same(const fs::path& got_path, const testing::Table& want, const std
   EXPECT_LE(testing::max_abs_difference(got, want), 1e-6) << what;
 }
 
+// A dynamic run into `shards` killed (SIGKILL) at the batch write `fault` names.
+int crashed_run(const fs::path& input, const fs::path& output, const fs::path& shards,
+                const std::string& fault) {
+  CliOptions crash;
+  crash.env = {"MCINFER_FAULT=" + fault};
+  return run_cli(args(input, output, shards, "dynamic", false), crash).exit_code;
+}
+
 class Resume : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Resume, KilledAnywhereThenResumedEqualsUninterrupted) {
@@ -160,9 +168,7 @@ TEST(ResumeSafety, RefusesDifferentFlagsModelOrInput) {
   auto dir = testing::scratch_dir("resume_refuse");
   auto input = write_rows(dir, 200);
   auto shards = dir / "shards";
-  CliOptions crash;
-  crash.env = {"MCINFER_FAULT=shard-write:3"};
-  ASSERT_EQ(run_cli(args(input, dir / "out.csv", shards, "dynamic", false), crash).exit_code, 137);
+  ASSERT_EQ(crashed_run(input, dir / "out.csv", shards, "shard-write:3"), 137);
 
   auto a = args(input, dir / "out.csv", shards, "dynamic", true);
   a.push_back("--task");
@@ -192,9 +198,7 @@ TEST(ResumeSafety, RefusesTheRecordOfAnotherFormat) {
   auto dir = testing::scratch_dir("resume_format");
   auto input = write_rows(dir, 60);
   auto shards = dir / "shards";
-  CliOptions crash;
-  crash.env = {"MCINFER_FAULT=shard-write:2"};
-  ASSERT_EQ(run_cli(args(input, dir / "out.csv", shards, "dynamic", false), crash).exit_code, 137);
+  ASSERT_EQ(crashed_run(input, dir / "out.csv", shards, "shard-write:2"), 137);
   Json record = read_json_file(shards / "run.json");
   EXPECT_EQ(record["record_format"], 2);
   const Json& flags = record["fingerprint"]["flags"];
