@@ -15,7 +15,7 @@ struct BackendOptions {
   std::string name = "cpu";
   // cpu only: force our kernels' instruction set ("generic", "avx2", "avx512"; default: the best)
   // and apply bias + activation in our own kernel instead of the GEMM's epilogue (bench).
-  std::optional<std::string> cpu_isa;
+  std::optional<std::string> cpu_isa{};
   bool cpu_epilogue_in_kernel = false;
 };
 

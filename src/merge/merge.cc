@@ -13,6 +13,7 @@
 #include "data/prediction_reader.h"
 #include "data/predictions.h"
 #include "merge/id_table.h"
+#include "merge/shard_names.h"
 
 namespace mcinfer::merge {
 namespace {
@@ -471,25 +472,12 @@ Report merge_files(const std::vector<std::filesystem::path>& inputs,
 }
 
 std::vector<std::filesystem::path> shard_files(const std::filesystem::path& dir) {
-  std::vector<std::pair<std::uint64_t, std::filesystem::path>> found;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    std::string name = entry.path().filename().string();
-    std::string ext = entry.path().extension().string();
-    if (name.rfind("shard_", 0) != 0 || (ext != ".csv" && ext != ".jsonl")) continue;
-    std::string_view number(name.data() + 6, name.size() - 6 - ext.size());
-    std::uint64_t n = 0;
-    auto [end, err] = std::from_chars(number.data(), number.data() + number.size(), n);
-    if (number.empty() || err != std::errc() || end != number.data() + number.size()) continue;
-    found.emplace_back(n, entry.path());
-  }
-  if (ec) fail("{}: cannot list directory: {}", dir.string(), ec.message());
-  if (found.empty()) {
-    fail("{}: no shard files (shard_<N>.csv or shard_<N>.jsonl) in this directory", dir.string());
-  }
-  std::sort(found.begin(), found.end());
   std::vector<std::filesystem::path> files;
-  for (auto& f : found) files.push_back(std::move(f.second));
+  for (auto& shard : list_shards(dir)) files.push_back(std::move(shard.path));
+  if (files.empty()) {
+    fail("{}: no shard files (shard_<N> or shard_<RANK>_<N>, .csv or .jsonl) in this directory",
+         dir.string());
+  }
   return files;
 }
 

@@ -100,8 +100,8 @@ class MissingIdsError : public Error {
 Report merge_files(const std::vector<std::filesystem::path>& inputs,
                    const std::filesystem::path& output, const Options& options);
 
-// The shard files of a run directory: shard_<N>.csv and shard_<N>.jsonl, by N (temporary
-// files such as shard_3.csv.tmp-123 are not shards). Throws Error when there are none.
+// The shard files of a run directory (merge/shard_names.h: shard_<N> and shard_<RANK>_<N>, .csv
+// or .jsonl, by rank and N). Throws Error when there are none.
 std::vector<std::filesystem::path> shard_files(const std::filesystem::path& dir);
 
 // The one-line summary `mcinfer merge` prints.

@@ -7,6 +7,7 @@
 
 #include "core/json.h"
 #include "data/prediction_reader.h"
+#include "merge/shard_names.h"
 #include "support/paths.h"
 #include "support/predictions.h"
 
@@ -298,6 +299,26 @@ TEST(Merge, ShardFilesInNumericOrder) {
   EXPECT_EQ(files[1].filename(), "shard_9.csv");
   EXPECT_EQ(files[2].filename(), "shard_10.csv");
   EXPECT_THROW(shard_files(testing::scratch_dir("merge_no_shards")), Error);
+}
+
+TEST(Merge, ShardFilesOfEveryRankByRankThenReplica) {
+  fs::path d = testing::scratch_dir("merge_rank_shards");
+  for (const char* n :
+       {"shard_1_10.csv", "shard_1_2.csv", "shard_0_3.csv", "shard_10_0.csv", "shard_2.csv",
+        "shard_1_.csv", "shard__1.csv", "shard_1_x.csv", "shard_1_2.csv.manifest", "run_1.json"}) {
+    write(d / n, "");
+  }
+  std::vector<std::string> names;
+  for (const auto& f : shard_files(d)) names.push_back(f.filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"shard_2.csv", "shard_0_3.csv", "shard_1_2.csv",
+                                             "shard_1_10.csv", "shard_10_0.csv"}));
+  const auto listed = list_shards(d);
+  ASSERT_EQ(listed.size(), 5u);
+  EXPECT_FALSE(listed[0].rank.has_value());
+  EXPECT_EQ(listed[3].rank, 1u);
+  EXPECT_EQ(listed[3].replica, 10u);
+  EXPECT_EQ(shard_file_name(std::nullopt, 3, data::Format::kCsv), "shard_3.csv");
+  EXPECT_EQ(shard_file_name(2, 5, data::Format::kJsonl), "shard_2_5.jsonl");
 }
 
 TEST(Merge, ManyIdsThroughGrowth) {

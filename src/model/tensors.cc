@@ -119,36 +119,19 @@ class TensorFinder {
 
 namespace {
 
-// Where each family keeps a layer's tensors, below its layer prefix.
+// Where each family keeps a layer's tensors below its layer prefix ({} is the layer index), in
+// the order of the members (the fixtures of every family check each name).
 struct LayerNames {
-  const char* prefix;  // with {} for the layer index
-  const char* query;
-  const char* key;
-  const char* value;
-  const char* attn_out;
-  const char* attn_norm;
-  const char* ffn_in;
-  const char* ffn_out;
-  const char* ffn_norm;
+  const char *prefix, *query, *key, *value, *attn_out, *attn_norm, *ffn_in, *ffn_out, *ffn_norm;
 };
-constexpr LayerNames kBertLayer{.prefix = "encoder.layer.{}.",
-                                .query = "attention.self.query",
-                                .key = "attention.self.key",
-                                .value = "attention.self.value",
-                                .attn_out = "attention.output.dense",
-                                .attn_norm = "attention.output.LayerNorm",
-                                .ffn_in = "intermediate.dense",
-                                .ffn_out = "output.dense",
-                                .ffn_norm = "output.LayerNorm"};
-constexpr LayerNames kDistilBertLayer{.prefix = "transformer.layer.{}.",
-                                      .query = "attention.q_lin",
-                                      .key = "attention.k_lin",
-                                      .value = "attention.v_lin",
-                                      .attn_out = "attention.out_lin",
-                                      .attn_norm = "sa_layer_norm",
-                                      .ffn_in = "ffn.lin1",
-                                      .ffn_out = "ffn.lin2",
-                                      .ffn_norm = "output_layer_norm"};
+constexpr LayerNames kBertLayer{
+    "encoder.layer.{}.",    "attention.self.query",   "attention.self.key",
+    "attention.self.value", "attention.output.dense", "attention.output.LayerNorm",
+    "intermediate.dense",   "output.dense",           "output.LayerNorm"};
+constexpr LayerNames kDistilBertLayer{
+    "transformer.layer.{}.", "attention.q_lin", "attention.k_lin", "attention.v_lin",
+    "attention.out_lin",     "sa_layer_norm",   "ffn.lin1",        "ffn.lin2",
+    "output_layer_norm"};
 
 LayerTensors find_layer(TensorFinder& f, const ModelConfig& c, std::int64_t i) {
   const std::int64_t h = c.hidden_size, inter = c.intermediate_size;

@@ -21,54 +21,59 @@ RowFeeder::RowFeeder(const FeedOptions& options, const tokenizer::Tokenizer* tok
   reader_ = data::RowReader::open(options_.input, options_.format, options_.columns);
 }
 
-bool RowFeeder::to_item(data::Row& row, WorkItem& item, std::string& reason) {
+bool RowFeeder::check(const data::Row& row, std::string& reason) const {
+  if (!row.pretokenized) return true;
+  const std::size_t n = row.input_ids.size();
+  if (n == 0) {
+    reason = "input_ids is empty";
+    return false;
+  }
+  if (n > options_.max_len) {
+    reason = fmt::format("input_ids has {} tokens; --max-len is {}", n, options_.max_len);
+    return false;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (row.input_ids[i] < 0 || row.input_ids[i] >= options_.vocab_size) {
+      reason = fmt::format("input_ids[{}] = {} is outside the vocabulary [0, {})", i,
+                           row.input_ids[i], options_.vocab_size);
+      return false;
+    }
+  }
+  const std::int64_t types = std::max<std::int64_t>(options_.type_vocab_size, 1);
+  for (std::size_t i = 0; i < row.token_type_ids.size(); ++i) {
+    if (row.token_type_ids[i] < 0 || row.token_type_ids[i] >= types) {
+      reason = fmt::format("token_type_ids[{}] = {} is outside [0, {})", i, row.token_type_ids[i],
+                           types);
+      return false;
+    }
+  }
+  bool any = row.attention_mask.empty();
+  for (std::size_t i = 0; i < row.attention_mask.size(); ++i) {
+    if (row.attention_mask[i] != 0 && row.attention_mask[i] != 1) {
+      reason = fmt::format("attention_mask[{}] = {} is not 0 or 1", i, row.attention_mask[i]);
+      return false;
+    }
+    any |= row.attention_mask[i] == 1;
+  }
+  if (!any) {
+    reason = "attention_mask masks every token";
+    return false;
+  }
+  return true;
+}
+
+void RowFeeder::to_item(data::Row& row, WorkItem& item) {
   item.id = std::move(row.id);
   item.ids.clear();
   item.type_ids.clear();
   item.mask.clear();
   if (row.pretokenized) {
-    const std::size_t n = row.input_ids.size();
-    if (n == 0) {
-      reason = "input_ids is empty";
-      return false;
-    }
-    if (n > options_.max_len) {
-      reason = fmt::format("input_ids has {} tokens; --max-len is {}", n, options_.max_len);
-      return false;
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      if (row.input_ids[i] < 0 || row.input_ids[i] >= options_.vocab_size) {
-        reason = fmt::format("input_ids[{}] = {} is outside the vocabulary [0, {})", i,
-                             row.input_ids[i], options_.vocab_size);
-        return false;
-      }
-    }
-    const std::int64_t types = std::max<std::int64_t>(options_.type_vocab_size, 1);
-    for (std::size_t i = 0; i < row.token_type_ids.size(); ++i) {
-      if (row.token_type_ids[i] < 0 || row.token_type_ids[i] >= types) {
-        reason = fmt::format("token_type_ids[{}] = {} is outside [0, {})", i, row.token_type_ids[i],
-                             types);
-        return false;
-      }
-    }
-    bool any = row.attention_mask.empty();
-    for (std::size_t i = 0; i < row.attention_mask.size(); ++i) {
-      if (row.attention_mask[i] != 0 && row.attention_mask[i] != 1) {
-        reason = fmt::format("attention_mask[{}] = {} is not 0 or 1", i, row.attention_mask[i]);
-        return false;
-      }
-      any |= row.attention_mask[i] == 1;
-    }
-    if (!any) {
-      reason = "attention_mask masks every token";
-      return false;
-    }
     item.ids = std::move(row.input_ids);
     item.type_ids = std::move(row.token_type_ids);
     item.mask = std::move(row.attention_mask);
-    return true;
+    return;
   }
-  if (!options_.tokenize) return true;
+  if (!options_.tokenize) return;
   if (tokenizer_ == nullptr) {
     fail("{}: the model directory has no tokenizer files, so rows must carry input_ids (JSONL)",
          options_.input.string());
@@ -88,7 +93,6 @@ bool RowFeeder::to_item(data::Row& row, WorkItem& item, std::string& reason) {
   stats_.truncated += enc.truncated ? 1 : 0;
   item.ids = std::move(enc.ids);
   item.type_ids = std::move(enc.type_ids);
-  return true;
 }
 
 std::optional<std::uint64_t> RowFeeder::rows_in_input() const {
@@ -112,23 +116,22 @@ bool RowFeeder::next(WorkItem& item) {
     std::uint64_t line = 0;
     if (result == data::RowReader::Result::kRow) {
       line = row_.line;
-      const std::uint64_t ordinal = stats_.rows;
-      if (done_ != nullptr && ordinal < done_->size() && (*done_)[ordinal]) {
-        // Already computed: keep the id for the merge, skip the tokenizer. A pre-tokenised row is
-        // still validated, so that a row that was bad then is bad now.
-        FeedOptions saved = options_;
-        options_.tokenize = false;
-        const bool ok = to_item(row_, item, reason);
-        options_ = std::move(saved);
-        if (ok) {
-          rows_read_.store(++stats_.rows, std::memory_order_relaxed);
-          ids_.push_back(item.id);
+      if (check(row_, reason)) {
+        const std::uint64_t ordinal = stats_.rows++;
+        const bool mine = share_.owner_of_next(ordinal, row_weight(row_)) == share_.rank();
+        if (mine) rows_read_.fetch_add(1, std::memory_order_relaxed);
+        const bool needed = mine || share_.needs_unowned(ordinal);
+        const bool done = done_ != nullptr && ordinal < done_->size() && (*done_)[ordinal];
+        if (!needed || done) {
+          // Another rank's row, or already computed: keep the id for the merge, skip the
+          // tokenizer. A pre-tokenised row was still validated, so that a row that was bad then
+          // is bad now.
+          ids_.push_back(row_.id);
           continue;
         }
-      } else if (to_item(row_, item, reason)) {
-        item.ordinal = stats_.rows++;
-        rows_read_.store(stats_.rows, std::memory_order_relaxed);
-        item.position = item.ordinal;
+        to_item(row_, item);
+        item.ordinal = ordinal;
+        item.position = ordinal;
         stats_.tokens += item.ids.size();
         tokens_read_.store(stats_.tokens, std::memory_order_relaxed);
         ids_.push_back(item.id);

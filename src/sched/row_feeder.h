@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "data/rows.h"
+#include "sched/share.h"
 #include "sched/work.h"
 #include "tokenizer/tokenizer.h"
 
@@ -52,6 +53,9 @@ class RowFeeder {
   // Rows whose ordinal is in `done` are read and counted (their ids kept) but not returned:
   // they are already in the shards of the run being resumed.
   void skip_done(const std::vector<bool>* done) { done_ = done; }
+  // Only the rows `share` says this rank needs are tokenised and returned; the others are read
+  // and counted (their ids kept) as done rows are. Before the first next().
+  void set_share(RowShare share) { share_ = share; }
 
   // The next good row; false at the end. A bad row throws Error "FILE:LINE: reason" unless
   // skip_bad_rows, in which case it is counted, recorded and skipped.
@@ -66,13 +70,16 @@ class RowFeeder {
   std::uint64_t file_size() const { return reader_->file_size(); }
   // Tokens of the rows returned so far (rows skipped as done are not tokenised). Any thread.
   std::uint64_t tokens_read() const { return tokens_read_.load(std::memory_order_relaxed); }
-  // Good rows read so far (those skipped as done included). Any thread.
+  // Good rows of this rank's share read so far (those skipped as done included). Any thread.
   std::uint64_t rows_read() const { return rows_read_.load(std::memory_order_relaxed); }
   // rows_read() once next() has reached the end of the input; nullopt before. Any thread.
   std::optional<std::uint64_t> rows_in_input() const;
 
  private:
-  bool to_item(data::Row& row, WorkItem& item, std::string& reason);
+  // Whether a row is good (pre-tokenised rows: lengths, ids and masks in range; text rows are).
+  bool check(const data::Row& row, std::string& reason) const;
+  // A good row as a work item, tokenised unless options.tokenize is false.
+  void to_item(data::Row& row, WorkItem& item);
 
   FeedOptions options_;
   const tokenizer::Tokenizer* tokenizer_;
@@ -82,6 +89,7 @@ class RowFeeder {
   std::vector<BadRowRecord> bad_rows_;
   std::vector<data::RowId> ids_;
   const std::vector<bool>* done_ = nullptr;
+  RowShare share_;
   std::atomic<std::uint64_t> bytes_read_{0};
   std::atomic<std::uint64_t> tokens_read_{0};
   std::atomic<std::uint64_t> rows_read_{0};

@@ -10,7 +10,10 @@
 #include "core/system.h"
 #include "merge/merge.h"
 #include "sched/fingerprint.h"
+#include "sched/finish.h"
 #include "sched/int8_plan.h"
+#include "sched/launch.h"
+#include "sched/mpi_world.h"
 #include "sched/precision_check.h"
 #include "sched/progress.h"
 #include "sched/replica_pool.h"
@@ -29,6 +32,24 @@ using Clock = std::chrono::steady_clock;
 // Rows a reduced-precision run compares against fp32 unless --check-precision says otherwise:
 // enough to catch a broken path or a model that bf16 hurts, at about 1% of a 20,000-row run.
 constexpr std::size_t kDefaultCheckRows = 32;
+
+// The ranks' collective word on success, once per rank: under MPI every rank must reach it, on
+// success or failure, or the others would wait forever. A no-op without MPI.
+class RankBarrier {
+ public:
+  explicit RankBarrier(const RankInfo& rank) : world_(join_mpi_world(rank)) {}
+  bool joined() const { return world_ != nullptr; }
+  std::vector<int> failed_ranks(bool succeeded) {
+    if (!world_ || reported_) return {};
+    reported_ = true;
+    return world_->failed_ranks(succeeded);
+  }
+  void fail() { failed_ranks(false); }
+
+ private:
+  std::unique_ptr<MpiWorld> world_;
+  bool reported_ = false;
+};
 
 struct PreparedRun {
   std::shared_ptr<const backend::PreparedModel> model;
@@ -84,15 +105,15 @@ PreparedRun prepare_model(const RunOptions& o, const RunPlan& plan, const model:
 // What the results depend on; --resume refuses to mix runs that differ in any of it. Every
 // value by name.
 Json run_fingerprint(const RunOptions& o, const RunPlan& plan, const model::ModelDir& dir,
-                     const PreparedRun& prepared) {
+                     const PreparedRun& prepared, const RankInfo& rank) {
   Json flags = {
       {"backend", o.backend},
       {"task", model::task_name(plan.task.kind)},
       {"max_len", plan.max_len},
       {"strip_text", dir.strips_text()},
-      {"id_col", o.columns.id_col},
-      {"text_col", o.columns.text_col},
-      {"text_pair_col", o.columns.text_pair_col.value_or("")},
+      {"id_col", o.id_col},
+      {"text_col", o.text_col},
+      {"text_pair_col", o.text_pair_col.value_or("")},
       {"input_format", data::format_name(plan.in_format)},
       {"output_format", data::format_name(plan.out_format)},
       {"on_bad_row", o.skip_bad_rows ? "skip" : "error"},
@@ -109,29 +130,29 @@ Json run_fingerprint(const RunOptions& o, const RunPlan& plan, const model::Mode
         model::resolve_activation(dir.config(), plan.task.activation));
   }
   if (o.schedule == Schedule::kStatic) {
-    // The sampler's index lists and batches depend on both.
+    // The sampler's index lists and batches depend on both (and on the world).
     flags["replicas"] = plan.replicas;
     flags["batch_size"] = o.batch_size;
   }
+  // Which rows each rank computes depends on it; a single-process record stays as it was.
+  if (rank.distributed()) flags["world"] = rank.world;
   return {{"model", model_fingerprint(o.model_dir, dir.module_dirs())},
           {"input", input_fingerprint(o.input)},
           {"flags", flags}};
 }
 
-// The rows of the input through the pool, batch after batch, each appended to its replica's
-// shard; then the shards merged into the output. Throws StoppedError when options.stop was set.
-void compute_and_merge(const RunOptions& o, const RunPlan& plan,
-                       std::shared_ptr<const backend::PreparedModel> model, ShardsDir& shards,
-                       RunTally& tally) {
-  const std::string shard_header = data::prediction_header(plan.schema, plan.out_format);
-  RunCounters& counters = tally.counters;
-  std::unique_ptr<WorkSource> source;
-  const StaticSource* static_source = nullptr;
-  RowFeeder feeder(plan.feed, plan.tokenizer.get());
-  counters.input_size = feeder.file_size();
-  counters.rows_done = shards.done_rows();
-  std::vector<bool> done = shards.done();
+// Where the replicas take their batches from: the schedule over the feeder's rows, the rows a
+// resumed run has done (`done`, by stream position; the feeder keeps a pointer to it) left out.
+struct Source {
+  std::unique_ptr<WorkSource> work;
+  const StaticSource* static_schedule = nullptr;  // null for the dynamic schedule
+};
+
+Source make_source(const RunOptions& o, const RunPlan& plan, const RankInfo& rank,
+                   RowFeeder& feeder, std::vector<bool>& done, RunCounters& counters) {
+  Source source;
   if (o.schedule == Schedule::kStatic) {
+    feeder.set_share(RowShare::static_sampler(rank.rank, rank.world, plan.replicas));
     // The sampler needs the row count up front: one validating pass without tokenising.
     FeedOptions count = plan.feed;
     count.tokenize = false;
@@ -139,69 +160,151 @@ void compute_and_merge(const RunOptions& o, const RunPlan& plan,
     WorkItem item;
     std::uint64_t rows = 0;
     while (counter.next(item)) ++rows;
-    auto s = std::make_unique<StaticSource>(feeder, rows, plan.replicas, o.batch_size, done);
+    const StaticLayout layout{.global_replicas = rank.world * plan.replicas,
+                              .first_replica = rank.rank * plan.replicas,
+                              .local_replicas = plan.replicas};
+    auto s = std::make_unique<StaticSource>(feeder, rows, layout, o.batch_size, std::move(done));
     counters.rows_total = s->padded_total();
-    static_source = s.get();
-    source = std::move(s);
+    source.static_schedule = s.get();
+    source.work = std::move(s);
   } else {
+    feeder.set_share(RowShare::dynamic_blocks(rank.rank, rank.world, feeder.file_size()));
     feeder.skip_done(&done);
-    source = std::make_unique<DynamicSource>(feeder, DynamicOptions{o.window_rows, o.batch_tokens},
-                                             plan.replicas);
+    source.work = std::make_unique<DynamicSource>(
+        feeder, DynamicOptions{o.window_rows, o.batch_tokens}, plan.replicas);
   }
-  // What the progress line needs to know of the input, from the feeder (safe from any thread).
-  auto publish_input_progress = [&] {
-    counters.input_bytes = feeder.bytes_read();
-    const std::uint64_t read = feeder.tokens_read();
-    const std::uint64_t skipped = static_source ? static_source->skipped_tokens() : 0;
-    counters.tokens_read = read - std::min(read, skipped);
-    if (!static_source) {
-      counters.rows_read = feeder.rows_read();
-      if (auto rows = feeder.rows_in_input()) counters.rows_total = *rows;
-    }
-  };
+  return source;
+}
+
+// What the progress line needs to know of the input, from the feeder (safe from any thread).
+void publish_input_progress(const RowFeeder& feeder, const Source& source, RunCounters& counters) {
+  counters.input_bytes = feeder.bytes_read();
+  const std::uint64_t read = feeder.tokens_read();
+  const std::uint64_t skipped =
+      source.static_schedule ? source.static_schedule->skipped_tokens() : 0;
+  counters.tokens_read = read - std::min(read, skipped);
+  if (!source.static_schedule) {
+    counters.rows_read = feeder.rows_read();
+    if (auto rows = feeder.rows_in_input()) counters.rows_total = *rows;
+  }
+}
+
+// Every batch of `source` through the pool, each appended to its replica's shard. Returns false
+// when options.stop ended it before the end of the input.
+bool compute_shards(const RunOptions& o, const RunPlan& plan,
+                    std::shared_ptr<const backend::PreparedModel> model, const ShardsDir& shards,
+                    const RowFeeder& feeder, Source& source, RunTally& tally) {
+  RunCounters& counters = tally.counters;
   std::atomic<bool> signalled{false};
-  {
-    std::unique_ptr<ProgressPrinter> progress;
-    if (!o.quiet)
-      progress = std::make_unique<ProgressPrinter>(counters, ::isatty(STDERR_FILENO) == 1);
-    ReplicaPool pool(std::move(model), {plan.replicas, o.threads_per_replica, o.pin_threads});
-    auto replica_loop = [&](int r, backend::Replica& replica) {
-      const auto i = static_cast<std::size_t>(r);
-      if (o.profile) replica.attach_profile(&tally.profiles[i]);
-      ShardWriter shard(shards.path(), r, plan.out_format, plan.schema);
-      std::vector<model::SequenceInput> inputs;
-      std::vector<float> values;
-      ReplicaCounters& mine = counters.replica[i];
-      while (!pool.stopping()) {
-        if (o.stop && o.stop->load()) {
-          signalled = true;
-          source->stop();
-          break;
-        }
-        std::optional<Batch> batch = source->next(r);
-        publish_input_progress();
-        if (!batch) break;
-        const auto t0 = Clock::now();
-        inputs.clear();
-        for (const WorkItem& item : batch->items)
-          inputs.push_back({item.ids, item.type_ids, item.mask});
-        replica.predict(inputs, plan.task, values);
-        const auto written = Clock::now();
-        shard.write_batch(*batch, values, plan.dim);
-        tally.write_seconds[i] += std::chrono::duration<double>(Clock::now() - written).count();
-        mine.busy_ns += static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-        mine.rows += batch->items.size();
-        ++mine.batches;
-        counters.rows_done += batch->items.size();
-        counters.real_tokens += static_cast<std::uint64_t>(batch->real_tokens);
-        counters.padded_tokens += static_cast<std::uint64_t>(batch->padded_tokens);
+  std::unique_ptr<ProgressPrinter> progress;
+  if (!o.quiet)
+    progress = std::make_unique<ProgressPrinter>(counters, ::isatty(STDERR_FILENO) == 1);
+  ReplicaPool pool(std::move(model), {plan.replicas, o.threads_per_replica, o.pin_threads});
+  auto replica_loop = [&](int r, backend::Replica& replica) {
+    const auto i = static_cast<std::size_t>(r);
+    if (o.profile) replica.attach_profile(&tally.profiles[i]);
+    ShardWriter shard(shards.shard_path(r, plan.out_format), plan.out_format, plan.schema);
+    std::vector<model::SequenceInput> inputs;
+    std::vector<float> values;
+    ReplicaCounters& mine = counters.replica[i];
+    while (!pool.stopping()) {
+      if (o.stop && o.stop->load()) {
+        signalled = true;
+        source.work->stop();
+        break;
       }
-      shard.close();
-    };
-    pool.run(replica_loop, [&] { source->stop(); });
+      std::optional<Batch> batch = source.work->next(r);
+      publish_input_progress(feeder, source, counters);
+      if (!batch) break;
+      const auto t0 = Clock::now();
+      inputs.clear();
+      for (const WorkItem& item : batch->items)
+        inputs.push_back({item.ids, item.type_ids, item.mask});
+      replica.predict(inputs, plan.task, values);
+      const auto written = Clock::now();
+      shard.write_batch(*batch, values, plan.dim);
+      tally.write_seconds[i] += std::chrono::duration<double>(Clock::now() - written).count();
+      mine.busy_ns += static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+      mine.rows += batch->items.size();
+      ++mine.batches;
+      counters.rows_done += batch->items.size();
+      counters.real_tokens += static_cast<std::uint64_t>(batch->real_tokens);
+      counters.padded_tokens += static_cast<std::uint64_t>(batch->padded_tokens);
+    }
+    shard.close();
+  };
+  pool.run(replica_loop, [&] { source.work->stop(); });
+  return !signalled;
+}
+
+// The input had rows to run; else an error naming it (nothing is written).
+void check_some_rows(const RunOptions& o, const RunPlan& plan, const FeedStats& feed) {
+  if (feed.rows > 0) return;
+  fail("{}: no rows to run ({}); nothing written at {}", o.input.string(),
+       feed.bad_rows
+           ? fmt::format("all {} rows were bad and skipped", feed.bad_rows)
+           : std::string(plan.in_format == data::Format::kCsv ? "only a header" : "no objects"),
+       o.output.string());
+}
+
+// `shards` merged into the output: every input id, in input order, atomically.
+void merge_shards(const RunOptions& o, const RunPlan& plan,
+                  const std::vector<std::filesystem::path>& shards, RowFeeder& feeder,
+                  RunTally& tally) {
+  merge::Options mo;
+  mo.reduce = merge::Reduce::kMean;
+  mo.order = merge::Order::kInput;
+  mo.output_format = plan.out_format;
+  mo.expected_ids = std::move(feeder.ids());
+  try {
+    tally.merged = merge::merge_files(shards, o.output, mo);
+    tally.wrote_output = true;
+  } catch (const merge::MissingIdsError& e) {
+    fail("internal: the shards lack {} of the input's ids ({}); nothing written at {}",
+         e.report().missing, e.what(), o.output.string());
   }
-  if (signalled) {
+}
+
+// A distributed rank's end: its record marked complete; then, under MPI, every rank's word that
+// it succeeded, and rank 0 merges every rank's shards. Without MPI the ranks end here and the
+// merge is `mcinfer merge --shards-dir`.
+void finish_rank(const RunOptions& o, const RunPlan& plan, const RankInfo& rank,
+                 RankBarrier& barrier, ShardsDir& shards, RowFeeder& feeder, RunTally& tally) {
+  shards.mark_complete({{"rows", tally.counters.rows_done.load()},
+                        {"real_tokens", tally.counters.real_tokens.load()},
+                        {"padded_tokens", tally.counters.padded_tokens.load()}});
+  if (!barrier.joined()) return;
+  tally.rank0_merges = true;
+  const std::vector<int> failed = barrier.failed_ranks(true);
+  if (rank.rank != 0) return;
+  if (!failed.empty()) {
+    fail(
+        "rank(s) {} of {} failed (see their messages); this rank's shards are complete in {} "
+        "and nothing was written at {}. Rerun the whole job with --resume: finished ranks skip "
+        "their rows",
+        fmt::format("{}", fmt::join(failed, ", ")), rank.world, shards.path().string(),
+        o.output.string());
+  }
+  const DistributedRun run = read_distributed_run(shards.path());
+  if (static_cast<int>(run.complete.size()) != rank.world)
+    fail("internal: every rank succeeded but {} records are complete", run.complete.size());
+  merge_shards(o, plan, merge::shard_files(shards.path()), feeder, tally);
+}
+
+// The rows of the input through the pool into the shards, then the shards into the output.
+// Throws StoppedError when options.stop was set.
+void compute_and_finish(const RunOptions& o, const RunPlan& plan, const RankInfo& rank,
+                        RankBarrier& barrier, std::shared_ptr<const backend::PreparedModel> model,
+                        ShardsDir& shards, RunTally& tally) {
+  RunCounters& counters = tally.counters;
+  RowFeeder feeder(plan.feed, plan.tokenizer.get());
+  counters.input_size = feeder.file_size();
+  counters.rows_done = shards.done_rows();
+  std::vector<bool> done = shards.done();
+  Source source = make_source(o, plan, rank, feeder, done, counters);
+  tally.ready = Clock::now();
+  if (!compute_shards(o, plan, std::move(model), shards, feeder, source, tally)) {
     throw StoppedError(
         fmt::format("stopped before the end of the input: {} rows are durable in {} and nothing "
                     "was written at {}. To finish, {}",
@@ -211,31 +314,26 @@ void compute_and_merge(const RunOptions& o, const RunPlan& plan,
   tally.computed = Clock::now();
   tally.feed = feeder.stats();
   tally.bad_rows = feeder.bad_rows();
-  if (tally.feed.rows == 0) {
-    fail("{}: no rows to run ({}); nothing written at {}", o.input.string(),
-         tally.feed.bad_rows
-             ? fmt::format("all {} rows were bad and skipped", tally.feed.bad_rows)
-             : std::string(plan.in_format == data::Format::kCsv ? "only a header" : "no objects"),
-         o.output.string());
-  }
-  merge::Options mo;
-  mo.reduce = merge::Reduce::kMean;
-  mo.order = merge::Order::kInput;
-  mo.output_format = plan.out_format;
-  mo.expected_ids = std::move(feeder.ids());
-  try {
-    tally.merged = merge::merge_files(shards.shards(), o.output, mo);
-  } catch (const merge::MissingIdsError& e) {
-    fail("internal: the shards lack {} of the input's ids ({}); nothing written at {}",
-         e.report().missing, e.what(), o.output.string());
+  check_some_rows(o, plan, tally.feed);
+  if (rank.distributed()) {
+    finish_rank(o, plan, rank, barrier, shards, feeder, tally);
+  } else {
+    merge_shards(o, plan, shards.shards(), feeder, tally);
   }
 }
 
-}  // namespace
+// Where rank K of a distributed run writes its report: REPORT for rank 0 (the one that merges
+// under MPI), REPORT's name with ".rank<K>" before its extension for the others, so that ranks
+// sharing a filesystem do not overwrite each other's.
+std::filesystem::path report_path_for(const std::filesystem::path& path, const RankInfo& rank) {
+  if (!rank.distributed() || rank.rank == 0) return path;
+  return path.parent_path() /
+         fmt::format("{}.rank{}{}", path.stem().string(), rank.rank, path.extension().string());
+}
 
-Json run_job(const RunOptions& o) {
-  const auto started = Clock::now();
-  const auto backend = backend::make_backend({o.backend});
+Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
+              Clock::time_point started) {
+  const auto backend = backend::make_backend({.name = o.backend});
   const model::ModelDir dir = model::ModelDir::open(o.model_dir);
   const RunPlan plan = plan_run(o, dir, *backend);
   const model::PrecisionChoice precision = backend->resolve_precision(o.precision);
@@ -245,11 +343,12 @@ Json run_job(const RunOptions& o) {
   const PreparedRun prepared = prepare_model(o, plan, dir, *backend, precision.precision, warnings);
   const MemoryPlan memory = check_memory(o, plan, *backend, *prepared.model);
 
-  ShardsDir shards(o, run_fingerprint(o, plan, dir, prepared),
-                   data::prediction_header(plan.schema, plan.out_format), plan.replicas, warnings);
+  ShardsDir shards(o, run_fingerprint(o, plan, dir, prepared, rank),
+                   data::prediction_header(plan.schema, plan.out_format), plan.replicas, rank,
+                   warnings);
   RunTally tally(plan.replicas, started);
   try {
-    compute_and_merge(o, plan, prepared.model, shards, tally);
+    compute_and_finish(o, plan, rank, barrier, prepared.model, shards, tally);
   } catch (const StoppedError&) {
     shards.keep();
     throw;
@@ -272,15 +371,32 @@ Json run_job(const RunOptions& o) {
                         prepared.int8_plan ? &*prepared.int8_plan : nullptr,
                         memory,
                         shards,
+                        rank,
                         warnings};
   const Json report = make_report(in, tally);
   if (o.report_path) {
-    AtomicFile file(*o.report_path);
+    AtomicFile file(report_path_for(*o.report_path, rank));
     file.writer().write(report.dump(2) + "\n");
     file.commit();
   }
-  if (!o.quiet) print_summary(o, tally);
+  if (!o.quiet) print_summary(in, tally);
   return report;
+}
+
+}  // namespace
+
+Json run_job(const RunOptions& o) {
+  const auto started = Clock::now();
+  const RankInfo rank = detect_rank(process_environment(), o.rank, o.world);
+  if (rank.distributed() && !o.quiet) fmt::print(stderr, "mcinfer: {}\n", rank.describe());
+  RankBarrier barrier(rank);
+  try {
+    return run_rank(o, rank, barrier, started);
+  } catch (...) {
+    // Every rank reaches the collective once, so that no rank waits forever for a failed one.
+    barrier.fail();
+    throw;
+  }
 }
 
 }  // namespace mcinfer::sched

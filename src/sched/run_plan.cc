@@ -98,7 +98,7 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
   const model::ModelConfig& config = dir.config();
   plan.feed = FeedOptions{.input = o.input,
                           .format = plan.in_format,
-                          .columns = o.columns,
+                          .columns = o.columns(),
                           .skip_bad_rows = o.skip_bad_rows,
                           .max_len = plan.max_len,
                           .vocab_size = config.vocab_size,

@@ -1,7 +1,8 @@
 #include "sched/run_report.h"
 
 #include "core/system.h"
-#include "sched/shard_writer.h"
+#include "sched/mpi_world.h"
+#include "sched/run_record.h"
 
 namespace mcinfer::sched {
 namespace {
@@ -14,12 +15,11 @@ Json replica_stats(const ReportInputs& in, const RunTally& tally) {
   Json out = Json::array();
   for (int r = 0; r < in.plan.replicas; ++r) {
     const auto& c = tally.counters.replica[static_cast<std::size_t>(r)];
-    out.push_back(
-        {{"replica", r},
-         {"rows", c.rows.load()},
-         {"batches", c.batches.load()},
-         {"busy_seconds", static_cast<double>(c.busy_ns.load()) / 1e9},
-         {"shard", shard_path(in.shards.path(), r, in.plan.out_format).filename().string()}});
+    out.push_back({{"replica", r},
+                   {"rows", c.rows.load()},
+                   {"batches", c.batches.load()},
+                   {"busy_seconds", static_cast<double>(c.busy_ns.load()) / 1e9},
+                   {"shard", in.shards.shard_path(r, in.plan.out_format).filename().string()}});
   }
   return out;
 }
@@ -76,6 +76,12 @@ Json make_report(const ReportInputs& in, const RunTally& tally) {
       {"precision_reason", in.precision.reason},
       {"precision_check", in.check ? in.check->to_json() : Json(nullptr)},
       {"int8_plan", in.int8_plan ? in.int8_plan->to_json() : Json(nullptr)},
+      {"rank", in.rank.rank},
+      {"world", in.rank.world},
+      {"launcher", in.rank.source},
+      {"wrote_output", tally.wrote_output},
+      {"mpi", tally.rank0_merges ? mpi_library() : "none"},
+      {"startup_seconds", seconds_between(tally.started, tally.ready)},
       {"rows", feed.rows},
       {"distinct_ids", tally.merged.distinct_ids},
       {"duplicate_ids", feed.rows - tally.merged.distinct_ids},
@@ -92,6 +98,7 @@ Json make_report(const ReportInputs& in, const RunTally& tally) {
       {"padding_fraction", padded > 0 ? 1.0 - static_cast<double>(real) / padded : 0.0},
       {"wall_seconds", wall},
       {"compute_seconds", seconds_between(tally.started, tally.computed)},
+      {"rank_rows", rows_done},
       {"merge_seconds", seconds_between(tally.computed, tally.finished)},
       {"rows_per_second", wall > 0 ? feed.rows / wall : 0.0},
       {"replica_stats", replica_stats(in, tally)},
@@ -106,11 +113,26 @@ Json make_report(const ReportInputs& in, const RunTally& tally) {
   return report;
 }
 
-void print_summary(const RunOptions& o, const RunTally& tally) {
+void print_summary(const ReportInputs& in, const RunTally& tally) {
+  const RunOptions& o = in.options;
   const double wall = seconds_between(tally.started, tally.finished);
-  fmt::print(stderr, "mcinfer: wrote {} rows ({} distinct ids) to {} in {:.1f} s ({:.1f} rows/s)\n",
-             tally.merged.rows_written, tally.merged.distinct_ids, o.output.string(), wall,
-             wall > 0 ? tally.feed.rows / wall : 0.0);
+  if (tally.wrote_output) {
+    fmt::print(stderr,
+               "mcinfer: wrote {} rows ({} distinct ids) to {} in {:.1f} s ({:.1f} rows/s)\n",
+               tally.merged.rows_written, tally.merged.distinct_ids, o.output.string(), wall,
+               wall > 0 ? tally.feed.rows / wall : 0.0);
+  } else {
+    const std::string next =
+        tally.rank0_merges
+            ? std::string("rank 0 merges every rank's shards into ") + o.output.string()
+            : fmt::format(
+                  "when every rank is done: mcinfer merge --shards-dir {} --expect {} "
+                  "--output {}",
+                  in.shards.path().string(), o.input.string(), o.output.string());
+    fmt::print(stderr, "mcinfer: {} done: {} rows of {} computed into {} in {:.1f} s; {}\n",
+               in.rank.describe(), tally.counters.rows_done.load(), tally.feed.rows,
+               in.shards.path().string(), wall, next);
+  }
   if (tally.feed.bad_rows)
     fmt::print(stderr, "mcinfer: skipped {} bad rows (see --report)\n", tally.feed.bad_rows);
 }

@@ -10,6 +10,7 @@
 #include "core/json.h"
 #include "merge/merge.h"
 #include "sched/int8_plan.h"
+#include "sched/launch.h"
 #include "sched/precision_check.h"
 #include "sched/progress.h"
 #include "sched/run_plan.h"
@@ -26,7 +27,9 @@ struct RunTally {
         profiles(static_cast<std::size_t>(replicas)),
         write_seconds(static_cast<std::size_t>(replicas), 0.0) {}
 
-  Clock::time_point started, computed, finished;
+  // Started; ready to compute (model loaded, input counted for the static schedule); every row
+  // computed; output written (or, for a rank that does not merge, its part done).
+  Clock::time_point started, ready, computed, finished;
   RunCounters counters;
   std::vector<backend::OpProfile> profiles;  // per replica, with --profile
   // Per replica: appending its batches to its shard and fsyncing shard and manifest.
@@ -34,6 +37,8 @@ struct RunTally {
   FeedStats feed;
   std::vector<BadRowRecord> bad_rows;
   merge::Report merged;
+  bool wrote_output = false;  // false for the ranks of a distributed run that do not merge
+  bool rank0_merges = false;  // a distributed run joined through MPI: rank 0 writes the output
 };
 
 struct ReportInputs {
@@ -46,12 +51,14 @@ struct ReportInputs {
   const Int8Plan* int8_plan;  // null unless int8
   const MemoryPlan& memory;
   const ShardsDir& shards;
+  const RankInfo& rank;
   const std::vector<std::string>& warnings;
 };
 
 Json make_report(const ReportInputs& in, const RunTally& tally);
 
-// "mcinfer: wrote N rows (M distinct ids) to OUT in S s (R rows/s)" and skipped rows.
-void print_summary(const RunOptions& options, const RunTally& tally);
+// "mcinfer: wrote N rows (M distinct ids) to OUT in S s (R rows/s)" and skipped rows; for a
+// rank that does not merge, what it computed and the command that finishes the run.
+void print_summary(const ReportInputs& in, const RunTally& tally);
 
 }  // namespace mcinfer::sched

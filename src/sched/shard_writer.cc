@@ -7,15 +7,9 @@
 
 namespace mcinfer::sched {
 
-std::filesystem::path shard_path(const std::filesystem::path& dir, int replica,
-                                 data::Format format) {
-  return dir /
-         fmt::format("shard_{}.{}", replica, format == data::Format::kJsonl ? "jsonl" : "csv");
-}
-
-ShardWriter::ShardWriter(const std::filesystem::path& dir, int replica, data::Format format,
+ShardWriter::ShardWriter(std::filesystem::path path, data::Format format,
                          const data::PredictionSchema& schema)
-    : path_(shard_path(dir, replica, format)), format_(format), schema_(schema) {
+    : path_(std::move(path)), format_(format), schema_(schema) {
   file_ = FileWriter::open(path_, FileWriter::Mode::kAppend);
   if (file_.offset() == 0) {
     file_.write(data::prediction_header(schema_, format_));

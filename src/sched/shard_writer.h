@@ -14,13 +14,11 @@
 
 namespace mcinfer::sched {
 
-std::filesystem::path shard_path(const std::filesystem::path& dir, int replica,
-                                 data::Format format);
-
 class ShardWriter {
  public:
-  // Appends to the shard (after recover_shard() on resume); writes the header to an empty one.
-  ShardWriter(const std::filesystem::path& dir, int replica, data::Format format,
+  // Appends to the shard at `path` (after recover_shard() on resume); writes the header to an
+  // empty one.
+  ShardWriter(std::filesystem::path path, data::Format format,
               const data::PredictionSchema& schema);
 
   // Appends one row per item (values holds [items, dim] in item order), makes the rows durable,

@@ -16,54 +16,82 @@ std::vector<std::uint64_t> distributed_sampler_indices(std::uint64_t n, int repl
   return out;
 }
 
-StaticSource::StaticSource(RowFeeder& feeder, std::uint64_t rows, int replicas, int batch_size,
-                           std::vector<bool> done)
+StaticSource::StaticSource(RowFeeder& feeder, std::uint64_t rows, StaticLayout layout,
+                           int batch_size, std::vector<bool> done)
     : feeder_(feeder),
       rows_(rows),
-      total_(rows == 0 ? 0 : (rows + replicas - 1) / replicas * replicas),
-      replicas_(replicas),
+      global_(static_cast<std::uint64_t>(layout.global_replicas)),
+      total_(rows == 0 ? 0 : (rows + global_ - 1) / global_ * global_),
+      first_(layout.first_replica),
+      local_(layout.local_replicas),
       batch_size_(batch_size),
-      pending_(static_cast<std::size_t>(replicas)),
-      ready_(static_cast<std::size_t>(replicas)),
+      pending_(static_cast<std::size_t>(layout.local_replicas)),
+      ready_(static_cast<std::size_t>(layout.local_replicas)),
       done_(std::move(done)) {}
+
+int StaticSource::local_replica(std::uint64_t position) const {
+  const auto r = static_cast<int>(position % global_) - first_;
+  return r >= 0 && r < local_ ? r : -1;
+}
 
 void StaticSource::produce_one() {
   WorkItem item;
-  if (position_ < rows_) {
+  std::uint64_t position = 0;
+  if (!input_done_) {
     if (!feeder_.next(item)) {
-      fail("input changed while running: {} rows counted, only {} read", rows_, position_);
+      input_done_ = true;
+      if (feeder_.stats().rows != rows_) {
+        fail("input changed while running: {} rows counted, only {} read", rows_,
+             feeder_.stats().rows);
+      }
+      next_padding_ = rows_;
+      return;
     }
-    // The padding repeats the first rows; keep as many as can be needed.
-    if (head_.size() < static_cast<std::size_t>(replicas_) && head_.size() < rows_)
-      head_.push_back(item);
+    position = item.ordinal;
+    if (position >= rows_) fail("input changed while running: {} rows counted, more read", rows_);
+    // The padding repeats the first rows; keep as many as can be needed (the feeder returns
+    // them to every process).
+    if (head_.size() < global_ && head_.size() < rows_) head_.push_back(item);
+    if (local_replica(position) < 0) return;
   } else {
-    item = head_[static_cast<std::size_t>((position_ - rows_) % rows_)];
+    while (next_padding_ < total_ && local_replica(next_padding_) < 0) ++next_padding_;
+    if (next_padding_ == total_) {
+      finished_ = true;
+      for (std::size_t i = 0; i < pending_.size(); ++i) {
+        if (pending_[i].items.empty()) continue;
+        pending_[i].number = batches_++;
+        ready_[i].push_back(std::move(pending_[i]));
+        pending_[i] = Batch();
+      }
+      return;
+    }
+    position = next_padding_++;
+    item = head_[static_cast<std::size_t>((position - rows_) % rows_)];
   }
-  const auto r = static_cast<std::size_t>(position_ % static_cast<std::uint64_t>(replicas_));
-  item.position = position_;
-  const bool done = position_ < done_.size() && done_[position_];
-  if (done && position_ < rows_) {
+  add(position, std::move(item));
+}
+
+void StaticSource::add(std::uint64_t position, WorkItem item) {
+  const auto r = static_cast<std::size_t>(local_replica(position));
+  item.position = position;
+  const bool done = position < done_.size() && done_[position];
+  if (done && position < rows_) {
     skipped_tokens_.store(skipped_tokens_.load(std::memory_order_relaxed) + item.ids.size(),
                           std::memory_order_relaxed);
   }
-  if (!done) pending_[r].add(std::move(item));
-  ++position_;
-  auto flush = [&](std::size_t replica) {
-    if (pending_[replica].items.empty()) return;
-    pending_[replica].number = batches_++;
-    ready_[replica].push_back(std::move(pending_[replica]));
-    pending_[replica] = Batch();
-  };
-  if (static_cast<int>(pending_[r].items.size()) == batch_size_) flush(r);
-  if (position_ == total_) {
-    for (std::size_t i = 0; i < pending_.size(); ++i) flush(i);
+  if (done) return;
+  pending_[r].add(std::move(item));
+  if (static_cast<int>(pending_[r].items.size()) == batch_size_) {
+    pending_[r].number = batches_++;
+    ready_[r].push_back(std::move(pending_[r]));
+    pending_[r] = Batch();
   }
 }
 
 std::optional<Batch> StaticSource::next(int replica) {
   std::lock_guard lock(mutex_);
   auto& queue = ready_[static_cast<std::size_t>(replica)];
-  while (!stopped_ && queue.empty() && position_ < total_) {
+  while (!stopped_ && queue.empty() && !finished_) {
     try {
       produce_one();
     } catch (...) {

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "sched/row_feeder.h"
 #include "sched/work.h"
 
@@ -22,33 +23,57 @@ namespace mcinfer::sched {
 // `replicas` by repeating it from the start, then every replicas-th index from rank.
 std::vector<std::uint64_t> distributed_sampler_indices(std::uint64_t n, int replicas, int rank);
 
+// --schedule: which of the two sources below a run takes its batches from.
+enum class Schedule { kDynamic, kStatic };
+inline constexpr EnumNames<Schedule, 2> kScheduleNames{
+    {{{Schedule::kDynamic, "dynamic"}, {Schedule::kStatic, "static"}}}};
+inline std::string_view schedule_name(Schedule s) { return kScheduleNames.name(s); }
+
+// Which replicas of DistributedSampler's world this process runs: global replicas
+// [first_replica, first_replica + local_replicas) of global_replicas (one process: all of them).
+struct StaticLayout {
+  int global_replicas = 1;
+  int first_replica = 0;
+  int local_replicas = 1;
+};
+
 class StaticSource : public WorkSource {
  public:
-  // `rows` is the number of good rows in the input (counted beforehand). Positions of the padded
-  // stream marked in `done` (a resumed run) are left out; batches are whole, so the batches
-  // still to do are exactly the original ones.
-  StaticSource(RowFeeder& feeder, std::uint64_t rows, int replicas, int batch_size,
+  // `rows` is the number of good rows in the input (counted beforehand). The feeder returns at
+  // least this process's rows and the first global_replicas rows (RowShare::static_sampler).
+  // Positions of the padded stream marked in `done` (a resumed run) are left out; batches are
+  // whole, so the batches still to do are exactly the original ones.
+  StaticSource(RowFeeder& feeder, std::uint64_t rows, StaticLayout layout, int batch_size,
                std::vector<bool> done = {});
   std::optional<Batch> next(int replica) override;
   void stop() override;
 
-  std::uint64_t padded_total() const { return total_; }
+  // Positions of the padded stream this process computes (all: ceil(rows / replicas) × replicas).
+  std::uint64_t padded_total() const { return total_ / global_ * local_; }
   // Tokens of the input rows read so far that a resumed run had already done (left out). Any
   // thread.
   std::uint64_t skipped_tokens() const { return skipped_tokens_.load(std::memory_order_relaxed); }
 
  private:
-  void produce_one();  // reads the next row of the padded stream; caller holds mutex_
+  // Takes the next position of the padded stream that is this process's; caller holds mutex_.
+  void produce_one();
+  // Local replica of padded-stream position p, or -1 when another process runs it.
+  int local_replica(std::uint64_t position) const;
+  void add(std::uint64_t position, WorkItem item);
 
   RowFeeder& feeder_;
   const std::uint64_t rows_;
-  const std::uint64_t total_;  // ceil(rows / replicas) * replicas
-  const int replicas_;
+  const std::uint64_t global_;  // replicas of the sampler's world
+  const std::uint64_t total_;   // ceil(rows / global_) * global_
+  const int first_;
+  const int local_;
   const int batch_size_;
   std::mutex mutex_;
-  std::uint64_t position_ = 0;  // next position in the padded stream
+  bool input_done_ = false;
+  std::uint64_t next_padding_ = 0;  // once input_done_: the next padding position to consider
+  bool finished_ = false;
   std::vector<WorkItem> head_;  // the first rows, reused for the padding
-  std::vector<Batch> pending_;  // per replica, filling
+  std::vector<Batch> pending_;  // per local replica, filling
   std::vector<std::deque<Batch>> ready_;
   std::uint64_t batches_ = 0;
   bool stopped_ = false;

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/json.h"
+#include "sched/share.h"
 #include "support/paths.h"
 
 namespace mcinfer::sched {
@@ -57,42 +58,132 @@ FeedOptions feed_options(const fs::path& path) {
   return o;
 }
 
+// Every batch each replica of `source` gets, replicas asking in a scrambled order as threads
+// would; per replica, the ordinals of its batches in order.
+std::vector<std::vector<std::vector<std::uint64_t>>> drain(StaticSource& source, int replicas,
+                                                           unsigned seed) {
+  std::vector<std::vector<std::vector<std::uint64_t>>> got(static_cast<std::size_t>(replicas));
+  std::vector<bool> done(static_cast<std::size_t>(replicas), false);
+  std::mt19937 rng(seed);
+  int finished = 0;
+  while (finished < replicas) {
+    const int r = static_cast<int>(rng() % static_cast<unsigned>(replicas));
+    if (done[r]) continue;
+    auto batch = source.next(r);
+    if (!batch) {
+      done[r] = true;
+      ++finished;
+      continue;
+    }
+    std::vector<std::uint64_t> ordinals;
+    for (const auto& item : batch->items) {
+      ordinals.push_back(item.ordinal);
+      EXPECT_EQ(item.id.text, "r" + std::to_string(item.ordinal));
+    }
+    got[r].push_back(std::move(ordinals));
+  }
+  return got;
+}
+
+// The sampler's index list of a replica cut into batches of `batch_size`.
+std::vector<std::vector<std::uint64_t>> sampler_batches(int rows, int replicas, int rank,
+                                                        int batch_size) {
+  std::vector<std::vector<std::uint64_t>> out;
+  for (std::uint64_t i :
+       distributed_sampler_indices(static_cast<std::uint64_t>(rows), replicas, rank)) {
+    if (out.empty() || static_cast<int>(out.back().size()) == batch_size) out.emplace_back();
+    out.back().push_back(i);
+  }
+  return out;
+}
+
 TEST(StaticSource, ReplicaShardsAreTheSamplersIndexListsInFixedBatches) {
   for (int rows : {0, 1, 3, 7, 10, 23}) {
     for (int replicas : {1, 2, 3, 7}) {
       for (int batch_size : {1, 4}) {
         auto path = write_rows("static_source", rows, 1);
         RowFeeder feeder(feed_options(path), nullptr);
-        StaticSource source(feeder, static_cast<std::uint64_t>(rows), replicas, batch_size);
-        std::vector<std::vector<std::uint64_t>> got(static_cast<std::size_t>(replicas));
-        std::vector<bool> done(static_cast<std::size_t>(replicas), false);
-        // Replicas ask in a scrambled order, as threads would.
-        std::mt19937 rng(rows * 31 + replicas);
-        int finished = 0;
-        while (finished < replicas) {
-          int r = static_cast<int>(rng() % static_cast<unsigned>(replicas));
-          if (done[r]) continue;
-          auto batch = source.next(r);
-          if (!batch) {
-            done[r] = true;
-            ++finished;
-            continue;
-          }
-          EXPECT_LE(static_cast<int>(batch->items.size()), batch_size);
-          for (const auto& item : batch->items) {
-            got[r].push_back(item.ordinal);
-            EXPECT_EQ(item.id.text, "r" + std::to_string(item.ordinal));
-          }
-        }
+        StaticSource source(feeder, static_cast<std::uint64_t>(rows),
+                            {.global_replicas = replicas, .local_replicas = replicas}, batch_size);
+        const auto got = drain(source, replicas, static_cast<unsigned>(rows * 31 + replicas));
         for (int r = 0; r < replicas; ++r) {
-          EXPECT_EQ(got[r],
-                    distributed_sampler_indices(static_cast<std::uint64_t>(rows), replicas, r))
+          EXPECT_EQ(got[r], sampler_batches(rows, replicas, r, batch_size))
               << "rows " << rows << " replicas " << replicas << " batch " << batch_size << " rank "
               << r;
         }
         EXPECT_EQ(feeder.ids().size(), static_cast<std::size_t>(rows));
       }
     }
+  }
+}
+
+// Rank k of `world` processes with `local` replicas each runs global replicas k × local + r of
+// one DistributedSampler over world × local replicas: the same batches as one process running
+// them all, and only its own rows (and the sampler's padding head) are tokenised.
+TEST(StaticSource, RanksRunTheirGlobalReplicasOfOneSampler) {
+  for (int rows : {0, 1, 5, 13, 40}) {
+    for (int world : {2, 3}) {
+      for (int local : {1, 2}) {
+        const int global = world * local;
+        auto path = write_rows("static_ranks", rows, 1);
+        std::vector<std::size_t> lengths;
+        {
+          RowFeeder all(feed_options(path), nullptr);
+          WorkItem item;
+          while (all.next(item)) lengths.push_back(item.ids.size());
+        }
+        for (int rank = 0; rank < world; ++rank) {
+          RowFeeder feeder(feed_options(path), nullptr);
+          feeder.set_share(RowShare::static_sampler(rank, world, local));
+          StaticSource source(
+              feeder, static_cast<std::uint64_t>(rows),
+              {.global_replicas = global, .first_replica = rank * local, .local_replicas = local},
+              3);
+          const auto got = drain(source, local, static_cast<unsigned>(rows + rank));
+          for (int r = 0; r < local; ++r) {
+            EXPECT_EQ(got[r], sampler_batches(rows, global, rank * local + r, 3))
+                << "rows " << rows << " world " << world << " local " << local << " rank " << rank
+                << " replica " << r;
+          }
+          EXPECT_EQ(feeder.ids().size(), static_cast<std::size_t>(rows)) << "every id kept";
+          // Returned (tokenised) rows: this rank's own and the padding's head, no others.
+          std::uint64_t want_tokens = 0;
+          for (int o = 0; o < rows; ++o) {
+            if ((o % global) / local == rank || o < global) want_tokens += lengths[o];
+          }
+          EXPECT_EQ(feeder.stats().tokens, want_tokens) << "rows " << rows << " rank " << rank;
+        }
+      }
+    }
+  }
+}
+
+// Under the dynamic schedule the ranks' shares are disjoint, cover every row, and are balanced
+// by text weight.
+TEST(DynamicSource, RankSharesAreDisjointCompleteAndBalanced) {
+  const int rows = 3000;
+  for (int world : {2, 3, 5}) {
+    auto path = write_rows("dynamic_ranks", rows, 7);
+    std::vector<int> owner(rows, -1);
+    std::vector<std::uint64_t> weight(static_cast<std::size_t>(world), 0);
+    for (int rank = 0; rank < world; ++rank) {
+      RowFeeder feeder(feed_options(path), nullptr);
+      feeder.set_share(RowShare::dynamic_blocks(rank, world, feeder.file_size()));
+      DynamicSource source(feeder, DynamicOptions{256, 512}, 2);
+      while (auto batch = source.next(0)) {
+        for (const auto& item : batch->items) {
+          ASSERT_EQ(owner[item.ordinal], -1) << "row " << item.ordinal << " in two shares";
+          owner[item.ordinal] = rank;
+          weight[static_cast<std::size_t>(rank)] += item.ids.size();
+        }
+      }
+      EXPECT_EQ(feeder.rows_read(),
+                static_cast<std::uint64_t>(std::count(owner.begin(), owner.end(), rank)));
+      EXPECT_EQ(feeder.ids().size(), static_cast<std::size_t>(rows));
+    }
+    for (int i = 0; i < rows; ++i) ASSERT_NE(owner[i], -1) << "row " << i << " in no share";
+    const auto [lo, hi] = std::minmax_element(weight.begin(), weight.end());
+    EXPECT_LE(static_cast<double>(*hi), 1.2 * static_cast<double>(*lo)) << "world " << world;
   }
 }
 
@@ -128,7 +219,9 @@ TEST(DynamicSource, EveryRowOnceInLengthSortedBudgetedBatches) {
       }
       EXPECT_EQ(b.real_tokens, real);
       EXPECT_EQ(b.padded_tokens, longest * static_cast<std::int64_t>(b.items.size()));
-      if (b.items.size() > 1) EXPECT_LE(b.padded_tokens, opts.batch_tokens);
+      if (b.items.size() > 1) {
+        EXPECT_LE(b.padded_tokens, opts.batch_tokens);
+      }
     }
     EXPECT_EQ(seen.size(), 1000u);
     EXPECT_EQ(feeder.ids().size(), 1000u);

@@ -27,7 +27,7 @@ struct Prepared {
 
 Prepared prepare(const std::string& name, const fs::path& dir) {
   Prepared p;
-  p.backend = backend::make_backend({name});
+  p.backend = backend::make_backend({.name = name});
   p.model = p.backend->prepare(model::ModelDir::open(dir), {}, nullptr);
   p.replica = p.model->make_replica(1);
   return p;
@@ -142,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(Built, BackendFixture, ::testing::ValuesIn(params()),
 
 TEST(Registry, NamesTheBuiltBackendsForAnUnknownOne) {
   try {
-    backend::make_backend({"tpu9"});
+    backend::make_backend({.name = "tpu9"});
     FAIL() << "an unknown backend was made";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("--backend tpu9: not a backend of this build (built: cpu"),

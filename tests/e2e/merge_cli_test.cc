@@ -142,6 +142,9 @@ TEST(MergeCli, UsageErrorsExitTwo) {
       {{"merge", s, "-o", o, "--allow-missing"}, "--expect"},
       {{"merge", s, "-o", (d / "o.txt").string()}, "cannot tell the format"},
       {{"merge", s, "-o", s}, "the output is also an input"},
+      {{"merge", "-o", o, "--shards-dir", d.string()}, "--shards-dir needs --expect INPUT"},
+      {{"merge", s, "-o", o, "--shards-dir", d.string(), "--expect", s},
+       "--shards-dir merges a distributed run as the run itself would"},
   };
   for (const auto& c : cases) {
     auto r = run_cli(c.args);

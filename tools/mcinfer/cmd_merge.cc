@@ -11,12 +11,14 @@
 #include "commands.h"
 #include "core/error.h"
 #include "merge/merge.h"
+#include "sched/finish.h"
 
 namespace mcinfer::cli {
 namespace {
 
 struct MergeFlags {
   std::vector<std::string> files;
+  std::string shards_dir;
   std::string output;
   std::string reduce = "mean";
   std::vector<double> weights;
@@ -51,7 +53,37 @@ void print_ids(const char* what, std::uint64_t count, const std::vector<std::str
              fmt::join(first, ", "));
 }
 
+// The final step of a distributed run without MPI (job arrays, Indexed Jobs, --rank/--world):
+// every rank's shards, checked against every rank's record and the input.
+int run_distributed_merge(const MergeFlags& f) {
+  if (f.expect.empty()) fail_usage("--shards-dir needs --expect INPUT: the input the ranks ran on");
+  if (!f.files.empty() || !f.weights.empty() || f.reduce != "mean" || !f.order.empty()) {
+    fail_usage(
+        "--shards-dir merges a distributed run as the run itself would: no FILE "
+        "arguments, --weights, --reduce or --order");
+  }
+  sched::DistributedMerge options{.shards_dir = f.shards_dir,
+                                  .expect = f.expect,
+                                  .output = f.output,
+                                  .allow_missing = f.allow_missing};
+  std::vector<std::string> notes;
+  merge::Report report;
+  try {
+    report = sched::merge_distributed(options, notes);
+  } catch (const merge::MissingIdsError& e) {
+    fmt::print(stderr, "mcinfer: error: {}\n", e.what());
+    return kExitMissingIds;
+  }
+  for (const auto& w : report.warnings) fmt::print(stderr, "mcinfer: warning: {}\n", w);
+  for (const auto& n : notes) fmt::print(stderr, "mcinfer: warning: {}\n", n);
+  print_ids("missing", report.missing, report.first_missing);
+  fmt::print(stderr, "mcinfer: {}\n", merge::summary_line(report, f.output, true));
+  return kExitOk;
+}
+
 int run_merge(const MergeFlags& f) {
+  if (!f.shards_dir.empty()) return run_distributed_merge(f);
+  if (f.files.empty()) fail_usage("merge needs files to merge (FILE arguments) or --shards-dir");
   // A directory stands for its shards; its weight applies to each of them.
   if (!f.weights.empty() && f.weights.size() != f.files.size()) {
     fail_usage("--weights: {} weights for {} FILE arguments", f.weights.size(), f.files.size());
@@ -124,8 +156,10 @@ Action add_merge_command(CLI::App& app, const Invocation& invocation) {
       "Combine prediction shards, runs or models: rows sharing an id are reduced to one, with "
       "proof that nothing is missing (--expect)");
   cmd->add_option("files", flags->files,
-                  "Prediction tables (CSV or JSONL); a directory stands for its shard_<N> files")
-      ->required();
+                  "Prediction tables (CSV or JSONL); a directory stands for its shard_<N> files");
+  cmd->add_option("--shards-dir", flags->shards_dir,
+                  "The shards directory of a distributed run: every rank's shards, once every "
+                  "rank's record says it finished (needs --expect)");
   cmd->add_option("-o,--output", flags->output, "Merged table (.csv or .jsonl), written atomically")
       ->required();
   cmd->add_option("--reduce", flags->reduce,

@@ -155,7 +155,13 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("--batch-tokens", f->options.batch_tokens, "Padded tokens per batch (dynamic)")
       ->capture_default_str();
   sub->add_option("--shards-dir", f->shards_dir,
-                  "Keep the per-replica shards here (default: temporary)");
+                  "Keep the per-replica shards here (default: temporary; a distributed run: a "
+                  "directory every rank reaches)");
+  sub->add_option("--rank", f->options.rank,
+                  "This process's rank in a distributed run (default: from the launcher: Open "
+                  "MPI, MPICH, Slurm, Kubernetes Indexed Job, torchrun)");
+  sub->add_option("--world", f->options.world,
+                  "Processes sharing the input (default: from the launcher; 1: one machine)");
   sub->add_flag("--resume", f->options.resume,
                 "Continue the interrupted run whose shards are in --shards-dir: only rows not yet "
                 "durable are run");

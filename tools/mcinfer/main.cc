@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "sched/mpi_world.h"
 
 int main(int argc, char** argv) {
   using namespace mcinfer::cli;
@@ -15,7 +16,9 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
 
   CLI::App app{"mcinfer: run Hugging Face encoder models over whole datasets on every core"};
-  app.set_version_flag("--version", "mcinfer " MCINFER_VERSION);
+  // The MPI library decides whether rank 0 of an mpirun job can merge for every rank.
+  app.set_version_flag("--version", std::string("mcinfer " MCINFER_VERSION " (MPI: ") +
+                                        mcinfer::sched::mpi_library() + ")");
   app.require_subcommand(1);
   Invocation invocation;
   for (int i = 0; i < argc; ++i) invocation.argv.emplace_back(argv[i]);

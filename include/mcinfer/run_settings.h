@@ -1,0 +1,50 @@
+#pragma once
+// The settings of a run that need no parsing: paths, columns, sizes, switches. Shared by the
+// public RunOptions (mcinfer/run.h, whose choices are spelled as the CLI's flags) and the run
+// pipeline's own options (sched/run.h, the same choices parsed), so each field and its default
+// is written once.
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mcinfer {
+
+struct RunSettings {
+  std::filesystem::path model_dir, input, output;
+  std::optional<std::string> format;  // of the input: csv or jsonl; default from its extension
+  std::string id_col = "id";
+  std::string text_col = "text";
+  std::optional<std::string> text_pair_col;
+  // Default: the sentence-transformers modules, else no normalisation.
+  std::optional<bool> normalize;
+  std::optional<std::size_t> max_len;  // tokens per sequence; default: the model's
+  std::string backend = "cpu";         // one of the build's (`mcinfer inspect` lists them)
+  // Rows compared against fp32 before a reduced-precision run (nullopt: 32; 0: no check), and
+  // that check's bounds: a miss stops the run before anything is written (exit 4).
+  std::optional<std::size_t> check_precision_rows;
+  std::optional<double> min_cosine, min_agreement;
+  // int8: GEMMs kept out of int8 (`--int8-keep` syntax); nullopt: chosen on the check rows.
+  std::optional<std::string> int8_keep;
+  int replicas = 0;  // 0: the backend's replica slots (CPU: one per physical core)
+  // This process's rank among `world` processes sharing the input (--rank/--world); default:
+  // from the launcher's variables (Open MPI, MPICH, Slurm, Kubernetes, torchrun), else 0 of 1.
+  std::optional<int> rank, world;
+  int threads_per_replica = 1;
+  int batch_size = 16;                              // static schedule
+  std::int64_t batch_tokens = 4096;                 // dynamic schedule
+  std::optional<std::filesystem::path> shards_dir;  // default: a temporary directory
+  bool resume = false;                              // continue the run recorded in shards_dir
+  bool skip_bad_rows = false;
+  std::optional<std::filesystem::path> report_path;
+  bool quiet = false;
+  bool pin_threads = true;
+  bool profile = false;  // time every op; the report then has time_seconds and time_share
+  std::vector<std::string> command_line;    // for the report and the resume hint
+  const std::atomic<bool>* stop = nullptr;  // when set: stop after the batches in flight
+};
+
+}  // namespace mcinfer
