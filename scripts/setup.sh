@@ -5,6 +5,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   googletest libgtest-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin  # optional to build; rank 0 of an mpirun job merges, tested here
   clang libclang-rt-dev
   python3 python3-pip unzip ca-certificates
 )

@@ -102,10 +102,11 @@ std::optional<Candidate> find_launcher(const Reader& env, std::optional<int> wor
                         "OMPI_COMM_WORLD_LOCAL_RANK", "Open MPI", true))
     return c;
   if (auto c = env.pair("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPICH/PMI", true)) return c;
-  // A Slurm step of one task is also what an array task's batch script runs in: only a step of
-  // several tasks splits the work.
+  // srun sets SLURM_STEP_ID; a batch script (sbatch --ntasks=3 without srun: one process)
+  // has SLURM_NTASKS and SLURM_PROCID=0 but no step. A step of one task is also what an array
+  // task's srun runs in: only a step of several tasks splits the work.
   const auto ntasks = env.get("SLURM_NTASKS");
-  if (ntasks && parse_count("SLURM_NTASKS", *ntasks) > 1) {
+  if (env.get("SLURM_STEP_ID") && ntasks && parse_count("SLURM_NTASKS", *ntasks) > 1) {
     auto c = env.pair("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "Slurm step", false);
     // srun with an MPI plugin (PMIx or PMI2) lets the ranks join through MPI.
     c->mpi = env.get("PMIX_RANK").has_value() || env.get("PMI_FD").has_value();

@@ -33,7 +33,7 @@ struct RankInfo {
 using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;
 EnvLookup process_environment();
 
-// In this order: explicit flags; Open MPI; MPICH/PMI; a Slurm step with more than one task;
+// In this order: explicit flags; Open MPI; MPICH/PMI; a Slurm step (srun) of more than one task;
 // a Slurm job array; a Kubernetes Indexed Job (world from --world, which the index alone does
 // not give); torchrun. A flag that a launcher contradicts, or two launchers that disagree, is
 // refused. No launcher and no flags: rank 0 of 1, today's single-process run.

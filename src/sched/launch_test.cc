@@ -95,7 +95,8 @@ TEST(Launch, MpichPmi) {
 }
 
 TEST(Launch, SlurmStep) {
-  const Env env = {{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "3"}, {"SLURM_LOCALID", "2"}};
+  const Env env = {
+      {"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "3"}, {"SLURM_LOCALID", "2"}, {"SLURM_STEP_ID", "0"}};
   const RankInfo info = detect(env);
   expect_rank(info, 2, 3, 2, "Slurm step");
   EXPECT_FALSE(info.mpi_launcher);
@@ -103,14 +104,19 @@ TEST(Launch, SlurmStep) {
   pmix["PMIX_RANK"] = "2";
   EXPECT_TRUE(detect(pmix).mpi_launcher);
   // A one-task step (an array task's batch script, or `srun -n 1`) does not split the input.
-  EXPECT_EQ(detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}).world, 1);
-  expect_refused(refusal({{"SLURM_NTASKS", "3"}}), "SLURM_NTASKS is set but SLURM_PROCID is not");
+  EXPECT_EQ(detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_STEP_ID", "0"}}).world,
+            1);
+  // The batch script of `sbatch --ntasks=3` running mcinfer without srun is one process.
+  EXPECT_EQ(detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "3"}}).world, 1);
+  expect_refused(refusal({{"SLURM_NTASKS", "3"}, {"SLURM_STEP_ID", "1"}}),
+                 "SLURM_NTASKS is set but SLURM_PROCID is not");
 }
 
 TEST(Launch, MpirunInsideASlurmAllocationIsTheMpiRank) {
   // sbatch --ntasks=3 running mpirun -np 3: every rank inherits the batch step's SLURM_*.
   const RankInfo info = detect({{"SLURM_PROCID", "0"},
                                 {"SLURM_NTASKS", "3"},
+                                {"SLURM_STEP_ID", "0"},
                                 {"OMPI_COMM_WORLD_RANK", "2"},
                                 {"OMPI_COMM_WORLD_SIZE", "3"}});
   EXPECT_EQ(info.rank, 2);

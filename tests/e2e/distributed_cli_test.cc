@@ -1,8 +1,9 @@
 // Distributed runs: ranks of one job (explicit --rank/--world, or a launcher's variables) share
-// a shards directory; `mcinfer merge --shards-dir` (or rank 0 under mpirun) gives the output of
-// the one-machine run with the same global replica count. The static split is torch's
-// DistributedSampler over world × local replicas (tests/fixtures/sched/distributed_sampler.json,
-// written by tools/gen_sampler_table.py); the dynamic one gives every row to exactly one rank.
+// a shards directory; `mcinfer merge --shards-dir` gives the output of the one-machine run with
+// the same global replica count (launcher_cli_test: real mpirun and Slurm). The static split is
+// torch's DistributedSampler over world × local replicas
+// (tests/fixtures/sched/distributed_sampler.json, written by tools/gen_sampler_table.py); the
+// dynamic one gives every row to exactly one rank.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -11,112 +12,23 @@
 #include <set>
 
 #include "core/json.h"
-#include "support/cli.h"
-#include "support/predictions.h"
-#include "support/rows.h"
+#include "support/distributed.h"
 
-namespace mcinfer {
+namespace mcinfer::testing {
 namespace {
-
-namespace fs = std::filesystem;
-using testing::run_cli;
-using CliOptions = testing::CliOptions;
-
-const char* kModel = "models/bert_cls_multi";
-
-// Rows with distinct ids "d<i>" (`repeat_every` > 0: every such row repeats an earlier id, as
-// the seed's duplicates do).
-fs::path write_rows(const fs::path& dir, int count, int repeat_every = 0) {
-  return testing::write_varied_rows(
-      dir / "rows.jsonl", "bert_cls_multi", count, 17, [repeat_every](int i) {
-        const bool repeat = repeat_every > 0 && i % repeat_every == repeat_every - 1;
-        return fmt::format("d{}", repeat ? i - 3 : i);
-      });
-}
-
-struct Job {
-  fs::path input, shards, output;
-  std::string schedule = "static";
-  int replicas = 2;  // per rank
-  std::vector<std::string> extra{};
-
-  std::vector<std::string> args() const {
-    std::vector<std::string> a = {"run",
-                                  testing::fixture(kModel).string(),
-                                  "--input",
-                                  input.string(),
-                                  "--output",
-                                  output.string(),
-                                  "--shards-dir",
-                                  shards.string(),
-                                  "--schedule",
-                                  schedule,
-                                  "--replicas",
-                                  std::to_string(replicas),
-                                  "--batch-size",
-                                  "3",
-                                  "--batch-tokens",
-                                  "40",
-                                  "--precision",
-                                  "fp32",
-                                  "--quiet"};
-    a.insert(a.end(), extra.begin(), extra.end());
-    return a;
-  }
-  std::vector<std::string> rank_args(int rank, int world) const {
-    auto a = args();
-    a.insert(a.end(), {"--rank", std::to_string(rank), "--world", std::to_string(world)});
-    return a;
-  }
-};
-
-// Every rank of `world`, one after another (they share nothing but the directory).
-void run_ranks(const Job& job, int world) {
-  for (int rank = 0; rank < world; ++rank) {
-    auto r = run_cli(job.rank_args(rank, world));
-    ASSERT_EQ(r.exit_code, 0) << "rank " << rank << " of " << world << ": " << r.err;
-  }
-}
-
-testing::CliResult merge_dir(const Job& job, const fs::path& output, bool allow_missing = false) {
-  std::vector<std::string> a = {"merge",        "--shards-dir",     job.shards.string(),
-                                "--expect",     job.input.string(), "--output",
-                                output.string()};
-  if (allow_missing) a.push_back("--allow-missing");
-  return run_cli(a);
-}
-
-void expect_same_table(const fs::path& got_path, const fs::path& want_path, double tolerance,
-                       const std::string& what) {
-  ASSERT_TRUE(fs::exists(got_path)) << what;
-  const auto got = testing::read_table(got_path), want = testing::read_table(want_path);
-  EXPECT_EQ(got.ids, want.ids) << what;
-  EXPECT_EQ(got.columns, want.columns) << what;
-  EXPECT_LE(testing::max_abs_difference(got, want), tolerance) << what;
-}
-
-// The one-machine run with `replicas` replicas, its shards kept in `shards`.
-void run_one_machine(Job job, int replicas, const fs::path& shards, const fs::path& output) {
-  job.replicas = replicas;
-  job.shards = shards;
-  job.output = output;
-  auto r = run_cli(job.args());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-}
 
 // Static: rank k of 3 runs global replicas 2k and 2k+1 of one 6-replica sampler: each of its
 // shards is, byte for byte, the one-machine run's shard of that global replica, and the merge
 // equals the one-machine output.
 TEST(Distributed, StaticRanksAreTheOneMachineReplicasByteForByte) {
-  auto dir = testing::scratch_dir("dist_static");
+  auto dir = scratch_dir("dist_static");
   Job job{.input = write_rows(dir, 101, 7), .shards = dir / "ranks", .output = dir / "unused.csv"};
   run_one_machine(job, 6, dir / "one", dir / "one.csv");
   run_ranks(job, 3);
   EXPECT_FALSE(fs::exists(job.output)) << "a rank without MPI writes no output";
   for (int g = 0; g < 6; ++g) {
     const auto ours = job.shards / fmt::format("shard_{}_{}.csv", g / 2, g % 2);
-    EXPECT_EQ(testing::read_file(ours),
-              testing::read_file(dir / "one" / fmt::format("shard_{}.csv", g)))
+    EXPECT_EQ(read_file(ours), read_file(dir / "one" / fmt::format("shard_{}.csv", g)))
         << "global replica " << g;
   }
   auto m = merge_dir(job, dir / "merged.csv");
@@ -133,18 +45,18 @@ TEST(Distributed, StaticRanksAreTheOneMachineReplicasByteForByte) {
 // Seven ranks of one replica over 100 rows: each rank's shard holds exactly the rows torch's
 // DistributedSampler(num_replicas=7, rank=k) yields, in its order, padding duplicates included.
 TEST(Distributed, StaticRanksMatchTorchsDistributedSampler) {
-  const Json table = read_json_file(testing::fixture("sched/distributed_sampler.json"));
+  const Json table = read_json_file(fixture("sched/distributed_sampler.json"));
   const Json* torch = nullptr;
   for (const auto& c : table)
     if (c["n"] == 100 && c["replicas"] == 7) torch = &c;
   ASSERT_NE(torch, nullptr) << "the fixture has the case n=100, replicas=7";
-  auto dir = testing::scratch_dir("dist_torch");
+  auto dir = scratch_dir("dist_torch");
   Job job{.input = write_rows(dir, 100), .shards = dir / "ranks", .output = dir / "out.csv"};
   job.replicas = 1;
   for (int rank = 0; rank < 7; ++rank) {
     auto r = run_cli(job.rank_args(rank, 7));
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto shard = testing::read_table(job.shards / fmt::format("shard_{}_0.csv", rank));
+    const auto shard = read_table(job.shards / fmt::format("shard_{}_0.csv", rank));
     std::vector<std::string> want;
     for (const auto& i : (*torch)["ranks"][static_cast<std::size_t>(rank)])
       want.push_back(fmt::format("d{}", i.get<int>()));
@@ -155,7 +67,7 @@ TEST(Distributed, StaticRanksMatchTorchsDistributedSampler) {
 // Dynamic: every row computed by exactly one rank; the merge equals the one-machine run's
 // output (other batch compositions: fp32 rounding only).
 TEST(Distributed, DynamicRanksComputeEachRowOnceAndMergeToTheOneMachineOutput) {
-  auto dir = testing::scratch_dir("dist_dynamic");
+  auto dir = scratch_dir("dist_dynamic");
   Job job{.input = write_rows(dir, 240), .shards = dir / "ranks", .output = dir / "unused.csv"};
   job.schedule = "dynamic";
   run_one_machine(job, 6, dir / "one", dir / "one.csv");
@@ -168,7 +80,7 @@ TEST(Distributed, DynamicRanksComputeEachRowOnceAndMergeToTheOneMachineOutput) {
     std::size_t rows = 0;
     for (int replica = 0; replica < 2; ++replica) {
       for (const auto& id :
-           testing::read_table(job.shards / fmt::format("shard_{}_{}.csv", rank, replica)).ids) {
+           read_table(job.shards / fmt::format("shard_{}_{}.csv", rank, replica)).ids) {
         EXPECT_TRUE(seen.insert(id).second) << id << " computed twice";
         ++rows;
       }
@@ -194,7 +106,7 @@ TEST(Distributed, DynamicRanksComputeEachRowOnceAndMergeToTheOneMachineOutput) {
 std::vector<std::string> rank_ids(const fs::path& shards, int rank) {
   std::vector<std::string> ids;
   for (int replica = 0; replica < 2; ++replica) {
-    for (auto& id : testing::read_table(shards / fmt::format("shard_{}_{}.csv", rank, replica)).ids)
+    for (auto& id : read_table(shards / fmt::format("shard_{}_{}.csv", rank, replica)).ids)
       ids.push_back(std::move(id));
   }
   std::sort(ids.begin(), ids.end());
@@ -212,7 +124,7 @@ class ByLauncher : public ::testing::TestWithParam<Launcher> {};
 // Each launcher's variables, as that launcher sets them, give the same split as --rank/--world.
 TEST_P(ByLauncher, SameSplitAsExplicitFlags) {
   const Launcher& launcher = GetParam();
-  auto dir = testing::scratch_dir("dist_env_" + launcher.name);
+  auto dir = scratch_dir("dist_env_" + launcher.name);
   Job explicit_job{.input = write_rows(dir, 80), .shards = dir / "flags", .output = dir / "x.csv"};
   explicit_job.schedule = "dynamic";
   Job env_job = explicit_job;
@@ -244,7 +156,7 @@ INSTANTIATE_TEST_SUITE_P(
                  [](int r, int w) {
                    return std::vector<std::string>{fmt::format("SLURM_PROCID={}", r),
                                                    fmt::format("SLURM_NTASKS={}", w),
-                                                   "SLURM_LOCALID=0"};
+                                                   "SLURM_LOCALID=0", "SLURM_STEP_ID=0"};
                  }},
         // sbatch --array=4-8:2: task ids 4, 6, 8; each task's batch script is a one-task step.
         Launcher{"Slurm job array",
@@ -279,10 +191,8 @@ INSTANTIATE_TEST_SUITE_P(
 // rank) unless --allow-missing; rerunning that rank alone with --resume completes the job.
 TEST(Distributed, KilledRankResumedAloneCompletesTheJob) {
   for (const char* schedule : {"dynamic", "static"}) {
-    auto dir = testing::scratch_dir(std::string("dist_kill_") + schedule);
-    Job job{.input = write_rows(dir, 150, 7), .shards = dir / "ranks", .output = dir / "x.csv"};
-    job.schedule = schedule;
-    run_one_machine(job, 6, dir / "one", dir / "one.csv");
+    const Job job = job_with_reference(std::string("dist_kill_") + schedule, schedule, 150);
+    const fs::path dir = job.input.parent_path();
     for (int rank : {0, 2}) ASSERT_EQ(run_cli(job.rank_args(rank, 3)).exit_code, 0);
     CliOptions crash;
     crash.env = {"MCINFER_FAULT=shard-write:2"};
@@ -296,8 +206,7 @@ TEST(Distributed, KilledRankResumedAloneCompletesTheJob) {
     EXPECT_FALSE(fs::exists(dir / "merged.csv"));
     auto partial = merge_dir(job, dir / "partial.csv", true);
     EXPECT_EQ(partial.exit_code, 0) << partial.err;
-    EXPECT_LT(testing::read_table(dir / "partial.csv").ids.size(),
-              testing::read_table(dir / "one.csv").ids.size());
+    EXPECT_LT(read_table(dir / "partial.csv").ids.size(), read_table(dir / "one.csv").ids.size());
 
     auto resumed_args = job.rank_args(1, 3);
     resumed_args.push_back("--resume");
@@ -312,14 +221,14 @@ TEST(Distributed, KilledRankResumedAloneCompletesTheJob) {
 // Rows lost from a rank's shards after it finished: the merge names the missing ids and the
 // rank that owned each.
 TEST(Distributed, MergeNamesMissingIdsWithTheirRank) {
-  auto dir = testing::scratch_dir("dist_missing");
+  auto dir = scratch_dir("dist_missing");
   Job job{.input = write_rows(dir, 60), .shards = dir / "ranks", .output = dir / "x.csv"};
   job.schedule = "static";
   job.replicas = 1;
   run_ranks(job, 3);
   // Rank 2's shard emptied to its header: its rows d2, d5, d8, ... are gone.
   const auto shard = job.shards / "shard_2_0.csv";
-  const std::string text = testing::read_file(shard);
+  const std::string text = read_file(shard);
   std::ofstream(shard, std::ios::trunc) << text.substr(0, text.find('\n') + 1);
   auto m = merge_dir(job, dir / "merged.csv");
   EXPECT_EQ(m.exit_code, 3) << m.err;
@@ -329,7 +238,7 @@ TEST(Distributed, MergeNamesMissingIdsWithTheirRank) {
 }
 
 TEST(Distributed, RefusesRanksOfAnotherRunAndBadRankFlags) {
-  auto dir = testing::scratch_dir("dist_refuse");
+  auto dir = scratch_dir("dist_refuse");
   Job job{.input = write_rows(dir, 30), .shards = dir / "ranks", .output = dir / "x.csv"};
   ASSERT_EQ(run_cli(job.rank_args(0, 3)).exit_code, 0);
   auto other_world = run_cli(job.rank_args(1, 2));
@@ -378,7 +287,7 @@ TEST(Distributed, RefusesRanksOfAnotherRunAndBadRankFlags) {
 
 // A rank whose share is empty succeeds, with shards that hold only their header.
 TEST(Distributed, AnEmptyShareSucceeds) {
-  auto dir = testing::scratch_dir("dist_empty");
+  auto dir = scratch_dir("dist_empty");
   Job job{.input = write_rows(dir, 2), .shards = dir / "ranks", .output = dir / "x.csv"};
   job.replicas = 1;
   run_ranks(job, 4);
@@ -390,47 +299,15 @@ TEST(Distributed, AnEmptyShareSucceeds) {
   for (int rank = 0; rank < 4; ++rank) {
     auto r = run_cli(dynamic.rank_args(rank, 4));
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto ids = testing::read_table(dynamic.shards / fmt::format("shard_{}_0.csv", rank)).ids;
+    const auto ids = read_table(dynamic.shards / fmt::format("shard_{}_0.csv", rank)).ids;
     computed += ids.size();
     empty += ids.empty() ? 1 : 0;
   }
   EXPECT_EQ(computed, 2u);
   EXPECT_GE(empty, 2u);
   ASSERT_EQ(merge_dir(dynamic, dir / "merged.csv").exit_code, 0);
-  EXPECT_EQ(testing::read_table(dir / "merged.csv").ids, (std::vector<std::string>{"d0", "d1"}));
-}
-
-// Under mpirun every rank starts at once and rank 0 merges: one command, the final file.
-TEST(Distributed, MpirunRankZeroMergesEveryRank) {
-  const char* mpirun = "/usr/bin/mpirun";
-  const bool require = std::getenv("MCINFER_REQUIRE_MPI") != nullptr;
-  auto version = run_cli({"--version"});
-  if (!fs::exists(mpirun) || version.out.find("MPI: none") != std::string::npos) {
-    if (require)
-      FAIL() << "MCINFER_REQUIRE_MPI is set but mpirun or MPI is missing: " << version.out;
-    GTEST_SKIP() << "no mpirun, or mcinfer built without MPI (" << version.out << ")";
-  }
-  for (const char* schedule : {"static", "dynamic"}) {
-    auto dir = testing::scratch_dir(std::string("dist_mpi_") + schedule);
-    Job job{.input = write_rows(dir, 120, 7), .shards = dir / "ranks", .output = dir / "out.csv"};
-    job.schedule = schedule;
-    run_one_machine(job, 6, dir / "one", dir / "one.csv");
-    std::vector<std::string> a = {"--oversubscribe", "-np", "3"};
-    if (::geteuid() == 0) a.push_back("--allow-run-as-root");
-    a.push_back(testing::cli_path().string());
-    for (const auto& arg : job.args()) a.push_back(arg);
-    CliOptions options;
-    options.program = mpirun;
-    auto r = run_cli(a, options);
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    expect_same_table(job.output, dir / "one.csv", 1e-5, schedule);
-    for (int rank = 0; rank < 3; ++rank) {
-      const Json record = read_json_file(job.shards / fmt::format("run_{}.json", rank));
-      EXPECT_EQ(record["launcher"], "Open MPI");
-      EXPECT_EQ(record["complete"], true);
-    }
-  }
+  EXPECT_EQ(read_table(dir / "merged.csv").ids, (std::vector<std::string>{"d0", "d1"}));
 }
 
 }  // namespace
-}  // namespace mcinfer
+}  // namespace mcinfer::testing
