@@ -25,7 +25,7 @@ struct FeedOptions {
   std::size_t max_len = 512;    // tokens per sequence, special tokens included
   std::int64_t vocab_size = 0;  // for checking pre-tokenised ids
   std::int64_t type_vocab_size = 0;
-  bool tokenize = true;  // false: validate and count only (the static schedule's first pass)
+  bool tokenize = true;  // false: validate and count only (the precision check counts rows)
   // Strip each text (Python's str.strip) before tokenising, as sentence-transformers does.
   bool strip_text = false;
 };

@@ -153,18 +153,10 @@ Source make_source(const RunOptions& o, const RunPlan& plan, const RankInfo& ran
   Source source;
   if (o.schedule == Schedule::kStatic) {
     feeder.set_share(RowShare::static_sampler(rank.rank, rank.world, plan.replicas));
-    // The sampler needs the row count up front: one validating pass without tokenising.
-    FeedOptions count = plan.feed;
-    count.tokenize = false;
-    RowFeeder counter(count, nullptr);
-    WorkItem item;
-    std::uint64_t rows = 0;
-    while (counter.next(item)) ++rows;
     const StaticLayout layout{.global_replicas = rank.world * plan.replicas,
                               .first_replica = rank.rank * plan.replicas,
                               .local_replicas = plan.replicas};
-    auto s = std::make_unique<StaticSource>(feeder, rows, layout, o.batch_size, std::move(done));
-    counters.rows_total = s->padded_total();
+    auto s = std::make_unique<StaticSource>(feeder, layout, o.batch_size, std::move(done));
     source.static_schedule = s.get();
     source.work = std::move(s);
   } else {
@@ -183,9 +175,11 @@ void publish_input_progress(const RowFeeder& feeder, const Source& source, RunCo
   const std::uint64_t skipped =
       source.static_schedule ? source.static_schedule->skipped_tokens() : 0;
   counters.tokens_read = read - std::min(read, skipped);
-  if (!source.static_schedule) {
-    counters.rows_read = feeder.rows_read();
-    if (auto rows = feeder.rows_in_input()) counters.rows_total = *rows;
+  counters.rows_read = feeder.rows_read();
+  if (source.static_schedule) {
+    counters.rows_total = source.static_schedule->padded_total();
+  } else if (auto rows = feeder.rows_in_input()) {
+    counters.rows_total = *rows;
   }
 }
 

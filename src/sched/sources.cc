@@ -16,12 +16,10 @@ std::vector<std::uint64_t> distributed_sampler_indices(std::uint64_t n, int repl
   return out;
 }
 
-StaticSource::StaticSource(RowFeeder& feeder, std::uint64_t rows, StaticLayout layout,
-                           int batch_size, std::vector<bool> done)
+StaticSource::StaticSource(RowFeeder& feeder, StaticLayout layout, int batch_size,
+                           std::vector<bool> done)
     : feeder_(feeder),
-      rows_(rows),
       global_(static_cast<std::uint64_t>(layout.global_replicas)),
-      total_(rows == 0 ? 0 : (rows + global_ - 1) / global_ * global_),
       first_(layout.first_replica),
       local_(layout.local_replicas),
       batch_size_(batch_size),
@@ -40,18 +38,17 @@ void StaticSource::produce_one() {
   if (!input_done_) {
     if (!feeder_.next(item)) {
       input_done_ = true;
-      if (feeder_.stats().rows != rows_) {
-        fail("input changed while running: {} rows counted, only {} read", rows_,
-             feeder_.stats().rows);
-      }
+      rows_ = feeder_.stats().rows;
+      total_ = (rows_ + global_ - 1) / global_ * global_;
+      padded_total_.store(total_ / global_ * static_cast<std::uint64_t>(local_),
+                          std::memory_order_release);
       next_padding_ = rows_;
       return;
     }
     position = item.ordinal;
-    if (position >= rows_) fail("input changed while running: {} rows counted, more read", rows_);
     // The padding repeats the first rows; keep as many as can be needed (the feeder returns
     // them to every process).
-    if (head_.size() < global_ && head_.size() < rows_) head_.push_back(item);
+    if (head_.size() < global_) head_.push_back(item);
     if (local_replica(position) < 0) return;
   } else {
     while (next_padding_ < total_ && local_replica(next_padding_) < 0) ++next_padding_;
@@ -75,7 +72,7 @@ void StaticSource::add(std::uint64_t position, WorkItem item) {
   const auto r = static_cast<std::size_t>(local_replica(position));
   item.position = position;
   const bool done = position < done_.size() && done_[position];
-  if (done && position < rows_) {
+  if (done && !input_done_) {
     skipped_tokens_.store(skipped_tokens_.load(std::memory_order_relaxed) + item.ids.size(),
                           std::memory_order_relaxed);
   }

@@ -39,17 +39,18 @@ struct StaticLayout {
 
 class StaticSource : public WorkSource {
  public:
-  // `rows` is the number of good rows in the input (counted beforehand). The feeder returns at
-  // least this process's rows and the first global_replicas rows (RowShare::static_sampler).
+  // One pass over the input: the rows' own positions are known as they stream by, and the
+  // padding, which needs the row count, comes after the last row. The feeder returns at least
+  // this process's rows and the first global_replicas rows (RowShare::static_sampler).
   // Positions of the padded stream marked in `done` (a resumed run) are left out; batches are
   // whole, so the batches still to do are exactly the original ones.
-  StaticSource(RowFeeder& feeder, std::uint64_t rows, StaticLayout layout, int batch_size,
-               std::vector<bool> done = {});
+  StaticSource(RowFeeder& feeder, StaticLayout layout, int batch_size, std::vector<bool> done = {});
   std::optional<Batch> next(int replica) override;
   void stop() override;
 
-  // Positions of the padded stream this process computes (all: ceil(rows / replicas) × replicas).
-  std::uint64_t padded_total() const { return total_ / global_ * local_; }
+  // Positions of the padded stream this process computes (one process: ceil(rows / replicas) ×
+  // replicas), once the input has been read to its end; 0 before. Any thread.
+  std::uint64_t padded_total() const { return padded_total_.load(std::memory_order_acquire); }
   // Tokens of the input rows read so far that a resumed run had already done (left out). Any
   // thread.
   std::uint64_t skipped_tokens() const { return skipped_tokens_.load(std::memory_order_relaxed); }
@@ -62,9 +63,10 @@ class StaticSource : public WorkSource {
   void add(std::uint64_t position, WorkItem item);
 
   RowFeeder& feeder_;
-  const std::uint64_t rows_;
   const std::uint64_t global_;  // replicas of the sampler's world
-  const std::uint64_t total_;   // ceil(rows / global_) * global_
+  std::uint64_t rows_ = 0;      // once input_done_: the input's good rows
+  std::uint64_t total_ = 0;     // once input_done_: ceil(rows_ / global_) * global_
+  std::atomic<std::uint64_t> padded_total_{0};
   const int first_;
   const int local_;
   const int batch_size_;

@@ -103,8 +103,8 @@ TEST(StaticSource, ReplicaShardsAreTheSamplersIndexListsInFixedBatches) {
       for (int batch_size : {1, 4}) {
         auto path = write_rows("static_source", rows, 1);
         RowFeeder feeder(feed_options(path), nullptr);
-        StaticSource source(feeder, static_cast<std::uint64_t>(rows),
-                            {.global_replicas = replicas, .local_replicas = replicas}, batch_size);
+        StaticSource source(feeder, {.global_replicas = replicas, .local_replicas = replicas},
+                            batch_size);
         const auto got = drain(source, replicas, static_cast<unsigned>(rows * 31 + replicas));
         for (int r = 0; r < replicas; ++r) {
           EXPECT_EQ(got[r], sampler_batches(rows, replicas, r, batch_size))
@@ -136,7 +136,7 @@ TEST(StaticSource, RanksRunTheirGlobalReplicasOfOneSampler) {
           RowFeeder feeder(feed_options(path), nullptr);
           feeder.set_share(RowShare::static_sampler(rank, world, local));
           StaticSource source(
-              feeder, static_cast<std::uint64_t>(rows),
+              feeder,
               {.global_replicas = global, .first_replica = rank * local, .local_replicas = local},
               3);
           const auto got = drain(source, local, static_cast<unsigned>(rows + rank));

@@ -49,7 +49,8 @@ for i in 0 1 2; do
   ip netns exec "$ns" ip link set eth0 up
   ip netns exec "$ns" ip link set lo up
   echo "$net.1$i slots=1" >>"$tmp/hosts"
-  agent_cases+="  $net.1$i) ns=$ns ;;"$'\n'
+  agent_cases+="  $net.1$i) ns=$ns host=$i ;;"$'\n'
+  mkdir -p "$tmp/host$i"
 done
 # mpirun's rsh launcher runs "AGENT HOST COMMAND": here, COMMAND inside HOST's namespace.
 cat >"$tmp/agent" <<AGENT
@@ -59,7 +60,9 @@ shift
 case "\$host" in
 $agent_cases  *) echo "netns agent: unknown host \$host" >&2; exit 1 ;;
 esac
-exec ip netns exec "\$ns" /bin/sh -c "\$*"
+# Each host its own session directory, as separate machines have: with one shared /tmp the
+# daemons of the three "hosts" (one hostname) race to create the same folders.
+exec ip netns exec "\$ns" env OMPI_MCA_orte_tmpdir_base="$tmp/host\$host" /bin/sh -c "\$*"
 AGENT
 chmod +x "$tmp/agent"
 
