@@ -70,7 +70,9 @@ TEST(Distributed, DynamicRanksComputeEachRowOnceAndMergeToTheOneMachineOutput) {
   auto dir = scratch_dir("dist_dynamic");
   Job job{.input = write_rows(dir, 240), .shards = dir / "ranks", .output = dir / "unused.csv"};
   job.schedule = "dynamic";
-  run_one_machine(job, 6, dir / "one", dir / "one.csv");
+  Job one = job;
+  one.extra = {"--report", (dir / "one.json").string()};
+  run_one_machine(one, 6, dir / "one", dir / "one.csv");
   std::vector<std::size_t> rows_per_rank;
   std::set<std::string> seen;
   for (int rank = 0; rank < 3; ++rank) {
@@ -97,6 +99,11 @@ TEST(Distributed, DynamicRanksComputeEachRowOnceAndMergeToTheOneMachineOutput) {
   EXPECT_EQ(report["rank_rows"], rows_per_rank[2]);
   EXPECT_GE(report["startup_seconds"].get<double>(), 0.0);
   EXPECT_EQ(read_json_file(dir / "report.json")["rank"], 0);
+  // Work conservation: the ranks computed the one-machine run's tokens, no more.
+  std::uint64_t tokens = 0;
+  for (const char* name : {"report.json", "report.rank1.json", "report.rank2.json"})
+    tokens += read_json_file(dir / name)["real_tokens"].get<std::uint64_t>();
+  EXPECT_EQ(tokens, read_json_file(dir / "one.json")["real_tokens"].get<std::uint64_t>());
   auto m = merge_dir(job, dir / "merged.csv");
   ASSERT_EQ(m.exit_code, 0) << m.err;
   expect_same_table(dir / "merged.csv", dir / "one.csv", 1e-5, "merged dynamic ranks");
