@@ -145,6 +145,8 @@ TEST(MergeCli, UsageErrorsExitTwo) {
       {{"merge", "-o", o, "--shards-dir", d.string()}, "--shards-dir needs --expect INPUT"},
       {{"merge", s, "-o", o, "--shards-dir", d.string(), "--expect", s},
        "--shards-dir merges a distributed run as the run itself would"},
+      {{"merge", "-o", o, "--shards-dir", d.string(), "--expect", s, "--id-col", "key"},
+       "the ranks' records say how the input is read"},
   };
   for (const auto& c : cases) {
     auto r = run_cli(c.args);

@@ -62,6 +62,11 @@ int run_distributed_merge(const MergeFlags& f) {
         "--shards-dir merges a distributed run as the run itself would: no FILE "
         "arguments, --weights, --reduce or --order");
   }
+  if (f.id_col != "id" || !f.format.empty() || f.on_bad_row != "error") {
+    fail_usage(
+        "--shards-dir: the ranks' records say how the input is read (its format, id "
+        "column and bad-row policy); no --id-col, --format or --on-bad-row");
+  }
   sched::DistributedMerge options{.shards_dir = f.shards_dir,
                                   .expect = f.expect,
                                   .output = f.output,
