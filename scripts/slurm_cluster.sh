@@ -29,6 +29,8 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
 fi
 node=$(hostname -s)
+# munged runs as the munge user: it must reach its folder inside DIR (mktemp -d makes it 0700).
+chmod 755 "$dir"
 mkdir -p "$dir/ctld" "$dir/spool" "$dir/munge"
 chown munge:munge "$dir/munge"
 [ -s /etc/munge/munge.key ] || { dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 2>/dev/null
