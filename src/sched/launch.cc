@@ -1,5 +1,6 @@
 #include "sched/launch.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -12,7 +13,7 @@ namespace {
 struct Candidate {
   int rank = 0;
   int world = 1;
-  std::optional<int> local_rank;
+  std::optional<int> local_rank, local_size;
   std::string source;
   std::string variables;  // "OMPI_COMM_WORLD_RANK=1, OMPI_COMM_WORLD_SIZE=3", for messages
   bool mpi = false;
@@ -31,9 +32,14 @@ class Reader {
 
   std::optional<std::string> get(std::string_view name) const { return env_(name); }
 
-  // The rank/size pair `rank_var`/`size_var` when either is set; both must be.
-  std::optional<Candidate> pair(std::string_view rank_var, std::string_view size_var,
-                                std::string_view local_var, std::string source, bool mpi) const {
+  // A launcher's variables: rank and size (both or neither), and on this host, when it says.
+  struct Names {
+    std::string_view rank, size, local_rank, local_size;
+  };
+
+  // The rank/size pair of `names` when either is set; both must be.
+  std::optional<Candidate> pair(const Names& names, std::string source, bool mpi) const {
+    const std::string_view rank_var = names.rank, size_var = names.size;
     const auto rank = env_(rank_var), size = env_(size_var);
     if (!rank && !size) return std::nullopt;
     if (!rank || !size) {
@@ -48,7 +54,8 @@ class Reader {
     c.source = std::move(source);
     c.variables = fmt::format("{}={}, {}={}", rank_var, *rank, size_var, *size);
     c.mpi = mpi;
-    if (auto local = env_(local_var)) c.local_rank = parse_count(local_var, *local);
+    if (auto local = env_(names.local_rank)) c.local_rank = parse_count(names.local_rank, *local);
+    if (auto local = env_(names.local_size)) c.local_size = parse_count(names.local_size, *local);
     check(c);
     return c;
   }
@@ -94,20 +101,41 @@ class Reader {
   const EnvLookup& env_;
 };
 
+// SLURM_STEP_TASKS_PER_NODE when every node runs the same number of tasks ("3", "2(x4)"), else
+// nullopt ("2(x3),1": this node's count is not said).
+std::optional<int> slurm_tasks_on_each_node(const std::optional<std::string>& value) {
+  if (!value) return std::nullopt;
+  const std::string& v = *value;
+  const std::size_t digits = v.find_first_not_of("0123456789");
+  if (digits == 0) return std::nullopt;
+  const std::string count = v.substr(0, digits);
+  if (digits != std::string::npos) {
+    const std::string rest = v.substr(digits);
+    if (rest.size() < 4 || rest.rfind("(x", 0) != 0 || rest.back() != ')' ||
+        rest.find_first_not_of("0123456789", 2) != rest.size() - 1)
+      return std::nullopt;
+  }
+  return parse_count("SLURM_STEP_TASKS_PER_NODE", count);
+}
+
 // The first launcher present, in the documented order. Inner launchers come first: mpirun run
 // inside a Slurm allocation leaves the allocation's SLURM_* variables in every rank's
 // environment, and the MPI variables are the ones that tell the ranks apart.
 std::optional<Candidate> find_launcher(const Reader& env, std::optional<int> world_flag) {
-  if (auto c = env.pair("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                        "OMPI_COMM_WORLD_LOCAL_RANK", "Open MPI", true))
+  if (auto c = env.pair({"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                         "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                        "Open MPI", true))
     return c;
-  if (auto c = env.pair("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPICH/PMI", true)) return c;
+  if (auto c = env.pair({"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"}, "MPICH/PMI",
+                        true))
+    return c;
   // srun sets SLURM_STEP_ID; a batch script (sbatch --ntasks=3 without srun: one process)
   // has SLURM_NTASKS and SLURM_PROCID=0 but no step. A step of one task is also what an array
   // task's srun runs in: only a step of several tasks splits the work.
   const auto ntasks = env.get("SLURM_NTASKS");
   if (env.get("SLURM_STEP_ID") && ntasks && parse_count("SLURM_NTASKS", *ntasks) > 1) {
-    auto c = env.pair("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "Slurm step", false);
+    auto c = env.pair({"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", ""}, "Slurm step", false);
+    c->local_size = slurm_tasks_on_each_node(env.get("SLURM_STEP_TASKS_PER_NODE"));
     // srun with an MPI plugin (PMIx or PMI2) lets the ranks join through MPI.
     c->mpi = env.get("PMIX_RANK").has_value() || env.get("PMI_FD").has_value();
     return c;
@@ -128,10 +156,15 @@ std::optional<Candidate> find_launcher(const Reader& env, std::optional<int> wor
     Reader::check(c);
     return c;
   }
-  return env.pair("RANK", "WORLD_SIZE", "LOCAL_RANK", "torchrun", false);
+  return env.pair({"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"}, "torchrun", false);
 }
 
 }  // namespace
+
+int RankInfo::replica_slots(int host_slots) const {
+  if (!local_size || *local_size <= 1) return host_slots;
+  return std::max(1, host_slots / *local_size);
+}
 
 std::string RankInfo::describe() const {
   return fmt::format("rank {} of {} ({})", rank, world, source);
@@ -163,6 +196,7 @@ RankInfo detect_rank(const EnvLookup& env, std::optional<int> rank_flag,
     info.rank = launcher->rank;
     info.world = launcher->world;
     info.local_rank = launcher->local_rank;
+    info.local_size = launcher->local_size;
     info.source = launcher->source;
     info.mpi_launcher = launcher->mpi;
     return info;

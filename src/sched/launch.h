@@ -16,7 +16,9 @@ namespace mcinfer::sched {
 struct RankInfo {
   int rank = 0;
   int world = 1;
-  std::optional<int> local_rank;  // this rank's index among the ranks of its host, when known
+  // This rank's index among the ranks of its host, and how many share the host, when known:
+  // they share its cores (RankInfo::replica_slots, first_cpu).
+  std::optional<int> local_rank, local_size;
   // Where the values came from: "single process", "--rank/--world", "Open MPI", "MPICH/PMI",
   // "Slurm step", "Slurm job array", "Kubernetes Indexed Job", "torchrun".
   std::string source = "single process";
@@ -25,6 +27,12 @@ struct RankInfo {
   bool mpi_launcher = false;
 
   bool distributed() const { return world > 1; }
+  // This rank's part of a host's `host_slots` replica slots: all of them, or an equal share
+  // when several ranks share the host (at least one).
+  int replica_slots(int host_slots) const;
+  // Where this rank's replicas start in the host's list of cores, so that ranks sharing a host
+  // pin their replicas to different cores.
+  int first_cpu(int replicas) const { return local_rank.value_or(0) * replicas; }
   // "rank 1 of 3 (Open MPI)"
   std::string describe() const;
 };

@@ -112,6 +112,33 @@ TEST(Launch, SlurmStep) {
                  "SLURM_NTASKS is set but SLURM_PROCID is not");
 }
 
+// Ranks sharing a host: how many there are, so that each takes its share of the host's cores.
+TEST(Launch, RanksOnOneHostShareItsCores) {
+  const RankInfo ompi = detect({{"OMPI_COMM_WORLD_RANK", "3"},
+                                {"OMPI_COMM_WORLD_SIZE", "4"},
+                                {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  EXPECT_EQ(ompi.local_size, 2);
+  EXPECT_EQ(ompi.replica_slots(16), 8);
+  EXPECT_EQ(ompi.first_cpu(8), 8);
+  EXPECT_EQ(ompi.replica_slots(1), 1);
+  EXPECT_EQ(detect({{"PMI_RANK", "0"}, {"PMI_SIZE", "3"}, {"MPI_LOCALNRANKS", "3"}}).local_size, 3);
+  EXPECT_EQ(detect({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "2"}}).local_size, 2);
+  // Slurm says how many tasks each node runs: "3", "2(x4)"; with uneven nodes it does not.
+  for (const auto& [per_node, want] : std::vector<std::pair<std::string, std::optional<int>>>{
+           {"3", 3}, {"2(x4)", 2}, {"2(x3),1", std::nullopt}, {"x", std::nullopt}}) {
+    const RankInfo slurm = detect({{"SLURM_PROCID", "0"},
+                                   {"SLURM_NTASKS", "3"},
+                                   {"SLURM_STEP_ID", "0"},
+                                   {"SLURM_STEP_TASKS_PER_NODE", per_node}});
+    EXPECT_EQ(slurm.local_size, want) << per_node;
+  }
+  // Alone on its host (or not said): every slot, from the first core.
+  const RankInfo alone = detect({}, 1, 3);
+  EXPECT_EQ(alone.replica_slots(16), 16);
+  EXPECT_EQ(alone.first_cpu(16), 0);
+}
+
 TEST(Launch, MpirunInsideASlurmAllocationIsTheMpiRank) {
   // sbatch --ntasks=3 running mpirun -np 3: every rank inherits the batch step's SLURM_*.
   const RankInfo info = detect({{"SLURM_PROCID", "0"},

@@ -31,7 +31,9 @@ double ReplicaPool::run(const std::function<void(int, backend::Replica&)>& body,
       ended(static_cast<std::size_t>(n));
   auto work = [&](int r) {
     const auto i = static_cast<std::size_t>(r);
-    if (pin && !cpus.empty()) sys::pin_current_thread(cpus[i % cpus.size()]);
+    if (pin && !cpus.empty())
+      sys::pin_current_thread(
+          cpus[(static_cast<std::size_t>(options_.first_cpu) + i) % cpus.size()]);
     start.arrive_and_wait();
     began[i] = Clock::now();
     try {

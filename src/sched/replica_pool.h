@@ -22,6 +22,8 @@ struct PoolOptions {
   int replicas = 1;
   int threads_per_replica = 1;
   bool pin = true;  // pinning applies only with several replicas of one thread each
+  // Replica r pins to the host's (first_cpu + r)-th core: ranks sharing a host start apart.
+  int first_cpu = 0;
 };
 
 class ReplicaPool {

@@ -4,12 +4,14 @@
 #include "sched/replica_pool.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <set>
 #include <stdexcept>
 #include <thread>
 
 #include "core/error.h"
+#include "core/system.h"
 
 namespace mcinfer::sched {
 namespace {
@@ -88,6 +90,25 @@ TEST(ReplicaPool, StopIsSeenByEveryBody) {
     ++done;
   });
   EXPECT_EQ(done.load(), 2);
+}
+
+// Ranks sharing a host start their replicas at different cores: replica r of a pool whose
+// first_cpu is F runs on the host's (F + r)-th core, wrapping around.
+TEST(ReplicaPool, PinsFromTheFirstCpuItIsGiven) {
+  const std::vector<int> cpus = sys::cpus_by_core();
+  if (cpus.size() < 2) GTEST_SKIP() << "one core: nothing to tell apart";
+  for (int first : {0, 1}) {
+    ReplicaPool pool(std::make_shared<CountingModel>(),
+                     {.replicas = 2, .threads_per_replica = 1, .pin = true, .first_cpu = first});
+    std::vector<int> ran(2, -1);
+    pool.run(
+        [&](int r, backend::Replica&) { ran[static_cast<std::size_t>(r)] = ::sched_getcpu(); });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(ran[static_cast<std::size_t>(r)],
+                cpus[static_cast<std::size_t>(first + r) % cpus.size()])
+          << "first_cpu " << first << " replica " << r;
+    }
+  }
 }
 
 }  // namespace

@@ -193,7 +193,10 @@ bool compute_shards(const RunOptions& o, const RunPlan& plan,
   std::unique_ptr<ProgressPrinter> progress;
   if (!o.quiet)
     progress = std::make_unique<ProgressPrinter>(counters, ::isatty(STDERR_FILENO) == 1);
-  ReplicaPool pool(std::move(model), {plan.replicas, o.threads_per_replica, o.pin_threads});
+  ReplicaPool pool(std::move(model), {.replicas = plan.replicas,
+                                      .threads_per_replica = o.threads_per_replica,
+                                      .pin = o.pin_threads,
+                                      .first_cpu = plan.first_cpu});
   auto replica_loop = [&](int r, backend::Replica& replica) {
     const auto i = static_cast<std::size_t>(r);
     if (o.profile) replica.attach_profile(&tally.profiles[i]);
@@ -329,7 +332,7 @@ Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
               Clock::time_point started) {
   const auto backend = backend::make_backend({.name = o.backend});
   const model::ModelDir dir = model::ModelDir::open(o.model_dir);
-  const RunPlan plan = plan_run(o, dir, *backend);
+  const RunPlan plan = plan_run(o, dir, *backend, rank);
   const model::PrecisionChoice precision = backend->resolve_precision(o.precision);
   if (!o.quiet) fmt::print(stderr, "mcinfer: {}\n", precision.reason);
 

@@ -87,11 +87,13 @@ TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
   return plan;
 }
 
-RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend::Backend& backend) {
+RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend::Backend& backend,
+                 const RankInfo& rank) {
   RunPlan plan;
   plan.in_format = data::resolve_format(o.input, o.format);
   plan.out_format = output_format(o.output);
-  plan.replicas = o.replicas > 0 ? o.replicas : backend.replica_slots();
+  plan.replicas = o.replicas > 0 ? o.replicas : rank.replica_slots(backend.replica_slots());
+  plan.first_cpu = rank.first_cpu(plan.replicas);
   check_flags(o);
   static_cast<TaskPlan&>(plan) =
       plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len});

@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "data/predictions.h"
 #include "model/model_dir.h"
+#include "sched/launch.h"
 #include "sched/row_feeder.h"
 #include "sched/run.h"
 
@@ -43,13 +44,14 @@ TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request);
 struct RunPlan : TaskPlan {
   data::Format in_format = data::Format::kCsv;
   data::Format out_format = data::Format::kCsv;
-  int replicas = 1;
+  int replicas = 1;   // default: this rank's share of the backend's replica slots
+  int first_cpu = 0;  // where this rank's replicas start pinning (ranks sharing a host)
   FeedOptions feed;
 };
 
 // Checks the flags and resolves the plan; throws UsageError or Error naming what is wrong.
 RunPlan plan_run(const RunOptions& options, const model::ModelDir& dir,
-                 const backend::Backend& backend);
+                 const backend::Backend& backend, const RankInfo& rank);
 
 struct MemoryPlan {
   std::int64_t batch_tokens = 0;   // the largest batch a replica may get

@@ -292,6 +292,36 @@ TEST(Distributed, RefusesRanksOfAnotherRunAndBadRankFlags) {
       << single.err;
 }
 
+// Ranks sharing a host split its replica slots: with no --replicas, each of two local ranks
+// (torchrun's LOCAL_WORLD_SIZE=2) runs half of what a single process would.
+TEST(Distributed, RanksSharingAHostSplitItsReplicaSlots) {
+  auto dir = scratch_dir("dist_local");
+  Job job{.input = write_rows(dir, 20), .shards = dir / "ranks", .output = dir / "x.csv"};
+  auto without_replicas = [](std::vector<std::string> a) {
+    const auto it = std::find(a.begin(), a.end(), "--replicas");
+    a.erase(it, it + 2);
+    return a;
+  };
+  auto single = without_replicas(job.args());
+  single[std::find(single.begin(), single.end(), "--shards-dir") - single.begin() + 1] =
+      (dir / "one").string();
+  single.insert(single.end(), {"--report", (dir / "one.json").string()});
+  ASSERT_EQ(run_cli(single).exit_code, 0);
+  const int slots = read_json_file(dir / "one.json")["replicas"].get<int>();
+  for (int rank = 0; rank < 2; ++rank) {
+    auto a = without_replicas(job.args());
+    a.insert(a.end(), {"--report", (dir / "rank.json").string()});
+    CliOptions local;
+    local.env = {fmt::format("RANK={}", rank), "WORLD_SIZE=2", fmt::format("LOCAL_RANK={}", rank),
+                 "LOCAL_WORLD_SIZE=2"};
+    auto r = run_cli(a, local);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  EXPECT_EQ(read_json_file(dir / "rank.rank1.json")["replicas"], std::max(1, slots / 2));
+  ASSERT_EQ(merge_dir(job, dir / "merged.csv").exit_code, 0);
+  EXPECT_EQ(read_table(dir / "merged.csv").ids.size(), 20u);
+}
+
 // A rank whose share is empty succeeds, with shards that hold only their header.
 TEST(Distributed, AnEmptyShareSucceeds) {
   auto dir = scratch_dir("dist_empty");
