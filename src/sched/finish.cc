@@ -16,18 +16,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The input's format, as the ranks read it.
+data::Format input_format(const DistributedRun& run) {
+  return data::kFormatNames.parse(run.flags.value("input_format", "csv"))
+      .value_or(data::Format::kCsv);
+}
+
 // The rank that owned each of `ids` (the first missing ones), from the input split as the ranks
 // split it.
 std::map<std::string, int> owners_of(const DistributedRun& run, const fs::path& input,
                                      const std::vector<std::string>& ids) {
   const Json& flags = run.flags;
-  const auto format = data::kFormatNames.parse(flags.value("input_format", "csv"));
   data::ColumnSpec columns;
   columns.id_col = flags.value("id_col", "id");
   columns.text_col = flags.value("text_col", "text");
   if (const std::string pair = flags.value("text_pair_col", ""); !pair.empty())
     columns.text_pair_col = pair;
-  auto reader = data::RowReader::open(input, format.value_or(data::Format::kCsv), columns);
+  auto reader = data::RowReader::open(input, input_format(run), columns);
   RowShare share = flags.value("schedule", "dynamic") == "static"
                        ? RowShare::static_sampler(0, run.world, flags.value("replicas", 1))
                        : RowShare::dynamic_blocks(0, run.world, reader->file_size());
@@ -111,8 +116,7 @@ merge::Report merge_distributed(const DistributedMerge& o, std::vector<std::stri
   mo.order = merge::Order::kInput;
   merge::ExpectInput expect;
   expect.path = o.expect;
-  expect.format =
-      data::kFormatNames.parse(run.flags.value("input_format", "csv")).value_or(data::Format::kCsv);
+  expect.format = input_format(run);
   expect.columns = merge::ExpectInput::ids_only(run.flags.value("id_col", "id"));
   expect.skip_bad_rows = run.flags.value("on_bad_row", "error") == "skip";
   mo.expect_input = expect;

@@ -55,7 +55,9 @@ class Reader {
     c.variables = fmt::format("{}={}, {}={}", rank_var, *rank, size_var, *size);
     c.mpi = mpi;
     if (auto local = env_(names.local_rank)) c.local_rank = parse_count(names.local_rank, *local);
-    if (auto local = env_(names.local_size)) c.local_size = parse_count(names.local_size, *local);
+    if (!names.local_size.empty()) {
+      if (auto local = env_(names.local_size)) c.local_size = parse_count(names.local_size, *local);
+    }
     check(c);
     return c;
   }
@@ -134,6 +136,7 @@ std::optional<Candidate> find_launcher(const Reader& env, std::optional<int> wor
   // task's srun runs in: only a step of several tasks splits the work.
   const auto ntasks = env.get("SLURM_NTASKS");
   if (env.get("SLURM_STEP_ID") && ntasks && parse_count("SLURM_NTASKS", *ntasks) > 1) {
+    // Slurm says how many tasks each node runs in its own notation, not as one count.
     auto c = env.pair({"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", ""}, "Slurm step", false);
     c->local_size = slurm_tasks_on_each_node(env.get("SLURM_STEP_TASKS_PER_NODE"));
     // srun with an MPI plugin (PMIx or PMI2) lets the ranks join through MPI.

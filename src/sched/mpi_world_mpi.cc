@@ -23,19 +23,18 @@ class MpiLibraryWorld : public MpiWorld {
   explicit MpiLibraryWorld(const RankInfo& rank) {
     int provided = 0;
     check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-    int mpi_rank = 0, mpi_size = 0;
+    int mpi_rank = 0;
     check(MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank), "MPI_Comm_rank");
-    check(MPI_Comm_size(MPI_COMM_WORLD, &mpi_size), "MPI_Comm_size");
-    if (mpi_rank != rank.rank || mpi_size != rank.world) {
-      fail("MPI says rank {} of {}, the launcher's variables {}: not one MPI job", mpi_rank,
-           mpi_size, rank.describe());
+    check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    if (mpi_rank != rank.rank || size_ != rank.world) {
+      fail("MPI says rank {} of {}, the launcher's variables {}: not one MPI job", mpi_rank, size_,
+           rank.describe());
     }
   }
   ~MpiLibraryWorld() override { MPI_Finalize(); }
 
   std::vector<int> failed_ranks(bool this_rank_succeeded) override {
-    int size = 0;
-    check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+    const int size = size_;
     int mine = this_rank_succeeded ? 0 : 1;
     std::vector<int> all(static_cast<std::size_t>(size), 0);
     MPI_Request request;
@@ -53,6 +52,9 @@ class MpiLibraryWorld : public MpiWorld {
       if (all[static_cast<std::size_t>(r)] != 0) failed.push_back(r);
     return failed;
   }
+
+ private:
+  int size_ = 0;
 };
 
 }  // namespace

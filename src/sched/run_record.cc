@@ -46,7 +46,6 @@ ShardsDir::ShardsDir(const RunOptions& o, const Json& fingerprint, const std::st
                      int replicas, const RankInfo& rank, std::vector<std::string>& warnings)
     : options_(o),
       rank_(rank),
-      shard_rank_(rank.distributed() ? std::optional<int>(rank.rank) : std::nullopt),
       path_(o.shards_dir.value_or(o.output.string() + fmt::format(".shards-{}", ::getpid()))) {
   if (rank.distributed() && !o.shards_dir) {
     fail_usage(
@@ -139,7 +138,7 @@ void ShardsDir::mark_complete(const Json& summary) {
 }
 
 fs::path ShardsDir::shard_path(int replica, data::Format format) const {
-  return path_ / merge::shard_file_name(shard_rank_, replica, format);
+  return path_ / merge::shard_file_name(shard_rank(), replica, format);
 }
 
 ShardsDir::~ShardsDir() {
@@ -193,9 +192,10 @@ void ShardsDir::resume(const Json& fingerprint, const std::string& shard_header,
 
 std::vector<fs::path> ShardsDir::shards() const {
   std::vector<fs::path> own;
+  const std::optional<int> rank = shard_rank();
   for (auto& shard : merge::list_shards(path_)) {
-    const bool mine = shard_rank_ ? shard.rank == static_cast<std::uint64_t>(*shard_rank_)
-                                  : !shard.rank.has_value();
+    const bool mine =
+        rank ? shard.rank == static_cast<std::uint64_t>(*rank) : !shard.rank.has_value();
     if (mine) own.push_back(std::move(shard.path));
   }
   return own;

@@ -71,9 +71,13 @@ class ShardsDir {
   Json record(const Json& fingerprint, int replicas, bool complete) const;
 
   const RunOptions& options_;
+  // The rank in shard names (nullopt: a single process).
+  std::optional<int> shard_rank() const {
+    return rank_.distributed() ? std::optional<int>(rank_.rank) : std::nullopt;
+  }
+
   const RankInfo rank_;
-  std::optional<int> shard_rank_;  // the rank in shard names (nullopt: a single process)
-  Json record_;                    // what run.json / run_<rank>.json holds
+  Json record_;  // what run.json / run_<rank>.json holds
   std::filesystem::path path_;
   bool remove_ = false;
   std::vector<bool> done_;
