@@ -12,8 +12,19 @@ export SLURM_CONF="$dir/slurm.conf"
 
 stop() {
   if [ -f "$SLURM_CONF" ]; then scontrol shutdown >/dev/null 2>&1 || true; fi
+  local pids=()
   for pid_file in "$dir/slurmctld.pid" "$dir/slurmd.pid" "$dir/munge/munged.pid"; do
-    [ -f "$pid_file" ] && kill "$(cat "$pid_file")" 2>/dev/null || true
+    [ -f "$pid_file" ] || continue
+    pids+=("$(cat "$pid_file")")
+    kill "${pids[-1]}" 2>/dev/null || true
+  done
+  # Wait for them to exit: slurmctld writes its state into DIR while it shuts down, so DIR
+  # cannot be removed before (CI once failed on "Directory not empty").
+  for _ in $(seq 1 100); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" -eq 0 ] && break
+    sleep 0.1
   done
   rm -f "$dir"/*.pid "$dir"/munge/munged.pid
 }
