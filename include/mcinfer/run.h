@@ -20,6 +20,11 @@ struct RunOptions : RunSettings {
   std::string activation = "auto";   // classify: auto, softmax, sigmoid or none
   std::string precision = "fp32";    // fp32, bf16, int8 or auto (the CLI's default is auto)
   std::string schedule = "dynamic";  // dynamic or static
+  // Rows longer than max_len: truncate, or chunk (windows of max_len sharing `stride` tokens,
+  // every window computed, the row's output reduced from them).
+  std::string long_input = "truncate";
+  std::string chunk_reduce = "mean";    // chunk: mean, max, first or token-weighted
+  std::string chunk_values = "logits";  // chunk, classifiers: reduce logits or probs
 };
 
 // Runs the job and returns its report (JSON text, as --report writes it). Throws Error, with

@@ -22,7 +22,9 @@ struct RunSettings {
   // Default: the sentence-transformers modules, else no normalisation.
   std::optional<bool> normalize;
   std::optional<std::size_t> max_len;  // tokens per sequence; default: the model's
-  std::string backend = "cpu";         // one of the build's (`mcinfer inspect` lists them)
+  // --long-input chunk: tokens each window shares with the one before (Hugging Face's stride).
+  std::size_t stride = 0;
+  std::string backend = "cpu";  // one of the build's (`mcinfer inspect` lists them)
   // Rows compared against fp32 before a reduced-precision run (nullopt: 32; 0: no check), and
   // that check's bounds: a miss stops the run before anything is written (exit 4).
   std::optional<std::size_t> check_precision_rows;

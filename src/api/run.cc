@@ -29,6 +29,9 @@ sched::RunOptions to_sched(const RunOptions& o) {
   s.activation = parse_flag(model::kOutputActivationNames, o.activation, "--activation");
   s.precision = parse_flag(model::kPrecisionNames, o.precision, "--precision");
   s.schedule = parse_flag(sched::kScheduleNames, o.schedule, "--schedule");
+  s.chunk = {.mode = parse_flag(sched::kLongInputNames, o.long_input, "--long-input"),
+             .reduce = parse_flag(sched::kChunkReduceNames, o.chunk_reduce, "--chunk-reduce"),
+             .values = parse_flag(sched::kChunkValuesNames, o.chunk_values, "--chunk-values")};
   return s;
 }
 

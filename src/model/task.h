@@ -65,6 +65,10 @@ struct TaskSpec {
 // The activation `auto` means for this model (from problem_type).
 OutputActivation resolve_activation(const ModelConfig& config, OutputActivation requested);
 
+// `activation` (resolved: not kAuto) on `rows` rows of `dim` logits, in place; softmax by row.
+void apply_output_activation(OutputActivation activation, float* values, std::int64_t rows,
+                             std::int64_t dim);
+
 // Values per sequence a task writes: labels for classify; for embed the pooled width (hidden size
 // per pooling mode), or the last Dense layer's out_features.
 std::int64_t output_dim(const ModelConfig& config, const TaskSpec& task);

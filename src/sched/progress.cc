@@ -132,6 +132,16 @@ std::string ProgressPrinter::line() {
   return format_progress(s, eta_.eta(remaining));
 }
 
+void ProgressPrinter::warn_truncation() {
+  if (warned_truncation_ || counters_.truncated_rows.load() == 0) return;
+  warned_truncation_ = true;
+  fmt::print(stderr,
+             "{}mcinfer: warning: rows longer than --max-len {} are being truncated; the report "
+             "counts them and their lost tokens (--long-input chunk computes every token)\n",
+             interactive_ ? "\r\033[K" : "", counters_.max_len);
+  std::fflush(stderr);
+}
+
 void ProgressPrinter::loop() {
   // The estimator is fed every 100 ms in both modes; log lines are printed every 10 s.
   const auto sample_every = std::chrono::milliseconds(100);
@@ -139,6 +149,7 @@ void ProgressPrinter::loop() {
   auto next_print = start_ + print_every;
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, sample_every, [this] { return done_; })) {
+    warn_truncation();
     const std::string text = line();
     const auto now = std::chrono::steady_clock::now();
     if (now < next_print) continue;

@@ -38,6 +38,9 @@ struct RunCounters {
   std::uint64_t input_size = 0;               // 0: unknown
   // Tokens of the rows read so far that this run computes (not the rows a resumed run skips).
   std::atomic<std::uint64_t> tokens_read{0};
+  // Rows truncated to max_len so far (--long-input truncate): the printer warns once.
+  std::atomic<std::uint64_t> truncated_rows{0};
+  std::size_t max_len = 0;
   std::vector<ReplicaCounters> replica;
 };
 
@@ -106,6 +109,9 @@ class ProgressPrinter {
   ProgressSnapshot snapshot() const;
   std::string line();  // samples the counters into eta_; the printer thread only
   void loop();
+  // Once, when the first rows have been truncated: a line of its own.
+  void warn_truncation();
+  bool warned_truncation_ = false;  // the printer thread only
   const RunCounters& counters_;
   const bool interactive_;
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();

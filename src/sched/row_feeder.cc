@@ -64,6 +64,8 @@ bool RowFeeder::check(const data::Row& row, std::string& reason) const {
 
 void RowFeeder::to_item(data::Row& row, WorkItem& item) {
   item.id = std::move(row.id);
+  item.window = 0;
+  item.windows = 1;
   item.ids.clear();
   item.type_ids.clear();
   item.mask.clear();
@@ -85,14 +87,50 @@ void RowFeeder::to_item(data::Row& row, WorkItem& item) {
     text = model::strip_python_whitespace(text);
     if (pair) pair = model::strip_python_whitespace(*pair);
   }
+  std::vector<tokenizer::Encoding> windows = encode(text, pair);
+  const auto count = static_cast<std::uint32_t>(windows.size());
+  if (count > 1) ++stats_.chunked;
+  // Handed out first to last: kept last first, so that each is popped off the end.
+  for (std::uint32_t w = count; w-- > 1;) {
+    WorkItem& next = windows_.emplace_back();
+    next.id = item.id;
+    next.window = w;
+    next.windows = count;
+    next.ids = std::move(windows[w].ids);
+    next.type_ids = std::move(windows[w].type_ids);
+  }
+  item.window = 0;
+  item.windows = count;
+  item.ids = std::move(windows[0].ids);
+  item.type_ids = std::move(windows[0].type_ids);
+}
+
+std::vector<tokenizer::Encoding> RowFeeder::encode(std::string_view text,
+                                                   std::optional<std::string_view> pair) {
   const auto t0 = std::chrono::steady_clock::now();
-  tokenizer::Encoding enc = tokenizer_->encode(text, pair, options_.max_len);
+  std::vector<tokenizer::Encoding> out;
+  if (options_.long_input == LongInput::kChunk) {
+    out = tokenizer_->encode_windows(text, options_.max_len, options_.stride);
+  } else {
+    out.push_back(tokenizer_->encode(text, pair, options_.max_len));
+    if (out[0].truncated) {
+      // The tokenizer stops a budget's worth past the cut; what was lost needs the whole text.
+      const std::size_t whole = tokenizer_->encode(text, pair, 0).ids.size();
+      stats_.lost_tokens += whole - std::min(whole, out[0].ids.size());
+      ++stats_.truncated;
+      truncated_.store(stats_.truncated, std::memory_order_relaxed);
+    }
+  }
   stats_.tokenize_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  stats_.invalid_utf8 += enc.invalid_utf8;
-  stats_.truncated += enc.truncated ? 1 : 0;
-  item.ids = std::move(enc.ids);
-  item.type_ids = std::move(enc.type_ids);
+  stats_.invalid_utf8 += out[0].invalid_utf8;
+  return out;
+}
+
+void RowFeeder::returned(const WorkItem& item) {
+  ++stats_.windows;
+  stats_.tokens += item.ids.size();
+  tokens_read_.store(stats_.tokens, std::memory_order_relaxed);
 }
 
 std::optional<std::uint64_t> RowFeeder::rows_in_input() const {
@@ -101,6 +139,12 @@ std::optional<std::uint64_t> RowFeeder::rows_in_input() const {
 }
 
 bool RowFeeder::next(WorkItem& item) {
+  if (!windows_.empty()) {
+    item = std::move(windows_.back());
+    windows_.pop_back();
+    returned(item);
+    return true;
+  }
   data::BadRow bad;
   while (true) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -132,8 +176,11 @@ bool RowFeeder::next(WorkItem& item) {
         to_item(row_, item);
         item.ordinal = ordinal;
         item.position = ordinal;
-        stats_.tokens += item.ids.size();
-        tokens_read_.store(stats_.tokens, std::memory_order_relaxed);
+        for (WorkItem& w : windows_) {
+          w.ordinal = ordinal;
+          w.position = ordinal;
+        }
+        returned(item);
         ids_.push_back(item.id);
         return true;
       }

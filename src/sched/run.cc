@@ -121,6 +121,13 @@ Json run_fingerprint(const RunOptions& o, const RunPlan& plan, const model::Mode
       {"precision", model::precision_name(prepared.model->precision())},
   };
   if (prepared.int8_plan) flags["int8_plan"] = prepared.int8_plan->to_json()["kept"];
+  if (o.chunk.mode == LongInput::kChunk) {
+    // Which windows exist and how they make a row; a truncating record stays as it was.
+    flags["long_input"] = kLongInputNames.name(o.chunk.mode);
+    flags["stride"] = o.stride;
+    flags["chunk_reduce"] = kChunkReduceNames.name(o.chunk.reduce);
+    flags["chunk_values"] = kChunkValuesNames.name(o.chunk.values);
+  }
   if (plan.embedding) {
     flags["pooling"] = plan.embedding->pooling.value.name();
     flags["normalize"] = plan.embedding->normalize.value;
@@ -176,6 +183,7 @@ void publish_input_progress(const RowFeeder& feeder, const Source& source, RunCo
       source.static_schedule ? source.static_schedule->skipped_tokens() : 0;
   counters.tokens_read = read - std::min(read, skipped);
   counters.rows_read = feeder.rows_read();
+  counters.truncated_rows = feeder.truncated_rows();
   if (source.static_schedule) {
     counters.rows_total = source.static_schedule->padded_total();
   } else if (auto rows = feeder.rows_in_input()) {
@@ -197,12 +205,18 @@ bool compute_shards(const RunOptions& o, const RunPlan& plan,
                                       .threads_per_replica = o.threads_per_replica,
                                       .pin = o.pin_threads,
                                       .first_cpu = plan.first_cpu});
+  // Chunked runs: window outputs wait here for the rest of their row, whichever replica has it.
+  std::optional<WindowMerger> merger;
+  if (o.chunk.mode == LongInput::kChunk)
+    merger.emplace(o.chunk.reduce, plan.dim, plan.window.finish);
   auto replica_loop = [&](int r, backend::Replica& replica) {
     const auto i = static_cast<std::size_t>(r);
     if (o.profile) replica.attach_profile(&tally.profiles[i]);
     ShardWriter shard(shards.shard_path(r, plan.out_format), plan.out_format, plan.schema);
     std::vector<model::SequenceInput> inputs;
     std::vector<float> values;
+    Batch rows;  // chunked runs: the rows a batch completes
+    std::vector<float> row_values;
     ReplicaCounters& mine = counters.replica[i];
     while (!pool.stopping()) {
       if (o.stop && o.stop->load()) {
@@ -217,21 +231,25 @@ bool compute_shards(const RunOptions& o, const RunPlan& plan,
       inputs.clear();
       for (const WorkItem& item : batch->items)
         inputs.push_back({item.ids, item.type_ids, item.mask});
-      replica.predict(inputs, plan.task, values);
+      replica.predict(inputs, plan.window.task, values);
       const auto written = Clock::now();
-      shard.write_batch(*batch, values, plan.dim);
+      if (merger) merger->add(*batch, values, rows, row_values);
+      const Batch& done = merger ? rows : *batch;
+      if (!done.items.empty()) shard.write_batch(done, merger ? row_values : values, plan.dim);
       tally.write_seconds[i] += std::chrono::duration<double>(Clock::now() - written).count();
       mine.busy_ns += static_cast<std::uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
       mine.rows += batch->items.size();
       ++mine.batches;
-      counters.rows_done += batch->items.size();
+      counters.rows_done += done.items.size();
       counters.real_tokens += static_cast<std::uint64_t>(batch->real_tokens);
       counters.padded_tokens += static_cast<std::uint64_t>(batch->padded_tokens);
     }
     shard.close();
   };
   pool.run(replica_loop, [&] { source.work->stop(); });
+  if (merger && !signalled && merger->pending_rows() > 0)
+    fail("internal: {} chunked rows lack some of their windows", merger->pending_rows());
   return !signalled;
 }
 
@@ -297,6 +315,7 @@ void compute_and_finish(const RunOptions& o, const RunPlan& plan, const RankInfo
   RunCounters& counters = tally.counters;
   RowFeeder feeder(plan.feed, plan.tokenizer.get());
   counters.input_size = feeder.file_size();
+  counters.max_len = plan.max_len;
   counters.rows_done = shards.done_rows();
   std::vector<bool> done = shards.done();
   Source source = make_source(o, plan, rank, feeder, done, counters);

@@ -11,6 +11,7 @@
 #include "mcinfer/run_settings.h"
 #include "model/precision.h"
 #include "model/task.h"
+#include "sched/chunking.h"
 #include "sched/sources.h"
 
 namespace mcinfer::sched {
@@ -28,6 +29,7 @@ struct RunOptions : RunSettings {
   model::Precision precision = model::Precision::kFp32;
   Schedule schedule = Schedule::kDynamic;
   std::size_t window_rows = 8192;  // dynamic: rows read, sorted by length and cut at a time
+  ChunkOptions chunk;              // rows longer than max_len
 
   data::ColumnSpec columns() const { return {id_col, text_col, text_pair_col}; }
 };

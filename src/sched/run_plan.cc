@@ -59,6 +59,27 @@ void check_flags(const RunOptions& o) {
     fail_usage("--output {} is the input file", o.output.string());
 }
 
+// --long-input chunk: text rows only, one sequence, a stride the windows can hold.
+void check_chunking(const RunOptions& o, const TaskPlan& plan) {
+  if (o.chunk.mode != LongInput::kChunk) {
+    if (o.stride != 0) fail_usage("--stride applies to --long-input chunk");
+    return;
+  }
+  if (o.text_pair_col) {
+    fail_usage(
+        "--long-input chunk cuts one text per row into windows; with --text-pair-col use "
+        "--long-input truncate");
+  }
+  if (!plan.tokenizer) return;  // rows must carry input_ids, which must fit: nothing to cut
+  const std::size_t specials = plan.tokenizer->special_tokens(false);
+  if (plan.max_len <= specials + o.stride) {
+    fail_usage(
+        "--stride {} is too large for --max-len {}: a window holds {} tokens after its {} special "
+        "tokens, and the stride must be smaller than that (Hugging Face refuses it too)",
+        o.stride, plan.max_len, plan.max_len > specials ? plan.max_len - specials : 0, specials);
+  }
+}
+
 }  // namespace
 
 TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
@@ -97,7 +118,9 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
   check_flags(o);
   static_cast<TaskPlan&>(plan) =
       plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len});
+  check_chunking(o, plan);
   const model::ModelConfig& config = dir.config();
+  plan.window = window_task(plan.task, config, o.chunk);
   plan.feed = FeedOptions{.input = o.input,
                           .format = plan.in_format,
                           .columns = o.columns(),
@@ -105,7 +128,9 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
                           .max_len = plan.max_len,
                           .vocab_size = config.vocab_size,
                           .type_vocab_size = config.type_vocab_size,
-                          .strip_text = dir.strips_text()};
+                          .strip_text = dir.strips_text(),
+                          .long_input = o.chunk.mode,
+                          .stride = o.stride};
   return plan;
 }
 
@@ -119,16 +144,22 @@ MemoryPlan check_memory(const RunOptions& o, const RunPlan& plan, const backend:
   m.per_replica = backend.replica_bytes(model.config(), m.batch_tokens, max_len,
                                         o.threads_per_replica, model.precision());
   m.weight_bytes = model.stats().resident_bytes();
+  // Windows of chunked rows are items of the read-ahead like rows, each at most max_len tokens.
   m.input_bytes = static_cast<std::uint64_t>(o.window_rows) * plan.max_len * 12;
+  // A row's windows may span two read-aheads: the outputs of up to two read-aheads of windows
+  // wait for their rows' last windows.
+  if (o.chunk.mode == LongInput::kChunk)
+    m.window_bytes = 2 * static_cast<std::uint64_t>(o.window_rows) * plan.dim * sizeof(float);
   const std::uint64_t planned =
-      static_cast<std::uint64_t>(plan.replicas) * m.per_replica + m.input_bytes;
+      static_cast<std::uint64_t>(plan.replicas) * m.per_replica + m.input_bytes + m.window_bytes;
   const std::uint64_t available = sys::available_memory_bytes();
   if (available > 0 && planned > available) {
     fail(
         "memory plan does not fit: {} replicas x {} of activations (batches of up to {} tokens) + "
-        "{} of input read-ahead = {}, but only {} is available (the {} of weights are already "
+        "{} of input read-ahead{} = {}, but only {} is available (the {} of weights are already "
         "loaded). Lower --replicas or {}",
         plan.replicas, human_bytes(m.per_replica), m.batch_tokens, human_bytes(m.input_bytes),
+        m.window_bytes ? fmt::format(" + {} of window outputs", human_bytes(m.window_bytes)) : "",
         human_bytes(planned), human_bytes(available), human_bytes(m.weight_bytes),
         o.schedule == Schedule::kStatic ? "--batch-size or --max-len" : "--batch-tokens");
   }

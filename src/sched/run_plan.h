@@ -47,6 +47,9 @@ struct RunPlan : TaskPlan {
   int replicas = 1;   // default: this rank's share of the backend's replica slots
   int first_cpu = 0;  // where this rank's replicas start pinning (ranks sharing a host)
   FeedOptions feed;
+  // What a replica computes for each sequence: `task`, less its last step in a chunked run
+  // (applied to each row once its windows are reduced).
+  WindowTask window;
 };
 
 // Checks the flags and resolves the plan; throws UsageError or Error naming what is wrong.
@@ -57,6 +60,7 @@ struct MemoryPlan {
   std::int64_t batch_tokens = 0;   // the largest batch a replica may get
   std::uint64_t per_replica = 0;   // its activations
   std::uint64_t input_bytes = 0;   // the read-ahead of the dynamic schedule
+  std::uint64_t window_bytes = 0;  // chunked runs: outputs of windows waiting for their row
   std::uint64_t weight_bytes = 0;  // the prepared model, already resident
 };
 

@@ -92,7 +92,11 @@ Json make_report(const ReportInputs& in, const RunTally& tally) {
       {"bad_rows", feed.bad_rows},
       {"bad_row_list", bad},
       {"invalid_utf8_replacements", feed.invalid_utf8},
+      {"long_input", kLongInputNames.name(o.chunk.mode)},
       {"truncated_rows", feed.truncated},
+      {"truncated_lost_tokens", feed.lost_tokens},
+      {"chunked_rows", feed.chunked},
+      {"windows", feed.windows},
       {"real_tokens", real},
       {"padded_tokens", padded},
       {"padding_fraction", padded > 0 ? 1.0 - static_cast<double>(real) / padded : 0.0},
@@ -108,6 +112,10 @@ Json make_report(const ReportInputs& in, const RunTally& tally) {
       {"warnings", in.warnings},
   };
   if (in.plan.embedding) report["embedding"] = in.plan.embedding->to_json();
+  if (o.chunk.mode == LongInput::kChunk) {
+    report["chunking"] = {{"stride", o.stride}, {"reduce", kChunkReduceNames.name(o.chunk.reduce)}};
+    if (!in.plan.embedding) report["chunking"]["values"] = kChunkValuesNames.name(o.chunk.values);
+  }
   for (const auto& w : tally.merged.warnings) report["warnings"].push_back(w);
   if (o.profile) add_profile(report, tally);
   return report;
@@ -135,6 +143,16 @@ void print_summary(const ReportInputs& in, const RunTally& tally) {
   }
   if (tally.feed.bad_rows)
     fmt::print(stderr, "mcinfer: skipped {} bad rows (see --report)\n", tally.feed.bad_rows);
+  if (tally.feed.truncated) {
+    fmt::print(stderr,
+               "mcinfer: {} rows were longer than --max-len {} and were truncated, losing {} "
+               "tokens (--long-input chunk computes every token)\n",
+               tally.feed.truncated, in.plan.max_len, tally.feed.lost_tokens);
+  }
+  if (tally.feed.chunked) {
+    fmt::print(stderr, "mcinfer: {} rows were longer than --max-len {}: {} windows computed\n",
+               tally.feed.chunked, in.plan.max_len, tally.feed.windows);
+  }
 }
 
 }  // namespace mcinfer::sched

@@ -47,8 +47,11 @@ void StaticSource::produce_one() {
     }
     position = item.ordinal;
     // The padding repeats the first rows; keep as many as can be needed (the feeder returns
-    // them to every process).
-    if (head_.size() < global_) head_.push_back(item);
+    // them to every process), each with all its windows.
+    if (position < global_) {
+      if (item.window == 0) head_.emplace_back();
+      head_.back().push_back(item);
+    }
     if (local_replica(position) < 0) return;
   } else {
     while (next_padding_ < total_ && local_replica(next_padding_) < 0) ++next_padding_;
@@ -63,7 +66,9 @@ void StaticSource::produce_one() {
       return;
     }
     position = next_padding_++;
-    item = head_[static_cast<std::size_t>((position - rows_) % rows_)];
+    for (const WorkItem& window : head_[static_cast<std::size_t>((position - rows_) % rows_)])
+      add(position, window);
+    return;
   }
   add(position, std::move(item));
 }

@@ -74,8 +74,8 @@ class StaticSource : public WorkSource {
   bool input_done_ = false;
   std::uint64_t next_padding_ = 0;  // once input_done_: the next padding position to consider
   bool finished_ = false;
-  std::vector<WorkItem> head_;  // the first rows, reused for the padding
-  std::vector<Batch> pending_;  // per local replica, filling
+  std::vector<std::vector<WorkItem>> head_;  // the first rows (their windows), for the padding
+  std::vector<Batch> pending_;               // per local replica, filling
   std::vector<std::deque<Batch>> ready_;
   std::uint64_t batches_ = 0;
   bool stopped_ = false;

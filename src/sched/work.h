@@ -18,6 +18,10 @@ struct WorkItem {
   std::uint64_t position = 0;  // position in the schedule's stream (static: padded sampler
                                // stream, duplicates distinct; dynamic: the ordinal)
   data::RowId id;
+  // --long-input chunk: this item is window `window` of the row's `windows` (see chunking.h);
+  // every window of a row has the row's ordinal and position. Else 0 of 1.
+  std::uint32_t window = 0;
+  std::uint32_t windows = 1;
   std::vector<std::int32_t> ids;       // [length], special tokens included
   std::vector<std::int32_t> type_ids;  // [length] or empty
   std::vector<std::int32_t> mask;      // [length] or empty (pre-tokenised rows only)

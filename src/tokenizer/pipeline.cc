@@ -147,6 +147,37 @@ Encoding Pipeline::encode(std::string_view text, std::optional<std::string_view>
   return enc;
 }
 
+std::vector<Encoding> Pipeline::encode_windows(std::string_view text, std::size_t max_length,
+                                               std::size_t stride) const {
+  const std::size_t added = post_.added(false);
+  if (max_length <= added || stride >= max_length - added) {
+    fail(
+        "a stride of {} tokens needs windows of more content: --max-len {} leaves {} tokens "
+        "per window after the {} special tokens, so the stride must be below that",
+        stride, max_length, max_length > added ? max_length - added : 0, added);
+  }
+  constexpr std::size_t kMaxText = std::size_t{1} << 31;
+  if (text.size() >= kMaxText)
+    fail("text of {} bytes is longer than the {} bytes a tokenizer accepts", text.size(),
+         kMaxText - 1);
+  std::size_t bad = 0;
+  const std::string clean = utf8::sanitize(text, &bad);
+  std::vector<std::int32_t> content;
+  encode_sequence(clean, std::numeric_limits<std::size_t>::max(), content);
+  std::vector<Encoding> windows;
+  std::vector<std::int32_t> part;
+  for (const TokenRange& r : overflow_windows(content.size(), max_length - added, stride)) {
+    part.assign(content.begin() + static_cast<std::ptrdiff_t>(r.begin),
+                content.begin() + static_cast<std::ptrdiff_t>(r.end));
+    Encoding& enc = windows.emplace_back();
+    enc.ids.reserve(part.size() + added);
+    enc.type_ids.reserve(part.size() + added);
+    post_.apply(part, nullptr, enc.ids, enc.type_ids);
+  }
+  windows.front().invalid_utf8 = bad;
+  return windows;
+}
+
 std::vector<std::string> Pipeline::tokens(const Encoding& encoding) const {
   std::vector<std::string> out;
   out.reserve(encoding.ids.size());

@@ -95,4 +95,16 @@ void longest_first(std::size_t len_a, std::size_t len_b, std::size_t max_length,
   keep_b = std::min(len_b, n2);
 }
 
+std::vector<TokenRange> overflow_windows(std::size_t length, std::size_t window,
+                                         std::size_t stride) {
+  if (length <= window) return {{0, length}};
+  std::vector<TokenRange> out;
+  const std::size_t step = window - stride;
+  for (std::size_t begin = 0;; begin += step) {
+    const std::size_t end = std::min(begin + window, length);
+    out.push_back({begin, end});
+    if (end == length) return out;
+  }
+}
+
 }  // namespace mcinfer::tokenizer

@@ -34,4 +34,14 @@ struct Template {
 void longest_first(std::size_t len_a, std::size_t len_b, std::size_t max_length,
                    std::size_t& keep_a, std::size_t& keep_b);
 
+// [begin, end) of each window HF's Encoding::truncate cuts a sequence of `length` tokens into
+// (right side): windows of `window` tokens starting every window - stride tokens, the last one
+// ending at `length`; one window [0, length) when it fits. Requires stride < window.
+struct TokenRange {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+std::vector<TokenRange> overflow_windows(std::size_t length, std::size_t window,
+                                         std::size_t stride);
+
 }  // namespace mcinfer::tokenizer

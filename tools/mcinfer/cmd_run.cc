@@ -117,6 +117,26 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("--max-len", f->options.max_len,
                   "Tokens per sequence, special tokens included (default: the model's)")
       ->check(whole_number());
+  sub->add_option("--long-input", f->options.long_input,
+                  "Rows longer than --max-len: truncate (counted in the report), or chunk: cut "
+                  "into windows as Hugging Face's return_overflowing_tokens does, every window "
+                  "computed, one output per row reduced from them")
+      ->check(CLI::IsMember({"truncate", "chunk"}))
+      ->capture_default_str();
+  sub->add_option("--stride", f->options.stride,
+                  "chunk: tokens each window shares with the one before (HF's stride)")
+      ->check(whole_number())
+      ->capture_default_str();
+  sub->add_option("--chunk-reduce", f->options.chunk_reduce,
+                  "chunk: a row's output from its windows': mean, max, first, or token-weighted "
+                  "(mean weighted by each window's tokens)")
+      ->check(CLI::IsMember({"mean", "max", "first", "token-weighted"}))
+      ->capture_default_str();
+  sub->add_option("--chunk-values", f->options.chunk_values,
+                  "chunk, classifiers: reduce the windows' logits (then the activation) or their "
+                  "probs")
+      ->check(CLI::IsMember({"logits", "probs"}))
+      ->capture_default_str();
   sub->add_option("--precision", f->options.precision,
                   "fp32, bf16, int8, or auto: bf16 where the CPU has native bf16 dot products "
                   "(avx512_bf16, AMX), else fp32 (auto never picks int8)")

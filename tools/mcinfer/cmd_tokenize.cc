@@ -19,6 +19,7 @@ struct TokenizeFlags {
   std::string model_dir, input, format, text_pair_col;
   data::ColumnSpec columns;
   std::optional<std::size_t> max_len;  // absent: as run (0 is refused, not "the default")
+  std::optional<std::size_t> stride;   // set: every window, as run --long-input chunk makes them
   bool pair = false;
   bool tokens = false;
   bool no_truncation = false;
@@ -62,8 +63,22 @@ int run_tokenize(TokenizeFlags& f) {
   auto prepare = [&](std::string_view text) {
     return dir.strips_text() ? model::strip_python_whitespace(text) : text;
   };
+  if (f.stride && (f.pair || !f.text_pair_col.empty() || f.no_truncation))
+    fail_usage("--stride prints the windows of one text: not with --pair or --no-truncation");
   std::string out;
   std::size_t invalid = 0;
+  auto emit = [&](std::string_view text, std::optional<std::string_view> pair) {
+    std::vector<tokenizer::Encoding> encodings;
+    if (f.stride) {
+      encodings = tok->encode_windows(text, max_len, *f.stride);
+    } else {
+      encodings.push_back(tok->encode(text, pair, max_len));
+    }
+    for (const auto& enc : encodings) {
+      invalid += enc.invalid_utf8;
+      print_encoding(*tok, enc, f.tokens, out);
+    }
+  };
   if (!f.input.empty()) {
     if (f.pair && f.text_pair_col.empty()) fail_usage("--pair with --input needs --text-pair-col");
     if (!f.text_pair_col.empty()) f.columns.text_pair_col = f.text_pair_col;
@@ -79,9 +94,7 @@ int run_tokenize(TokenizeFlags& f) {
       if (r == data::RowReader::Result::kBadRow) fail("{}:{}: {}", f.input, bad.line, bad.reason);
       std::optional<std::string_view> pair;
       if (row.text_pair) pair = prepare(*row.text_pair);
-      auto enc = tok->encode(prepare(row.text), pair, max_len);
-      invalid += enc.invalid_utf8;
-      print_encoding(*tok, enc, f.tokens, out);
+      emit(prepare(row.text), pair);
     }
   } else {
     std::string line;
@@ -96,9 +109,7 @@ int run_tokenize(TokenizeFlags& f) {
         text = std::string_view(line).substr(0, tab);
         pair = prepare(std::string_view(line).substr(tab + 1));
       }
-      auto enc = tok->encode(prepare(text), pair, max_len);
-      invalid += enc.invalid_utf8;
-      print_encoding(*tok, enc, f.tokens, out);
+      emit(prepare(text), pair);
     }
   }
   std::fflush(stdout);
@@ -119,6 +130,10 @@ Action add_tokenize_command(CLI::App& app, const Invocation&) {
                   "Truncate to N tokens, special tokens included (default: as run)")
       ->check(whole_number());
   sub->add_flag("--no-truncation", f->no_truncation, "Do not truncate");
+  sub->add_option("--stride", f->stride,
+                  "Print every window of a long text, one per line, as run --long-input chunk "
+                  "--stride K cuts it")
+      ->check(whole_number());
   sub->add_flag("--pair", f->pair,
                 "Two texts per line, separated by a tab (or --text-pair-col with --input)");
   sub->add_flag("--tokens", f->tokens, "Print the token strings instead of ids");

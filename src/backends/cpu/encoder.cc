@@ -399,24 +399,8 @@ void Encoder::predict(std::span<const SequenceInput> batch, const TaskSpec& task
   }
   classify(out.data());
   ops::ScopedOpTimer timer(ctx_, ops::OpKind::kPooling);
-  switch (resolve_activation(weights_->config(), task.activation)) {
-    case OutputActivation::kSoftmax:
-      for (std::int64_t s = 0; s < n; ++s) {
-        float* row = out.data() + s * dim;
-        const float mx = *std::max_element(row, row + dim);
-        double total = 0;
-        for (std::int64_t j = 0; j < dim; ++j) total += std::exp(static_cast<double>(row[j]) - mx);
-        for (std::int64_t j = 0; j < dim; ++j)
-          row[j] = static_cast<float>(std::exp(static_cast<double>(row[j]) - mx) / total);
-      }
-      break;
-    case OutputActivation::kSigmoid:
-      for (auto& v : out) v = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(v))));
-      break;
-    case OutputActivation::kNone:
-    case OutputActivation::kAuto:
-      break;
-  }
+  apply_output_activation(resolve_activation(weights_->config(), task.activation), out.data(), n,
+                          dim);
 }
 
 }  // namespace mcinfer::cpu

@@ -1,0 +1,215 @@
+// --long-input: rows longer than --max-len. chunk: every window computed and each row reduced
+// from its windows, against transformers over the same windows reduced the same way
+// (tests/fixtures/chunk/<model>/, tools/gen_chunk_fixtures.py), with windows of a row spread over
+// replicas and batches; a run killed between windows of one row and resumed gives the same
+// output. truncate: the report counts the rows cut and their lost tokens.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "core/json.h"
+#include "support/cli.h"
+#include "support/predictions.h"
+
+namespace mcinfer {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ChunkCase {
+  std::string model;  // tests/fixtures/text/<model>, references in tests/fixtures/chunk/<model>
+  std::string name;
+};
+void PrintTo(const ChunkCase& c, std::ostream* os) { *os << c.model << "/" << c.name; }
+
+std::vector<ChunkCase> all_cases() {
+  std::vector<ChunkCase> out;
+  for (const char* model : {"bert_cls", "roberta_cls", "xlmr_embed"}) {
+    const Json meta = read_json_file(testing::fixture(fmt::format("chunk/{}/cases.json", model)));
+    for (const Json& c : meta["cases"]) out.push_back({model, c["case"].get<std::string>()});
+  }
+  return out;
+}
+
+const Json& case_meta(const Json& meta, const std::string& name) {
+  for (const Json& c : meta["cases"])
+    if (c["case"] == name) return c;
+  throw std::runtime_error("no case " + name);
+}
+
+std::vector<std::string> run_args(const ChunkCase& c, const fs::path& output,
+                                  const std::string& schedule) {
+  const Json meta = read_json_file(testing::fixture("chunk/" + c.model + "/cases.json"));
+  std::vector<std::string> a = {
+      "run", testing::fixture("text/" + c.model).string(), "--input",
+      testing::fixture("chunk/" + c.model + "/input.csv").string(), "--output", output.string(),
+      "--schedule", schedule, "--replicas", "2",
+      // Small batches: a row's windows land in several batches and on both replicas.
+      "--batch-size", "3", "--batch-tokens", "64", "--precision", "fp32", "--quiet"};
+  for (const Json& f : case_meta(meta, c.name)["flags"]) a.push_back(f.get<std::string>());
+  return a;
+}
+
+class Chunked : public ::testing::TestWithParam<ChunkCase> {};
+
+TEST_P(Chunked, RowsReducedFromTheirWindowsAsTransformersComputes) {
+  const ChunkCase& c = GetParam();
+  const Json meta = read_json_file(testing::fixture("chunk/" + c.model + "/cases.json"));
+  const Json& cm = case_meta(meta, c.name);
+  std::uint64_t windows = 0, chunked = 0;
+  for (const Json& n : cm["windows_per_row"]) {
+    windows += n.get<std::uint64_t>();
+    chunked += n.get<std::uint64_t>() > 1;
+  }
+  auto want = testing::read_table(
+      testing::fixture(fmt::format("chunk/{}/expected_{}.csv", c.model, c.name)));
+  auto dir = testing::scratch_dir("chunk_" + c.model + "_" + c.name);
+  for (const char* schedule : {"dynamic", "static"}) {
+    auto args = run_args(c, dir / "out.csv", schedule);
+    args.insert(args.end(), {"--report", (dir / "report.json").string()});
+    auto r = testing::run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto got = testing::read_table(dir / "out.csv");
+    EXPECT_EQ(got.columns, want.columns);
+    EXPECT_EQ(got.ids, want.ids) << schedule;
+    EXPECT_LE(testing::max_abs_difference(got, want), 1e-4) << schedule;
+    const Json report = read_json_file(dir / "report.json");
+    EXPECT_EQ(report["long_input"], "chunk");
+    EXPECT_EQ(report["chunked_rows"].get<std::uint64_t>(), chunked) << schedule;
+    EXPECT_EQ(report["truncated_rows"].get<std::uint64_t>(), 0u);
+    if (std::string(schedule) == "dynamic") {
+      EXPECT_EQ(report["windows"].get<std::uint64_t>(), windows);
+      EXPECT_EQ(report["rows_computed"].get<std::uint64_t>(), cm["windows_per_row"].size());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Chunked, ::testing::ValuesIn(all_cases()),
+                         [](const auto& info) { return info.param.model + "_" + info.param.name; });
+
+// Killed (SIGKILL) right after the n-th window that leaves its row incomplete, or at the n-th
+// shard write (a row's last window in; the other rows in flight part-done), then resumed: the
+// part-done rows are recomputed whole, and the output is the uninterrupted run's.
+TEST(ChunkedResume, KilledBetweenWindowsOfOneRow) {
+  const ChunkCase c{"xlmr_embed", "s16_tw"};
+  auto dir = testing::scratch_dir("chunk_resume");
+  auto want = testing::read_table(testing::fixture("chunk/xlmr_embed/expected_s16_tw.csv"));
+  for (const char* schedule : {"dynamic", "static"}) {
+    for (const char* fault : {"window-pending:1", "window-pending:7", "shard-write:2"}) {
+      const std::string how = fmt::format("{} killed at {}", schedule, fault);
+      fs::remove_all(dir / "shards");
+      auto args = run_args(c, dir / "out.csv", schedule);
+      // One window per batch (32 tokens each): a row's windows are many batches.
+      for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--batch-tokens") args[i + 1] = "32";
+        if (args[i] == "--batch-size") args[i + 1] = "1";
+      }
+      args.insert(args.end(), {"--shards-dir", (dir / "shards").string()});
+      testing::CliOptions crash;
+      crash.env = {fmt::format("MCINFER_FAULT={}", fault)};
+      ASSERT_EQ(testing::run_cli(args, crash).exit_code, 137) << how;
+      ASSERT_FALSE(fs::exists(dir / "out.csv")) << how;
+      args.insert(args.end(), {"--resume", "--report", (dir / "report.json").string()});
+      auto r = testing::run_cli(args);
+      ASSERT_EQ(r.exit_code, 0) << how << ": " << r.err;
+      auto got = testing::read_table(dir / "out.csv");
+      EXPECT_EQ(got.ids, want.ids) << how;
+      EXPECT_LE(testing::max_abs_difference(got, want), 1e-4) << how;
+      const Json report = read_json_file(dir / "report.json");
+      EXPECT_TRUE(report["resumed"].get<bool>());
+      // window-pending:1 is before any row is durable; shard-write:2 after one row is.
+      const auto earlier = report["rows_from_earlier_run"].get<std::uint64_t>();
+      if (std::string(fault) == "window-pending:1") EXPECT_EQ(earlier, 0u) << how;
+      if (std::string(fault) == "shard-write:2") EXPECT_GE(earlier, 1u) << how;
+      fs::remove(dir / "out.csv");
+    }
+  }
+}
+
+TEST(LongInput, TruncateCountsRowsAndLostTokens) {
+  const Json meta = read_json_file(testing::fixture("chunk/roberta_cls/cases.json"));
+  const auto max_len = meta["max_len"].get<std::uint64_t>();
+  std::uint64_t rows = 0, lost = 0;
+  for (const Json& n : meta["tokens_per_row"]) {
+    const auto tokens = n.get<std::uint64_t>();
+    if (tokens > max_len) {
+      ++rows;
+      lost += tokens - max_len;
+    }
+  }
+  ASSERT_GT(rows, 3u);
+  auto dir = testing::scratch_dir("chunk_truncate");
+  auto r = testing::run_cli({"run", testing::fixture("text/roberta_cls").string(), "--input",
+                             testing::fixture("chunk/roberta_cls/input.csv").string(), "--output",
+                             (dir / "out.csv").string(), "--max-len", std::to_string(max_len),
+                             "--replicas", "2", "--report", (dir / "report.json").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json report = read_json_file(dir / "report.json");
+  EXPECT_EQ(report["long_input"], "truncate");
+  EXPECT_EQ(report["truncated_rows"].get<std::uint64_t>(), rows);
+  EXPECT_EQ(report["truncated_lost_tokens"].get<std::uint64_t>(), lost);
+  EXPECT_EQ(report["chunked_rows"].get<std::uint64_t>(), 0u);
+  EXPECT_NE(r.err.find(fmt::format("{} rows were longer than --max-len {} and were truncated, "
+                                   "losing {} tokens",
+                                   rows, max_len, lost)),
+            std::string::npos)
+      << r.err;
+}
+
+// `mcinfer tokenize --stride K` prints the windows run --long-input chunk computes: HF's.
+TEST(LongInput, TokenizePrintsTheWindows) {
+  const Json data = read_json_file(testing::fixture("chunk/windows/bpe_files.json"));
+  const Json& record = data["texts"][0];
+  auto dir = testing::scratch_dir("chunk_tokenize");
+  { std::ofstream(dir / "text.txt") << record["text"].get<std::string>() << "\n"; }
+  const auto ids = record["ids"].get<std::vector<int>>();
+  for (const Json& c : record["cases"]) {
+    auto r = testing::run_cli({"tokenize", testing::fixture("tokenizer/models/bpe_files").string(),
+                               "--max-len", std::to_string(c["max_len"].get<int>()), "--stride",
+                               std::to_string(c["stride"].get<int>())},
+                              (dir / "text.txt").string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string want;
+    for (const Json& w : c["windows"]) {
+      std::vector<int> window = {ids.front()};
+      window.insert(window.end(), ids.begin() + 1 + w[0].get<int>(),
+                    ids.begin() + 1 + w[1].get<int>());
+      window.push_back(ids.back());
+      want += Json(window).dump() + "\n";
+    }
+    EXPECT_EQ(r.out, want) << "max_len " << c["max_len"] << " stride " << c["stride"];
+  }
+}
+
+TEST(LongInput, FlagsThatCannotWorkAreRefused) {
+  auto dir = testing::scratch_dir("chunk_flags");
+  const std::string model = testing::fixture("text/roberta_cls").string();
+  const std::string input = testing::fixture("chunk/roberta_cls/input.csv").string();
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {
+        "run", model, "--input", input, "--output", (dir / "out.csv").string(), "--quiet"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return testing::run_cli(a);
+  };
+  auto r = run({"--max-len", "32", "--long-input", "chunk", "--stride", "30"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--stride 30 is too large for --max-len 32: a window holds 30 tokens after "
+                       "its 2 special tokens"),
+            std::string::npos)
+      << r.err;
+  r = run({"--stride", "4"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--stride applies to --long-input chunk"), std::string::npos) << r.err;
+  r = run({"--long-input", "chunk", "--text-pair-col", "text"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("with --text-pair-col use --long-input truncate"), std::string::npos)
+      << r.err;
+  r = run({"--long-input", "windows"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_FALSE(fs::exists(dir / "out.csv"));
+}
+
+}  // namespace
+}  // namespace mcinfer
