@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ThreadSanitizer pass over the concurrent parts: the schedules and queues (sched_test) and whole
-# multi-replica runs, resumes and kills through the CLI (run_cli_test, resume_cli_test).
+# multi-replica runs, resumes and kills through the CLI (run_cli_test, resume_cli_test), and
+# chunked runs whose windows of one row meet in the shared WindowMerger (chunk_cli_test).
 # Replicas run one thread each here: libgomp is not instrumented, so multi-threaded replicas
 # would only produce false reports. Assertions stay on (MCINFER_ASSERTIONS defaults to ON in
 # sanitizer builds; build_config_test checks it).
@@ -11,10 +12,11 @@ minilm=$("$root/scripts/get_minilm.sh")
 export MCINFER_MINILM_DIR="$minilm"
 export MCINFER_REQUIRE_MINILM=1
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCINFER_SANITIZE=thread >/dev/null
-cmake --build "$build" -j"$(nproc)" --target build_config_test sched_test mcinfer run_cli_test resume_cli_test
+cmake --build "$build" -j"$(nproc)" --target build_config_test sched_test mcinfer run_cli_test resume_cli_test chunk_cli_test
 export TSAN_OPTIONS="halt_on_error=1 ${TSAN_OPTIONS:-}"
 export MCINFER_CLI="$build/tools/mcinfer/mcinfer"
 "$build/tests/build_config_test"
 "$build/src/sched/sched_test"
 "$build/tests/e2e/run_cli_test"
 "$build/tests/e2e/resume_cli_test"
+"$build/tests/e2e/chunk_cli_test"

@@ -183,6 +183,31 @@ TEST(LongInput, TokenizePrintsTheWindows) {
   }
 }
 
+// `inspect` gives a window's geometry; its formula for the windows of a row is HF's count.
+TEST(LongInput, InspectGivesTheWindowGeometry) {
+  auto r = testing::run_cli({"inspect", testing::fixture("text/roberta_cls").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json facts = parse_json(r.out, "inspect --json");
+  const auto specials = facts["special_tokens"].get<std::uint64_t>();
+  EXPECT_EQ(specials, 2u);
+  EXPECT_EQ(facts["window_content_tokens"].get<std::uint64_t>(),
+            facts["max_len"].get<std::uint64_t>() - specials);
+  const Json meta = read_json_file(testing::fixture("chunk/roberta_cls/cases.json"));
+  const std::uint64_t window = meta["max_len"].get<std::uint64_t>() - specials;
+  for (const Json& c : meta["cases"]) {
+    const auto stride = std::stoull(c["flags"][5].get<std::string>());
+    ASSERT_EQ(c["flags"][4], "--stride");
+    for (std::size_t i = 0; i < meta["tokens_per_row"].size(); ++i) {
+      const std::uint64_t text = meta["tokens_per_row"][i].get<std::uint64_t>() - specials;
+      const std::uint64_t want =
+          text <= window ? 1 : 1 + (text - window + (window - stride) - 1) / (window - stride);
+      EXPECT_EQ(c["windows_per_row"][i].get<std::uint64_t>(), want) << c["case"] << " row " << i;
+    }
+  }
+  r = testing::run_cli({"inspect", testing::fixture("text/roberta_cls").string()});
+  EXPECT_NE(r.out.find("--long-input chunk: windows of"), std::string::npos) << r.out;
+}
+
 TEST(LongInput, FlagsThatCannotWorkAreRefused) {
   auto dir = testing::scratch_dir("chunk_flags");
   const std::string model = testing::fixture("text/roberta_cls").string();

@@ -37,9 +37,15 @@ int run_inspect(const InspectOptions& o) {
   const auto task = dir.default_task();
   const model::EmbeddingPlan plan = dir.embedding_plan(std::nullopt, std::nullopt);
   std::optional<std::size_t> tokenizer_limit;
-  if (dir.has_tokenizer())
-    tokenizer_limit = tokenizer::Tokenizer::load(o.model_dir)->model_max_length();
+  std::size_t specials = 0;
+  if (dir.has_tokenizer()) {
+    const auto tok = tokenizer::Tokenizer::load(o.model_dir);
+    tokenizer_limit = tok->model_max_length();
+    specials = tok->special_tokens(false);
+  }
   const auto max_len = dir.max_len(tokenizer_limit, std::nullopt);
+  // --long-input chunk: the content tokens of one window at the default max length.
+  const std::size_t window = max_len.value > specials ? max_len.value - specials : 0;
   const backend::WeightStats& s = prepared->stats();
   // A batch of 1,000 tokens whose longest sequence is as long as the model allows (the worst case
   // for the attention scores).
@@ -76,6 +82,8 @@ int run_inspect(const InspectOptions& o) {
       {"num_labels", c.num_labels},
       {"labels", labels},
       {"activation_bytes_per_1000_tokens", activation},
+      {"special_tokens", specials},
+      {"window_content_tokens", window},
       {"warnings", warnings},
   };
   if (c.head == model::Head::kSequenceClassification)
@@ -122,6 +130,13 @@ int run_inspect(const InspectOptions& o) {
   fmt::print("max length       {} tokens ({})\n", max_len.value, max_len.source);
   fmt::print("activations      {} per replica per 1,000 batch tokens (longest sequence {})\n",
              human_bytes(activation), longest);
+  if (dir.has_tokenizer()) {
+    fmt::print(
+        "long rows        --long-input chunk: windows of {} text tokens + {} special tokens; a row "
+        "of T text tokens takes 1 + ceil((T - {}) / ({} - stride)) windows, each planned and "
+        "computed as a row of up to {} tokens\n",
+        window, specials, window, window, max_len.value);
+  }
   for (const auto& w : warnings) fmt::print("note             {}\n", w);
   return kExitOk;
 }
