@@ -12,7 +12,9 @@ stored as [begin, end) ranges into the text's content tokens (`ids`: tok(text) w
 truncation, special tokens included; `prefix`/`suffix`: the special tokens of a window). Every
 range is checked here to rebuild HF's window exactly, so the file holds HF's windows. Strides:
 0, 1, M // 2 and M - specials - 1 (the largest HF accepts); a stride of M - specials is checked
-to be refused by HF.
+to be refused by HF. `pairs`: (short first text, long second text) with the windows, as full ids,
+of tok(a, b, truncation="only_second", ...) for the same lengths and strides, or "refused" where
+HF refuses (the first text leaves the second no more room than the stride).
 
 <model>/: input.csv (long corpus rows, one id twice) and expected_<case>.csv for models of
 tests/fixtures/text/: every window through transformers alone (eager attention, fp32, 1 thread),
@@ -108,10 +110,11 @@ def window_cases(variant, corpus, rng):
     prefix, suffix = frame[:1], frame[1:]
     assert len(prefix) + len(suffix) == specials
     texts = long_texts(corpus, rng, 4, 300, 900)
-    source = long_texts(corpus, rng, 1, 600, 800)[0]
+    sources = long_texts(corpus, rng, 8, 600, 800)
     for m in WINDOW_MAX_LENS:
         for n in (m - specials, m - specials + 1):
-            t = at_length(tok, source, n)
+            # A token can take several characters to appear: some texts have no prefix of n.
+            t = next((p for p in (at_length(tok, s, n) for s in sources) if p is not None), None)
             if t is None:
                 raise RuntimeError(f"{variant}: no prefix of {n} tokens")
             texts.append(t)
@@ -144,8 +147,26 @@ def window_cases(variant, corpus, rng):
             if len(body) > room and not too_large_refused:
                 raise RuntimeError(f"{variant}: HF accepted stride {room} at max_len {m}")
         records.append({"text": text, "ids": ids, "cases": cases})
+    pairs = []
+    firsts = [t[:rng.randint(5, 40)] for t in long_texts(corpus, rng, 3, 60, 100)]
+    firsts.append(long_texts(corpus, rng, 1, 300, 400)[0])  # leaves no room at all
+    for a, b in zip(firsts, long_texts(corpus, rng, len(firsts), 200, 500)):
+        cases = []
+        for m in WINDOW_MAX_LENS:
+            room = m - tok.num_special_tokens_to_add(pair=True)
+            for stride in sorted({0, 1, m // 2, room - 1}):
+                try:
+                    got = tok(a, b, max_length=m, truncation="only_second", stride=stride,
+                              return_overflowing_tokens=True)
+                    cases.append({"max_len": m, "stride": stride, "windows": got["input_ids"],
+                                  "type_ids": got["token_type_ids"] if "token_type_ids" in got else None})
+                except BaseException as e:
+                    if isinstance(e, KeyboardInterrupt):
+                        raise
+                    cases.append({"max_len": m, "stride": stride, "refused": True})
+        pairs.append({"text": a, "pair": b, "cases": cases})
     return {"variant": variant, "specials": specials, "prefix": prefix, "suffix": suffix,
-            "texts": records}
+            "texts": records, "pairs": pairs}
 
 
 def reduce(values, tokens, how):
@@ -160,18 +181,18 @@ def reduce(values, tokens, how):
     return (v * w[:, None]).sum(axis=0) / w.sum()
 
 
-def window_outputs(model, task, windows):
+def window_outputs(model, task, enc):
     """Each window alone through the model: logits, or the mean-pooled last hidden state."""
     out = []
     with torch.no_grad():
-        for w in windows:
-            ids = torch.tensor([w])
-            mask = torch.ones_like(ids)
+        for k, w in enumerate(enc["input_ids"]):
+            inputs = {"input_ids": torch.tensor([w]), "attention_mask": torch.ones(1, len(w), dtype=torch.long)}
+            if "token_type_ids" in enc:
+                inputs["token_type_ids"] = torch.tensor([enc["token_type_ids"][k]])
             if task == "classify":
-                out.append(model(input_ids=ids, attention_mask=mask).logits[0].double().numpy())
+                out.append(model(**inputs).logits[0].double().numpy())
             else:
-                h = model(input_ids=ids, attention_mask=mask).last_hidden_state[0].double()
-                out.append(h.mean(dim=0).numpy())
+                out.append(model(**inputs).last_hidden_state[0].double().mean(dim=0).numpy())
     return out
 
 
@@ -180,7 +201,24 @@ def softmax(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def model_case(name, task, cases, corpus, rng):
+def row_windows(tok, text, pair, stride):
+    """HF's windows of a row (only_second for a pair); a pair whose first text leaves no room is
+    truncated as a row that is not chunked (longest_first), as mcinfer does."""
+    if pair is None:
+        return tok(text, max_length=MODEL_MAX_LEN, truncation=True, stride=stride,
+                   return_overflowing_tokens=True)
+    # Batched, as a pipeline calls it: tok(a, "") alone would drop an empty second text, while
+    # tok([a], [""]) keeps the pair ([CLS] a [SEP] [SEP]), as mcinfer does.
+    try:
+        return tok([text], [pair], max_length=MODEL_MAX_LEN, truncation="only_second", stride=stride,
+                   return_overflowing_tokens=True)
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return tok([text], [pair], max_length=MODEL_MAX_LEN, truncation=True)
+
+
+def model_case(name, task, cases, corpus, rng, out_name=None, pair=False):
     d = TEXT / name
     tok = AutoTokenizer.from_pretrained(d)
     cls = AutoModelForSequenceClassification if task == "classify" else AutoModel
@@ -188,12 +226,19 @@ def model_case(name, task, cases, corpus, rng):
     texts = long_texts(corpus, rng, 9, 150, 700) + ["short row", ""]
     ids = [f"doc{i}" for i in range(len(texts))]
     ids[5] = ids[2]  # a duplicate id: its two rows' outputs are averaged
-    out = OUT / name
+    pairs = [None] * len(texts)
+    if pair:
+        # Short first texts (a query) with the long texts as second; row 4's first text is too
+        # long to leave the second any room, and row 9's pair fits.
+        pairs = texts
+        texts = [t[:rng.randint(5, 30)] for t in long_texts(corpus, rng, len(pairs), 40, 60)]
+        texts[4] = long_texts(corpus, rng, 1, 200, 300)[0]
+    out = OUT / (out_name or name)
     out.mkdir(parents=True)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["id", "text"])
-    w.writerows(zip(ids, texts))
+    w.writerow(["id", "text", "text_b"] if pair else ["id", "text"])
+    w.writerows(zip(ids, texts, pairs) if pair else zip(ids, texts))
     (out / "input.csv").write_text(buf.getvalue(), encoding="utf-8")
     if task == "classify":
         columns = [model.config.id2label[i] for i in range(model.config.num_labels)]
@@ -203,10 +248,11 @@ def model_case(name, task, cases, corpus, rng):
     for tag, stride, how, values in cases:
         rows = []
         windows_per_row = []
-        for text in texts:
-            windows = hf_windows(tok, text, MODEL_MAX_LEN, stride)
+        for text, second in zip(texts, pairs):
+            enc = row_windows(tok, text, second, stride)
+            windows = enc["input_ids"]
             windows_per_row.append(len(windows))
-            outs = window_outputs(model, task, windows)
+            outs = window_outputs(model, task, enc)
             tokens = [len(x) for x in windows]
             if task == "classify":
                 if values == "probs":
@@ -227,18 +273,54 @@ def model_case(name, task, cases, corpus, rng):
             flags += ["--chunk-values", values]
         if task == "embed":
             flags += ["--task", "embed", "--normalize"]
+        if pair:
+            flags += ["--text-pair-col", "text_b"]
         meta.append({"case": tag, "flags": flags, "windows_per_row": windows_per_row})
         if max(windows_per_row) < 3:
             raise RuntimeError(f"{name} {tag}: rows are not long enough")
-    tokens = [len(tok(t)["input_ids"]) for t in texts]  # untruncated, special tokens included
+    # Untruncated, special tokens included.
+    tokens = [len(tok([t], [p] if p is not None else None)["input_ids"][0]) for t, p in zip(texts, pairs)]
     (out / "cases.json").write_text(json.dumps(
-        {"max_len": MODEL_MAX_LEN, "tokens_per_row": tokens, "cases": meta}, indent=1) + "\n")
+        {"model": f"text/{name}", "max_len": MODEL_MAX_LEN, "tokens_per_row": tokens, "cases": meta},
+        indent=1) + "\n")
+
+
+README = """# Chunking fixtures
+
+References for `--long-input chunk`, written by `tools/gen_chunk_fixtures.py` (see its docstring
+for exactly what is computed); do not edit by hand. Regenerate (deletes and rewrites this folder,
+byte-identical on every run):
+
+```
+tools/venv.sh
+.venv/bin/python tools/gen_chunk_fixtures.py
+```
+
+- `windows/<variant>.json`: for the tokenizer of `tests/fixtures/tokenizer/models/<variant>/`,
+  long multilingual texts and texts exactly at and one token past the window's content limit,
+  with the overflowing windows the Hugging Face fast tokenizer returns (`truncation=True,
+  max_length=M, stride=K, return_overflowing_tokens=True`) for M in 16, 40 and K in 0, 1, M/2,
+  M − specials − 1, as ranges into the text's content tokens (each checked by the script to
+  rebuild HF's window exactly); and `pairs`: a short first text with a long second one, with the
+  windows of `truncation="only_second"` (the first text whole in each) as full ids, or `refused`
+  where HF refuses (the first text leaves the second no more room than the stride; mcinfer then
+  truncates the row). Read by `src/tokenizer/windows_test.cc` and `chunk_cli_test`.
+- `<model>/` for `bert_cls`, `roberta_cls`, `xlmr_embed` of `tests/fixtures/text/`, and
+  `bert_cls_pair` (`bert_cls` on sentence pairs: short first texts, long second ones, one first
+  text too long to leave room, one empty second text): `input.csv`
+  (long corpus rows, a short one, an empty one, one id twice), `expected_<case>.csv` (every
+  window through transformers, each row reduced from its windows, duplicate ids averaged) and
+  `cases.json` (the model directory; each case's flags and windows per row; each row's
+  untruncated token count).
+  Read by `tests/e2e/chunk_cli_test.cc`.
+"""
 
 
 def main():
     if OUT.exists():
         shutil.rmtree(OUT)
     (OUT / "windows").mkdir(parents=True)
+    (OUT / "README.md").write_text(README, encoding="utf-8")
     corpus = read_corpus()
     rng = random.Random(SEED)
     for v in VARIANTS:
@@ -249,6 +331,11 @@ def main():
     for name, task, cases in MODELS:
         model_case(name, task, cases, corpus, rng)
         print(name, len(cases), "cases")
+    # Sentence pairs: windows of the second text, the first whole in each (only_second).
+    model_case("bert_cls", "classify", [("s0_mean_logits", 0, "mean", "logits"),
+                                        ("s6_tw_probs", 6, "token-weighted", "probs")],
+               corpus, rng, out_name="bert_cls_pair", pair=True)
+    print("bert_cls_pair 2 cases")
 
 
 if __name__ == "__main__":

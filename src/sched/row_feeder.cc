@@ -110,16 +110,17 @@ std::vector<tokenizer::Encoding> RowFeeder::encode(std::string_view text,
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<tokenizer::Encoding> out;
   if (options_.long_input == LongInput::kChunk) {
-    out = tokenizer_->encode_windows(text, options_.max_len, options_.stride);
+    // A pair whose first text leaves the second no room comes back truncated: counted so.
+    out = tokenizer_->encode_windows(text, pair, options_.max_len, options_.stride);
   } else {
     out.push_back(tokenizer_->encode(text, pair, options_.max_len));
-    if (out[0].truncated) {
-      // The tokenizer stops a budget's worth past the cut; what was lost needs the whole text.
-      const std::size_t whole = tokenizer_->encode(text, pair, 0).ids.size();
-      stats_.lost_tokens += whole - std::min(whole, out[0].ids.size());
-      ++stats_.truncated;
-      truncated_.store(stats_.truncated, std::memory_order_relaxed);
-    }
+  }
+  if (out[0].truncated) {
+    // The tokenizer stops a budget's worth past the cut; what was lost needs the whole text.
+    const std::size_t whole = tokenizer_->encode(text, pair, 0).ids.size();
+    stats_.lost_tokens += whole - std::min(whole, out[0].ids.size());
+    ++stats_.truncated;
+    truncated_.store(stats_.truncated, std::memory_order_relaxed);
   }
   stats_.tokenize_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

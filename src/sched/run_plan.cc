@@ -59,19 +59,15 @@ void check_flags(const RunOptions& o) {
     fail_usage("--output {} is the input file", o.output.string());
 }
 
-// --long-input chunk: text rows only, one sequence, a stride the windows can hold.
+// --long-input chunk: a stride the windows can hold (a pair's: with an empty first text; each
+// row's first text takes more, and a row whose first text leaves no room is truncated).
 void check_chunking(const RunOptions& o, const TaskPlan& plan) {
   if (o.chunk.mode != LongInput::kChunk) {
     if (o.stride != 0) fail_usage("--stride applies to --long-input chunk");
     return;
   }
-  if (o.text_pair_col) {
-    fail_usage(
-        "--long-input chunk cuts one text per row into windows; with --text-pair-col use "
-        "--long-input truncate");
-  }
   if (!plan.tokenizer) return;  // rows must carry input_ids, which must fit: nothing to cut
-  const std::size_t specials = plan.tokenizer->special_tokens(false);
+  const std::size_t specials = plan.tokenizer->special_tokens(o.text_pair_col.has_value());
   if (plan.max_len <= specials + o.stride) {
     fail_usage(
         "--stride {} is too large for --max-len {}: a window holds {} tokens after its {} special "

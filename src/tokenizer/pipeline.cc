@@ -147,9 +147,11 @@ Encoding Pipeline::encode(std::string_view text, std::optional<std::string_view>
   return enc;
 }
 
-std::vector<Encoding> Pipeline::encode_windows(std::string_view text, std::size_t max_length,
-                                               std::size_t stride) const {
-  const std::size_t added = post_.added(false);
+std::vector<Encoding> Pipeline::encode_windows(std::string_view text,
+                                               std::optional<std::string_view> pair,
+                                               std::size_t max_length, std::size_t stride) const {
+  const bool is_pair = pair.has_value();
+  const std::size_t added = post_.added(is_pair);
   if (max_length <= added || stride >= max_length - added) {
     fail(
         "a stride of {} tokens needs windows of more content: --max-len {} leaves {} tokens "
@@ -157,24 +159,35 @@ std::vector<Encoding> Pipeline::encode_windows(std::string_view text, std::size_
         stride, max_length, max_length > added ? max_length - added : 0, added);
   }
   constexpr std::size_t kMaxText = std::size_t{1} << 31;
-  if (text.size() >= kMaxText)
-    fail("text of {} bytes is longer than the {} bytes a tokenizer accepts", text.size(),
-         kMaxText - 1);
-  std::size_t bad = 0;
-  const std::string clean = utf8::sanitize(text, &bad);
-  std::vector<std::int32_t> content;
-  encode_sequence(clean, std::numeric_limits<std::size_t>::max(), content);
+  if (text.size() >= kMaxText || (pair && pair->size() >= kMaxText)) {
+    fail("text of {} bytes is longer than the {} bytes a tokenizer accepts",
+         std::max(text.size(), pair ? pair->size() : 0), kMaxText - 1);
+  }
+  constexpr std::size_t kAll = std::numeric_limits<std::size_t>::max();
+  std::size_t bad_a = 0, bad_b = 0;
+  std::vector<std::int32_t> a, b;
+  encode_sequence(utf8::sanitize(text, &bad_a), kAll, a);
+  if (is_pair) encode_sequence(utf8::sanitize(*pair, &bad_b), kAll, b);
+  // The sequence cut into windows, and the room a window has for it.
+  const std::vector<std::int32_t>& cut = is_pair ? b : a;
+  std::size_t room = max_length - added;
+  if (is_pair && a.size() + b.size() > room) {
+    room = room > a.size() ? room - a.size() : 0;
+    if (room <= stride) return {encode(text, pair, max_length)};
+  } else if (is_pair) {
+    room = b.size();  // the pair fits: one window
+  }
   std::vector<Encoding> windows;
   std::vector<std::int32_t> part;
-  for (const TokenRange& r : overflow_windows(content.size(), max_length - added, stride)) {
-    part.assign(content.begin() + static_cast<std::ptrdiff_t>(r.begin),
-                content.begin() + static_cast<std::ptrdiff_t>(r.end));
+  for (const TokenRange& r : overflow_windows(cut.size(), room, stride)) {
+    part.assign(cut.begin() + static_cast<std::ptrdiff_t>(r.begin),
+                cut.begin() + static_cast<std::ptrdiff_t>(r.end));
     Encoding& enc = windows.emplace_back();
-    enc.ids.reserve(part.size() + added);
-    enc.type_ids.reserve(part.size() + added);
-    post_.apply(part, nullptr, enc.ids, enc.type_ids);
+    enc.ids.reserve(a.size() * is_pair + part.size() + added);
+    enc.type_ids.reserve(enc.ids.capacity());
+    post_.apply(is_pair ? a : part, is_pair ? &part : nullptr, enc.ids, enc.type_ids);
   }
-  windows.front().invalid_utf8 = bad;
+  windows.front().invalid_utf8 = bad_a + bad_b;
   return windows;
 }
 

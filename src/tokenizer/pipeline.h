@@ -32,8 +32,8 @@ class Pipeline final : public Tokenizer {
 
   Encoding encode(std::string_view text, std::optional<std::string_view> pair,
                   std::size_t max_length) const override;
-  std::vector<Encoding> encode_windows(std::string_view text, std::size_t max_length,
-                                       std::size_t stride) const override;
+  std::vector<Encoding> encode_windows(std::string_view text, std::optional<std::string_view> pair,
+                                       std::size_t max_length, std::size_t stride) const override;
   std::size_t special_tokens(bool pair) const override { return post_.added(pair); }
   std::vector<std::string> tokens(const Encoding& encoding) const override;
   std::int32_t pad_id() const override { return pad_id_; }

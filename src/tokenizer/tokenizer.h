@@ -34,12 +34,18 @@ class Tokenizer {
   virtual Encoding encode(std::string_view text, std::optional<std::string_view> pair,
                           std::size_t max_length) const = 0;
 
-  // One text encoded whole and cut into the windows Hugging Face tokenizers return for
-  // truncation=True, max_length, stride and return_overflowing_tokens=True: each window holds
-  // up to max_length - special_tokens(false) content tokens, starts `stride` tokens before the
-  // previous one ends, and gets the special tokens; a text that fits is one window. The first
-  // window carries the invalid_utf8 count. Throws Error unless stride < the window's content.
-  virtual std::vector<Encoding> encode_windows(std::string_view text, std::size_t max_length,
+  // One text (or pair) encoded whole and cut into the windows Hugging Face tokenizers return for
+  // max_length, stride and return_overflowing_tokens=True, with truncation=True for one text:
+  // each window holds up to max_length - special_tokens(false) content tokens, starts `stride`
+  // tokens before the previous one ends, and gets the special tokens. A pair is cut as HF's
+  // truncation="only_second" cuts it: every window holds the whole first text and a window of
+  // the second (HF's longest_first would pair windows of both, a cross product). What fits is
+  // one window. A pair whose first text leaves the second no more room than the stride (HF
+  // refuses it) is one window: encode()'s truncation, marked truncated. The first window
+  // carries the invalid_utf8 count. Throws Error unless stride < the window's content.
+  virtual std::vector<Encoding> encode_windows(std::string_view text,
+                                               std::optional<std::string_view> pair,
+                                               std::size_t max_length,
                                                std::size_t stride) const = 0;
   // Special tokens the post-processor adds to one sequence (pair: to two).
   virtual std::size_t special_tokens(bool pair) const = 0;

@@ -38,7 +38,7 @@ TEST_P(HfWindows, SameWindowsAsHuggingFace) {
       const auto stride = c["stride"].get<std::size_t>();
       const std::string where =
           fmt::format("{} max_len {} stride {}: {:.40}", variant, max_len, stride, text);
-      const std::vector<Encoding> got = tok->encode_windows(text, max_len, stride);
+      const std::vector<Encoding> got = tok->encode_windows(text, std::nullopt, max_len, stride);
       const Json& want = c["windows"];
       ASSERT_EQ(got.size(), want.size()) << where;
       for (std::size_t w = 0; w < got.size(); ++w) {
@@ -62,12 +62,44 @@ TEST_P(HfWindows, SameWindowsAsHuggingFace) {
     }
     // The stride HF refuses (the whole window's content) is an error naming the limit.
     try {
-      tok->encode_windows(text, 16, 16 - prefix.size() - suffix.size());
+      tok->encode_windows(text, std::nullopt, 16, 16 - prefix.size() - suffix.size());
       ADD_FAILURE() << variant << ": a stride of the whole window was accepted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("stride must be below"), std::string::npos) << e.what();
     }
   }
+  // Pairs: the first text whole in every window, windows of the second (HF's only_second).
+  int pair_windows = 0, refused = 0;
+  for (const Json& record : data["pairs"]) {
+    const auto text = record["text"].get<std::string>();
+    const auto pair = record["pair"].get<std::string>();
+    for (const Json& c : record["cases"]) {
+      const auto max_len = c["max_len"].get<std::size_t>();
+      const auto stride = c["stride"].get<std::size_t>();
+      const std::string where =
+          fmt::format("{} pair, max_len {} stride {}: {:.30}", variant, max_len, stride, text);
+      if (c.contains("refused")) {
+        // HF refuses; mcinfer truncates the row as a row that is not chunked.
+        const std::vector<Encoding> got = tok->encode_windows(text, pair, max_len, stride);
+        ASSERT_EQ(got.size(), 1u) << where;
+        EXPECT_TRUE(got[0].truncated) << where;
+        EXPECT_EQ(got[0].ids, tok->encode(text, pair, max_len).ids) << where;
+        ++refused;
+        continue;
+      }
+      const std::vector<Encoding> got = tok->encode_windows(text, pair, max_len, stride);
+      ASSERT_EQ(got.size(), c["windows"].size()) << where;
+      for (std::size_t w = 0; w < got.size(); ++w) {
+        EXPECT_EQ(got[w].ids, c["windows"][w].get<Ids>()) << where << " window " << w;
+        if (!c["type_ids"].is_null()) {
+          EXPECT_EQ(got[w].type_ids, c["type_ids"][w].get<Ids>()) << where << " window " << w;
+        }
+      }
+      pair_windows += static_cast<int>(got.size());
+    }
+  }
+  EXPECT_GT(pair_windows, 20);
+  EXPECT_GT(refused, 0);
   EXPECT_GT(multi, cases / 2) << "the fixture's texts should mostly need several windows";
   EXPECT_GT(at_limit, 0) << "no text exactly at the limit";
   EXPECT_GT(past_limit, 0) << "no text one token past the limit";

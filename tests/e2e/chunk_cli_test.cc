@@ -19,14 +19,14 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ChunkCase {
-  std::string model;  // tests/fixtures/text/<model>, references in tests/fixtures/chunk/<model>
+  std::string model;  // references in tests/fixtures/chunk/<model>; cases.json names the model
   std::string name;
 };
 void PrintTo(const ChunkCase& c, std::ostream* os) { *os << c.model << "/" << c.name; }
 
 std::vector<ChunkCase> all_cases() {
   std::vector<ChunkCase> out;
-  for (const char* model : {"bert_cls", "roberta_cls", "xlmr_embed"}) {
+  for (const char* model : {"bert_cls", "roberta_cls", "xlmr_embed", "bert_cls_pair"}) {
     const Json meta = read_json_file(testing::fixture(fmt::format("chunk/{}/cases.json", model)));
     for (const Json& c : meta["cases"]) out.push_back({model, c["case"].get<std::string>()});
   }
@@ -43,7 +43,7 @@ std::vector<std::string> run_args(const ChunkCase& c, const fs::path& output,
                                   const std::string& schedule) {
   const Json meta = read_json_file(testing::fixture("chunk/" + c.model + "/cases.json"));
   std::vector<std::string> a = {
-      "run", testing::fixture("text/" + c.model).string(), "--input",
+      "run", testing::fixture(meta["model"].get<std::string>()).string(), "--input",
       testing::fixture("chunk/" + c.model + "/input.csv").string(), "--output", output.string(),
       "--schedule", schedule, "--replicas", "2",
       // Small batches: a row's windows land in several batches and on both replicas.
@@ -78,7 +78,16 @@ TEST_P(Chunked, RowsReducedFromTheirWindowsAsTransformersComputes) {
     const Json report = read_json_file(dir / "report.json");
     EXPECT_EQ(report["long_input"], "chunk");
     EXPECT_EQ(report["chunked_rows"].get<std::uint64_t>(), chunked) << schedule;
-    EXPECT_EQ(report["truncated_rows"].get<std::uint64_t>(), 0u);
+    // A pair whose first text leaves the second no room is truncated instead (1 window).
+    std::uint64_t truncated = 0;
+    for (std::size_t i = 0; i < cm["windows_per_row"].size(); ++i) {
+      const auto tokens = meta["tokens_per_row"][i].get<std::uint64_t>();
+      truncated += tokens > meta["max_len"].get<std::uint64_t>() && cm["windows_per_row"][i] == 1;
+    }
+    EXPECT_EQ(report["truncated_rows"].get<std::uint64_t>(), truncated) << schedule;
+    if (c.model == "bert_cls_pair") {
+      EXPECT_GE(truncated, 1u);
+    }
     if (std::string(schedule) == "dynamic") {
       EXPECT_EQ(report["windows"].get<std::uint64_t>(), windows);
       EXPECT_EQ(report["rows_computed"].get<std::uint64_t>(), cm["windows_per_row"].size());
@@ -119,10 +128,12 @@ TEST(ChunkedResume, KilledBetweenWindowsOfOneRow) {
       EXPECT_LE(testing::max_abs_difference(got, want), 1e-4) << how;
       const Json report = read_json_file(dir / "report.json");
       EXPECT_TRUE(report["resumed"].get<bool>());
-      // window-pending:1 is before any row is durable; shard-write:2 after one row is.
-      const auto earlier = report["rows_from_earlier_run"].get<std::uint64_t>();
-      if (std::string(fault) == "window-pending:1") EXPECT_EQ(earlier, 0u) << how;
-      if (std::string(fault) == "shard-write:2") EXPECT_GE(earlier, 1u) << how;
+      // window-pending:1 is a row's first window, before any row can be durable. (After
+      // shard-write:2 another replica's first write may still lack its manifest record: no count
+      // is certain there.)
+      if (std::string(fault) == "window-pending:1") {
+        EXPECT_EQ(report["rows_from_earlier_run"].get<std::uint64_t>(), 0u) << how;
+      }
       fs::remove(dir / "out.csv");
     }
   }
@@ -227,10 +238,6 @@ TEST(LongInput, FlagsThatCannotWorkAreRefused) {
   r = run({"--stride", "4"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--stride applies to --long-input chunk"), std::string::npos) << r.err;
-  r = run({"--long-input", "chunk", "--text-pair-col", "text"});
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("with --text-pair-col use --long-input truncate"), std::string::npos)
-      << r.err;
   r = run({"--long-input", "windows"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_FALSE(fs::exists(dir / "out.csv"));

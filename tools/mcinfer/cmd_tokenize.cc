@@ -63,14 +63,13 @@ int run_tokenize(TokenizeFlags& f) {
   auto prepare = [&](std::string_view text) {
     return dir.strips_text() ? model::strip_python_whitespace(text) : text;
   };
-  if (f.stride && (f.pair || !f.text_pair_col.empty() || f.no_truncation))
-    fail_usage("--stride prints the windows of one text: not with --pair or --no-truncation");
+  if (f.stride && f.no_truncation) fail_usage("--stride cuts windows: not with --no-truncation");
   std::string out;
   std::size_t invalid = 0;
   auto emit = [&](std::string_view text, std::optional<std::string_view> pair) {
     std::vector<tokenizer::Encoding> encodings;
     if (f.stride) {
-      encodings = tok->encode_windows(text, max_len, *f.stride);
+      encodings = tok->encode_windows(text, pair, max_len, *f.stride);
     } else {
       encodings.push_back(tok->encode(text, pair, max_len));
     }
