@@ -1,9 +1,10 @@
 // Arbitrary bytes through every committed fixture tokenizer (WordPiece, BPE, Unigram, from
 // each file format): never a crash, and the results keep their invariants -- as many type ids
-// as ids, every id printable, truncation within max_length and a prefix of the full result.
+// as ids, every id printable, truncation within max_length and a prefix of the full result,
+// and the overflowing windows of --long-input chunk cover the text exactly.
 //
 // Input: byte 0 picks the tokenizer (low 4 bits) and a pair (bit 4); byte 1 is max_length;
-// byte 2 places the split of a pair; the rest is the text.
+// byte 2 places the split of a pair (one text: picks the windows' stride); the rest is the text.
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -44,6 +45,42 @@ void check(bool ok, const char* what) {
   }
 }
 
+// --long-input chunk's windows of one text: the first is the truncated encoding, every window
+// but the last holds a full window of content, consecutive windows share exactly `stride`
+// tokens, and the windows stitched together are the whole text's content.
+void check_windows(const Tokenizer& tok, std::string_view text, std::size_t max_len,
+                   std::size_t specials, std::uint8_t stride_byte,
+                   const mcinfer::tokenizer::Encoding& truncated,
+                   const mcinfer::tokenizer::Encoding& full) {
+  const std::size_t room = max_len - specials;
+  const std::size_t stride = stride_byte % room;
+  const auto windows = tok.encode_windows(text, std::nullopt, max_len, stride);
+  check(!windows.empty() && windows[0].ids == truncated.ids, "the first window is the truncation");
+  const std::size_t front = specials > 0 ? 1 : 0;  // one special token before the content
+  std::vector<std::int32_t> stitched, previous;
+  for (std::size_t w = 0; w < windows.size(); ++w) {
+    const auto& ids = windows[w].ids;
+    check(ids.size() <= max_len && ids.size() >= specials, "a window within max_length");
+    check(ids.size() == windows[w].type_ids.size(), "one type id per window id");
+    const std::vector<std::int32_t> content(
+        ids.begin() + static_cast<std::ptrdiff_t>(front),
+        ids.end() - static_cast<std::ptrdiff_t>(specials - front));
+    if (w + 1 < windows.size()) check(content.size() == room, "a full window before the last");
+    if (w > 0) {
+      check(std::equal(content.begin(), content.begin() + static_cast<std::ptrdiff_t>(stride),
+                       previous.end() - static_cast<std::ptrdiff_t>(stride)),
+            "consecutive windows share the stride");
+    }
+    stitched.insert(stitched.end(), content.begin() + static_cast<std::ptrdiff_t>(w ? stride : 0),
+                    content.end());
+    previous = content;
+  }
+  const std::vector<std::int32_t> whole(
+      full.ids.begin() + static_cast<std::ptrdiff_t>(front),
+      full.ids.end() - static_cast<std::ptrdiff_t>(specials - front));
+  check(stitched == whole, "the windows stitched are the whole content");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -79,6 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                      full.ids.begin()),
           "truncated ids are a prefix of the full ids");
     check(enc.truncated == (enc.ids.size() < full.ids.size()), "truncated flag");
+    if (max_len > specials) check_windows(tok, text, max_len, specials, data[2], enc, full);
   }
   return 0;
 }
