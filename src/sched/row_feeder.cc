@@ -99,7 +99,6 @@ void RowFeeder::to_item(data::Row& row, WorkItem& item) {
     next.ids = std::move(windows[w].ids);
     next.type_ids = std::move(windows[w].type_ids);
   }
-  item.window = 0;
   item.windows = count;
   item.ids = std::move(windows[0].ids);
   item.type_ids = std::move(windows[0].type_ids);

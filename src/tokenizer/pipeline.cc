@@ -6,6 +6,18 @@
 #include "core/utf8.h"
 
 namespace mcinfer::tokenizer {
+namespace {
+
+// Offsets inside the pipeline are 32-bit.
+void check_text_size(std::string_view text, std::optional<std::string_view> pair) {
+  constexpr std::size_t kMaxText = std::size_t{1} << 31;
+  if (text.size() >= kMaxText || (pair && pair->size() >= kMaxText)) {
+    fail("text of {} bytes is longer than the {} bytes a tokenizer accepts",
+         std::max(text.size(), pair ? pair->size() : 0), kMaxText - 1);
+  }
+}
+
+}  // namespace
 
 Pipeline::Pipeline(PipelineParts parts)
     : kind_(std::move(parts.kind)),
@@ -93,12 +105,7 @@ void Pipeline::encode_sequence(std::string_view text, std::size_t limit,
 
 Encoding Pipeline::encode(std::string_view text, std::optional<std::string_view> pair,
                           std::size_t max_length) const {
-  // Offsets inside the pipeline are 32-bit.
-  constexpr std::size_t kMaxText = std::size_t{1} << 31;
-  if (text.size() >= kMaxText || (pair && pair->size() >= kMaxText)) {
-    fail("text of {} bytes is longer than the {} bytes a tokenizer accepts",
-         std::max(text.size(), pair ? pair->size() : 0), kMaxText - 1);
-  }
+  check_text_size(text, pair);
   Encoding enc;
   std::size_t bad_a = 0, bad_b = 0;
   std::string a_text = utf8::sanitize(text, &bad_a);
@@ -158,11 +165,7 @@ std::vector<Encoding> Pipeline::encode_windows(std::string_view text,
         "per window after the {} special tokens, so the stride must be below that",
         stride, max_length, max_length > added ? max_length - added : 0, added);
   }
-  constexpr std::size_t kMaxText = std::size_t{1} << 31;
-  if (text.size() >= kMaxText || (pair && pair->size() >= kMaxText)) {
-    fail("text of {} bytes is longer than the {} bytes a tokenizer accepts",
-         std::max(text.size(), pair ? pair->size() : 0), kMaxText - 1);
-  }
+  check_text_size(text, pair);
   constexpr std::size_t kAll = std::numeric_limits<std::size_t>::max();
   std::size_t bad_a = 0, bad_b = 0;
   std::vector<std::int32_t> a, b;
