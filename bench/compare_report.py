@@ -474,15 +474,24 @@ def plot(a, results: dict, path: Path, log) -> bool:
 
 
 def write_results(path: Path, section: list, scope: str) -> None:
-    """Replaces this script's own section for the same scope (`## compare: <scope> — <date>`), or
-    appends one; every other section, other scopes of this script included, stays as it is."""
+    """Replaces this script's own section for the same scope (`## compare: <scope> — <date>`) on a
+    CPU with the same flags, or appends one; every other section, other scopes of this script and
+    the same scope measured on another kind of CPU (whose floors differ) included, stays as it is."""
     text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
     lines = text.split("\n")
-    start = next((i for i, l in enumerate(lines) if l.startswith(f"## compare: {scope} — ")), None)
+
+    def flags_line(block):
+        return next((l for l in block if l.startswith("- CPU flags:")), None)
+
+    def section_end(start):
+        return next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+
+    start = next((i for i, l in enumerate(lines) if l.startswith(f"## compare: {scope} — ")
+                  and flags_line(lines[i:section_end(i)]) == flags_line(section)), None)
     if start is None:
         new = text.rstrip("\n") + "\n\n" + "\n".join(section).rstrip("\n") + "\n"
     else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        end = section_end(start)
         tail = lines[end:]
         new = "\n".join(lines[:start] + section + ([""] if tail else []) + tail).rstrip("\n") + "\n"
     path.write_text(new, encoding="utf-8")

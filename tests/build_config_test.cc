@@ -16,7 +16,7 @@ constexpr bool kLibstdcxxChecksOn = true;
 #else
 constexpr bool kLibstdcxxChecksOn = false;
 #endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(MCINFER_SANITIZER_ADDRESS) || defined(MCINFER_SANITIZER_THREAD)
 constexpr bool kSanitized = true;
 #else
 constexpr bool kSanitized = false;
@@ -27,6 +27,24 @@ TEST(BuildConfig, AssertionsAreWhatCMakeAskedFor) {
       << "assert() state differs from MCINFER_ASSERTIONS";
   EXPECT_EQ(kLibstdcxxChecksOn, MCINFER_ASSERTIONS_ON != 0)
       << "_GLIBCXX_ASSERTIONS state differs from MCINFER_ASSERTIONS";
+}
+
+// The sanitizer the macros say is linked in: its runtime's entry points resolve (weak
+// declarations stay null without it), whichever compiler built the tree.
+extern "C" int __asan_address_is_poisoned(const volatile void*) __attribute__((weak));
+extern "C" void __tsan_acquire(void*) __attribute__((weak));
+
+TEST(BuildConfig, SanitizerRuntimeIsTheOneConfigured) {
+#if defined(MCINFER_SANITIZER_ADDRESS)
+  EXPECT_NE(&__asan_address_is_poisoned, nullptr) << "MCINFER_SANITIZER_ADDRESS without ASan";
+#else
+  EXPECT_EQ(&__asan_address_is_poisoned, nullptr) << "ASan linked into an unsanitized build";
+#endif
+#if defined(MCINFER_SANITIZER_THREAD)
+  EXPECT_NE(&__tsan_acquire, nullptr) << "MCINFER_SANITIZER_THREAD without TSan";
+#else
+  EXPECT_EQ(&__tsan_acquire, nullptr) << "TSan linked into a build not configured for it";
+#endif
 }
 
 TEST(BuildConfig, SanitizedBuildsKeepAssertionsOn) {

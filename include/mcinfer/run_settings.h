@@ -24,6 +24,10 @@ struct RunSettings {
   std::optional<std::size_t> max_len;  // tokens per sequence; default: the model's
   // --long-input chunk: tokens each window shares with the one before (Hugging Face's stride).
   std::size_t stride = 0;
+  // Several outputs of one pass, in this order, e.g. "probs,cls" (model::OutputKind names:
+  // classify: probs, logits, cls, mean; embed: mean, cls, max, normalized); nullopt: the one
+  // output of the task.
+  std::optional<std::string> outputs;
   std::string backend = "cpu";  // one of the build's (`mcinfer inspect` lists them)
   // Rows compared against fp32 before a reduced-precision run (nullopt: 32; 0: no check), and
   // that check's bounds: a miss stops the run before anything is written (exit 4).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <unordered_map>
@@ -104,7 +105,8 @@ class CsvPredictionReader final : public PredictionReader {
     }
     if (schema_.columns.empty()) fail("{}: no value columns besides 'id'", path_.string());
     id_ = *id;
-    schema_.embedding = is_embedding_columns(schema_.columns);
+    schema_.groups = output_groups_of(schema_.columns);
+    schema_.embedding = schema_.groups.empty() && is_embedding_columns(schema_.columns);
     values_.resize(schema_.columns.size());
     has_schema_ = true;
   }
@@ -267,7 +269,46 @@ class JsonlPredictionReader final : public PredictionReader {
     return parse_value(c.number(), column);
   }
 
-  // The first row fixes the columns: its keys in order, or the length of its embedding.
+  // A value field of the first row: a number (one column named by its key), or an array or an
+  // object of numbers (an output group: "embedding" alone, or what `run --outputs` writes).
+  struct Field {
+    std::string key;
+    std::size_t first = 0, count = 1;
+    JsonCursor::Kind kind = JsonCursor::Kind::kNumber;
+  };
+
+  // Reads the array or object of field `f` of the first row; appends its columns.
+  void learn_group(JsonCursor& c, Field& f) {
+    const bool object = f.kind == JsonCursor::Kind::kObject;
+    const std::string prefix = f.key == kEmbedding ? "" : f.key + ".";
+    std::size_t d = 0;
+    std::string_view label;
+    if (object) {
+      c.begin_object();
+      while (c.next_key(label)) {
+        std::string column = prefix + std::string(label);
+        if (!index_.emplace(column, schema_.columns.size()).second)
+          throw RowProblem{fmt::format("field '{}': '{}' appears twice", f.key, label)};
+        read_number(c, column);
+        schema_.columns.push_back(std::move(column));
+        ++d;
+      }
+    } else {
+      c.begin_array();
+      while (c.next_item()) {
+        std::string column = fmt::format("{}e{}", prefix, d);
+        read_number(c, column);
+        index_.emplace(column, schema_.columns.size());
+        schema_.columns.push_back(std::move(column));
+        ++d;
+      }
+    }
+    if (d == 0) throw RowProblem{fmt::format("field '{}' is empty", f.key)};
+    f.count = d;
+  }
+
+  // The first row fixes the columns: its keys in order, or the length of its embedding, or its
+  // output groups with their labels or lengths.
   void learn_schema() {
     check_line();
     JsonCursor c(line_.text);
@@ -277,55 +318,124 @@ class JsonlPredictionReader final : public PredictionReader {
     }
     c.begin_object();
     std::string_view key;
-    bool seen_id = false, other = false;
+    bool seen_id = false;
+    std::size_t numbers = 0;
     while (c.next_key(key)) {
       if (key == kIdColumn) {
         if (seen_id) throw RowProblem{"field 'id' appears twice"};
         seen_id = true;
         read_id(c, nullptr);
-      } else if (key == kEmbedding) {
-        if (schema_.embedding) throw RowProblem{"field 'embedding' appears twice"};
-        if (other) throw RowProblem{"field 'embedding' comes with other value fields"};
-        schema_.embedding = true;
-        auto kind = c.peek_kind();
-        if (kind != JsonCursor::Kind::kArray) {
-          throw RowProblem{fmt::format("field 'embedding': expected an array of numbers, got {}",
-                                       json_kind_name(kind))};
-        }
-        std::size_t d = 0;
-        c.begin_array();
-        while (c.next_item()) {
-          read_number(c, fmt::format("e{}", d));
-          ++d;
-        }
-        if (d == 0) throw RowProblem{"field 'embedding' is empty"};
-        for (std::size_t i = 0; i < d; ++i) schema_.columns.push_back(fmt::format("e{}", i));
-      } else {
-        if (schema_.embedding) throw RowProblem{"field 'embedding' comes with other value fields"};
-        other = true;
-        if (!index_.emplace(std::string(key), schema_.columns.size()).second) {
-          throw RowProblem{fmt::format("field '{}' appears twice", key)};
-        }
-        schema_.columns.emplace_back(key);
-        read_number(c, key);
+        continue;
       }
+      if (!field_index_.emplace(std::string(key), fields_.size()).second)
+        throw RowProblem{fmt::format("field '{}' appears twice", key)};
+      Field& f = fields_.emplace_back(Field{std::string(key), schema_.columns.size()});
+      f.kind = c.peek_kind();
+      if (f.kind == JsonCursor::Kind::kArray || f.kind == JsonCursor::Kind::kObject) {
+        learn_group(c, f);
+        continue;
+      }
+      ++numbers;
+      if (!index_.emplace(f.key, schema_.columns.size()).second)
+        throw RowProblem{fmt::format("field '{}' appears twice", key)};  // "probs.neg" and probs
+      schema_.columns.emplace_back(key);
+      read_number(c, key);
     }
     if (!c.at_end()) c.fail("unexpected data after the object");
     if (!seen_id) throw RowProblem{"missing field 'id'"};
     if (schema_.columns.empty()) throw RowProblem{"no value fields besides 'id'"};
+    describe_groups(numbers);
     values_.resize(schema_.columns.size());
     stamp_.assign(schema_.columns.size(), 0);
     first_line_ = line_.number;
   }
 
-  std::size_t column_of(std::string_view key, std::size_t position) const {
-    const auto& cols = schema_.columns;
-    if (position < cols.size() && cols[position] == key) return position;  // the usual order
-    auto it = index_.find(std::string(key));
-    if (it == index_.end()) {
-      throw RowProblem{fmt::format("unexpected field '{}' (the first row, line {}, has: id, {})",
-                                   key, first_line_, fmt::join(cols, ", "))};
+  // Plain numbers, or one "embedding" array, or output groups: one kind per file.
+  void describe_groups(std::size_t numbers) {
+    if (numbers == fields_.size()) return;
+    if (fields_.size() == 1 && fields_[0].key == kEmbedding &&
+        fields_[0].kind == JsonCursor::Kind::kArray) {
+      schema_.embedding = true;
+      return;
     }
+    for (const Field& f : fields_) {
+      if (numbers > 0 && f.kind != JsonCursor::Kind::kNumber)
+        throw RowProblem{fmt::format("field '{}' comes with other value fields", f.key)};
+    }
+    for (const Field& f : fields_) {
+      if (std::find(std::begin(kOutputGroupNames), std::end(kOutputGroupNames), f.key) ==
+          std::end(kOutputGroupNames)) {
+        throw RowProblem{
+            fmt::format("field '{}': an array or object field must be one of {} ({} "
+                        "alone is an embedding)",
+                        f.key, fmt::join(kOutputGroupNames, ", "), kEmbedding)};
+      }
+      schema_.groups.push_back({f.key, f.count, f.kind == JsonCursor::Kind::kObject});
+    }
+  }
+
+  const Field& field_of(std::string_view key, std::size_t position) const {
+    if (position < fields_.size() && fields_[position].key == key) return fields_[position];
+    auto it = field_index_.find(std::string(key));
+    if (it != field_index_.end()) return fields_[it->second];
+    std::vector<std::string_view> keys;
+    for (const Field& f : fields_) keys.push_back(f.key);
+    throw RowProblem{fmt::format("unexpected field '{}' (the first row, line {}, has: id, {})", key,
+                                 first_line_, fmt::join(keys, ", "))};
+  }
+
+  // Marks column `col` seen in this row; false when it already was.
+  bool stamp(std::size_t col) {
+    if (stamp_[col] == row_stamp_) return false;
+    stamp_[col] = row_stamp_;
+    return true;
+  }
+
+  // A group's array (its length as in the first row) or object (the first row's labels).
+  void parse_group(JsonCursor& c, const Field& f) {
+    const auto kind = c.peek_kind();
+    if (kind != f.kind) {
+      throw RowProblem{fmt::format("field '{}': expected {} as in the first row (line {}), got {}",
+                                   f.key, json_kind_name(f.kind), first_line_,
+                                   json_kind_name(kind))};
+    }
+    if (f.kind == JsonCursor::Kind::kArray) {
+      c.begin_array();
+      std::size_t d = 0;
+      while (c.next_item()) {
+        if (d == f.count)
+          throw RowProblem{fmt::format("field '{}' has more than {} items", f.key, f.count)};
+        stamp(f.first + d);  // an array's items are new in each array (the field's are checked)
+        values_[f.first + d] = read_number(c, schema_.columns[f.first + d]);
+        ++d;
+      }
+      if (d != f.count)
+        throw RowProblem{fmt::format("field '{}' has {} items, expected {}", f.key, d, f.count)};
+      return;
+    }
+    c.begin_object();
+    std::string_view label;
+    std::size_t d = 0;
+    while (c.next_key(label)) {
+      const std::size_t col = label_column(f, label, d++);
+      if (!stamp(col))
+        throw RowProblem{fmt::format("field '{}': '{}' appears twice", f.key, label)};
+      values_[col] = read_number(c, schema_.columns[col]);
+    }
+  }
+
+  std::size_t label_column(const Field& f, std::string_view label, std::size_t position) {
+    const std::size_t prefix = f.key.size() + 1;
+    if (position < f.count &&
+        std::string_view(schema_.columns[f.first + position]).substr(prefix) == label)
+      return f.first + position;  // the usual order
+    label_scratch_.assign(f.key).append(".").append(label);
+    auto it = index_.find(label_scratch_);
+    if (it == index_.end() || it->second < f.first || it->second >= f.first + f.count)
+      throw RowProblem{
+          fmt::format("field '{}': unexpected label '{}' (the first row, line {}, has "
+                      "{} labels)",
+                      f.key, label, first_line_, f.count)};
     return it->second;
   }
 
@@ -338,7 +448,7 @@ class JsonlPredictionReader final : public PredictionReader {
     }
     ++row_stamp_;
     bool seen_id = false;
-    std::size_t seen = 0, position = 0;
+    std::size_t position = 0;
     c.begin_object();
     std::string_view key;
     while (c.next_key(key)) {
@@ -348,49 +458,26 @@ class JsonlPredictionReader final : public PredictionReader {
         read_id(c, &row);
         continue;
       }
-      if (schema_.embedding) {
-        if (key != kEmbedding) {
-          throw RowProblem{
-              fmt::format("unexpected field '{}' (the first row, line {}, has: id, embedding)", key,
-                          first_line_)};
-        }
-        if (seen > 0) throw RowProblem{"field 'embedding' appears twice"};
-        auto kind = c.peek_kind();
-        if (kind != JsonCursor::Kind::kArray) {
-          throw RowProblem{fmt::format("field 'embedding': expected an array of numbers, got {}",
-                                       json_kind_name(kind))};
-        }
-        c.begin_array();
-        std::size_t d = 0;
-        while (c.next_item()) {
-          if (d == values_.size()) {
-            throw RowProblem{
-                fmt::format("field 'embedding' has more than {} items", values_.size())};
-          }
-          values_[d] = read_number(c, schema_.columns[d]);
-          ++d;
-        }
-        if (d != values_.size()) {
-          throw RowProblem{
-              fmt::format("field 'embedding' has {} items, expected {}", d, values_.size())};
-        }
-        seen = values_.size();
+      const Field& f = field_of(key, position++);
+      if (stamp_[f.first] == row_stamp_)
+        throw RowProblem{fmt::format("field '{}' appears twice", key)};
+      if (f.kind != JsonCursor::Kind::kNumber) {
+        parse_group(c, f);
         continue;
       }
-      std::size_t col = column_of(key, position++);
-      if (stamp_[col] == row_stamp_) throw RowProblem{fmt::format("field '{}' appears twice", key)};
-      stamp_[col] = row_stamp_;
-      values_[col] = read_number(c, schema_.columns[col]);
-      ++seen;
+      stamp(f.first);
+      values_[f.first] = read_number(c, f.key);
     }
     if (!c.at_end()) c.fail("unexpected data after the object");
     if (!seen_id) throw RowProblem{"missing field 'id'"};
-    if (seen != values_.size()) {
-      if (schema_.embedding) throw RowProblem{"missing field 'embedding'"};
-      for (std::size_t i = 0; i < values_.size(); ++i) {
-        if (stamp_[i] != row_stamp_) {
-          throw RowProblem{fmt::format("missing field '{}'", schema_.columns[i])};
-        }
+    for (const Field& f : fields_) {
+      for (std::size_t i = f.first; i < f.first + f.count; ++i) {
+        if (stamp_[i] == row_stamp_) continue;
+        if (f.kind == JsonCursor::Kind::kObject)
+          throw RowProblem{
+              fmt::format("field '{}': missing '{}'", f.key,
+                          std::string_view(schema_.columns[i]).substr(f.key.size() + 1))};
+        throw RowProblem{fmt::format("missing field '{}'", f.key)};
       }
     }
   }
@@ -404,11 +491,13 @@ class JsonlPredictionReader final : public PredictionReader {
   bool has_schema_ = false;
   bool pending_ = false;
   std::uint64_t first_line_ = 0;
-  std::unordered_map<std::string, std::size_t> index_;
+  std::vector<Field> fields_;                                 // of the first row, in its order
+  std::unordered_map<std::string, std::size_t> field_index_;  // key -> field
+  std::unordered_map<std::string, std::size_t> index_;        // column name -> column
   std::vector<double> values_;
   std::vector<std::uint64_t> stamp_;
   std::uint64_t row_stamp_ = 0;
-  std::string id_scratch_;
+  std::string id_scratch_, label_scratch_;
   std::optional<std::string> warning_;
 };
 

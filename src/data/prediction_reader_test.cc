@@ -144,6 +144,80 @@ TEST(PredictionReader, JsonlEmbedding) {
             "s.jsonl:1: field 'embedding' comes with other value fields");
 }
 
+// Several outputs of one run (`run --outputs probs,cls`): CSV columns <output>.<label|e<i>>,
+// JSONL one field per output; both read back to the same columns and groups.
+TEST(PredictionReader, OutputGroupsInCsvAndJsonl) {
+  const std::vector<std::string> columns = {"probs.neg", "probs.pos", "cls.e0", "cls.e1", "cls.e2"};
+  const std::vector<OutputGroup> groups = {{"probs", 2, true}, {"cls", 3, false}};
+  auto csv = read("id,probs.neg,probs.pos,cls.e0,cls.e1,cls.e2\n1,0.25,0.75,1,2,3\n", Format::kCsv);
+  EXPECT_EQ(csv.columns, columns);
+  auto jsonl = read(
+      "{\"id\": 1, \"probs\": {\"neg\": 0.25, \"pos\": 0.75}, \"cls\": [1, 2, 3]}\n"
+      "{\"cls\": [4, 5, 6], \"id\": 2, \"probs\": {\"pos\": 0.5, \"neg\": 0.5}}\n",
+      Format::kJsonl);
+  EXPECT_EQ(jsonl.columns, columns);
+  EXPECT_FALSE(jsonl.embedding);
+  EXPECT_EQ(jsonl.values[0], csv.values[0]);
+  EXPECT_EQ(jsonl.values[1], (std::vector<double>{0.5, 0.5, 4, 5, 6}));
+  for (auto format : {Format::kCsv, Format::kJsonl}) {
+    const std::string bytes =
+        format == Format::kCsv
+            ? "id,probs.neg,probs.pos,cls.e0,cls.e1,cls.e2\n"
+            : "{\"id\": 1, \"probs\": {\"neg\": 0.25, \"pos\": 0.75}, \"cls\": [1, 2, 3]}\n";
+    auto reader = PredictionReader::open_bytes(bytes, "s", format);
+    EXPECT_EQ(reader->schema().groups, groups);
+    // Written back, the same bytes.
+    PredictionSchema schema = reader->schema();
+    std::string out = prediction_header(schema, format);
+    if (format == Format::kJsonl) {
+      append_prediction(schema, format, RowId{"1", false}, std::vector<double>{0.25, 0.75, 1, 2, 3},
+                        out);
+      EXPECT_EQ(out, "{\"id\":1,\"probs\":{\"neg\":0.25,\"pos\":0.75},\"cls\":[1,2,3]}\n");
+    } else {
+      EXPECT_EQ(out, "id,probs.neg,probs.pos,cls.e0,cls.e1,cls.e2\n");
+    }
+  }
+  // Only the outputs' own names make groups, and only consecutive columns: a classifier's labels
+  // "a.b" and "a.c" stay columns.
+  EXPECT_TRUE(output_groups_of({"a.b", "a.c"}).empty());
+  EXPECT_TRUE(output_groups_of({"cls.e0", "mean.e0", "cls.e1"}).empty());
+  EXPECT_TRUE(output_groups_of({"cls.e0", "neg"}).empty());
+  EXPECT_EQ(output_groups_of({"mean.e0", "mean.e1", "probs.x"}),
+            (std::vector<OutputGroup>{{"mean", 2, false}, {"probs", 1, true}}));
+  EXPECT_EQ(output_groups_of({"mean.e1", "mean.e0"}),
+            (std::vector<OutputGroup>{{"mean", 2, true}}));  // not e0..e{n-1}: labels
+}
+
+TEST(PredictionReader, JsonlOutputGroupsBadRows) {
+  const std::string first =
+      "{\"id\": 1, \"probs\": {\"neg\": 0.25, \"pos\": 0.75}, \"cls\": [1, 2]}\n";
+  auto bad = [&](const std::string& row) { return error_of(first + row + "\n", Format::kJsonl); };
+  EXPECT_EQ(bad("{\"id\": 2, \"probs\": {\"neg\": 0.5}, \"cls\": [1, 2]}"),
+            "s.jsonl:2: field 'probs': missing 'pos'");
+  EXPECT_EQ(bad("{\"id\": 2, \"probs\": {\"neg\": 0.5, \"pos\": 1, \"x\": 0}, \"cls\": [1, 2]}"),
+            "s.jsonl:2: field 'probs': unexpected label 'x' (the first row, line 1, has 2 labels)");
+  EXPECT_EQ(bad("{\"id\": 2, \"probs\": {\"neg\": 0.5, \"neg\": 1}, \"cls\": [1, 2]}"),
+            "s.jsonl:2: field 'probs': 'neg' appears twice");
+  EXPECT_EQ(bad("{\"id\": 2, \"probs\": {\"neg\": 0.5, \"pos\": 1}, \"cls\": [1, 2, 3]}"),
+            "s.jsonl:2: field 'cls' has more than 2 items");
+  EXPECT_EQ(bad("{\"id\": 2, \"probs\": {\"neg\": 0.5, \"pos\": 1}, \"cls\": [1]}"),
+            "s.jsonl:2: field 'cls' has 1 items, expected 2");
+  EXPECT_EQ(bad("{\"id\": 2, \"probs\": {\"neg\": 0.5, \"pos\": 1}}"),
+            "s.jsonl:2: missing field 'cls'");
+  EXPECT_EQ(bad("{\"id\": 2, \"probs\": [0.5, 1], \"cls\": [1, 2]}"),
+            "s.jsonl:2: field 'probs': expected object as in the first row (line 1), got array");
+  EXPECT_EQ(bad("{\"id\": 2, \"probs\": {\"neg\": 0.5, \"pos\": 1}, \"cls\": [1, 2], "
+                "\"cls\": [1, 2]}"),
+            "s.jsonl:2: field 'cls' appears twice");
+  EXPECT_EQ(error_of("{\"id\": 1, \"cls\": [1], \"pos\": 1}\n", Format::kJsonl),
+            "s.jsonl:1: field 'cls' comes with other value fields");
+  EXPECT_EQ(error_of("{\"id\": 1, \"cls\": [1], \"scores\": [1]}\n", Format::kJsonl),
+            "s.jsonl:1: field 'scores': an array or object field must be one of probs, logits, "
+            "cls, mean, max, normalized (embedding alone is an embedding)");
+  EXPECT_EQ(error_of("{\"id\": 1, \"cls\": []}\n", Format::kJsonl),
+            "s.jsonl:1: field 'cls' is empty");
+}
+
 TEST(PredictionReader, JsonlBadRows) {
   const std::string first = "{\"id\": 1, \"neg\": 0.25, \"pos\": 0.75}\n";
   EXPECT_EQ(error_of(first + "{\"id\": 2, \"neg\": null, \"pos\": 1}\n", Format::kJsonl),

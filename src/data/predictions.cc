@@ -3,6 +3,7 @@
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -18,6 +19,43 @@ void append_number(T value, Format format, std::string& out) {
   char buf[48];
   char* end = fmt::format_to(buf, FMT_COMPILE("{}"), value);  // shortest round-trip form
   out.append(buf, end);
+}
+
+template <typename T>
+void append_array(std::span<const T> values, std::string& out) {
+  out.push_back('[');
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    append_number(values[i], Format::kJsonl, out);
+  }
+  out.push_back(']');
+}
+
+// JSONL fields of the output groups: "probs":{"neg":0.1,"pos":0.9},"cls":[...]
+template <typename T>
+void append_groups(const PredictionSchema& schema, std::span<const T> values, std::string& out) {
+  std::size_t at = 0;
+  for (const OutputGroup& group : schema.groups) {
+    out.push_back(',');
+    append_json_string(group.name, out);
+    out.push_back(':');
+    const std::size_t n = std::min(group.count, values.size() - std::min(at, values.size()));
+    if (!group.labelled) {
+      append_array(values.subspan(at, n), out);
+    } else {
+      out.push_back('{');
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i > 0) out.push_back(',');
+        // The column is "<group>.<label>".
+        append_json_string(std::string_view(schema.columns[at + i]).substr(group.name.size() + 1),
+                           out);
+        out.push_back(':');
+        append_number(values[at + i], Format::kJsonl, out);
+      }
+      out.push_back('}');
+    }
+    at += group.count;
+  }
 }
 
 template <typename T>
@@ -38,13 +76,15 @@ void append_row(const PredictionSchema& schema, Format format, std::string_view 
   } else {
     out.append(id);
   }
+  if (!schema.groups.empty()) {
+    append_groups(schema, values, out);
+    out.append("}\n");
+    return;
+  }
   if (schema.embedding) {
-    out.append(",\"embedding\":[");
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (i > 0) out.push_back(',');
-      append_number(values[i], format, out);
-    }
-    out.append("]}\n");
+    out.append(",\"embedding\":");
+    append_array(values, out);
+    out.append("}\n");
     return;
   }
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -119,6 +159,33 @@ void append_json_string(std::string_view text, std::string& out) {
     }
   }
   out.push_back('"');
+}
+
+std::vector<OutputGroup> output_groups_of(const std::vector<std::string>& columns) {
+  std::vector<OutputGroup> groups;
+  for (const std::string& column : columns) {
+    const std::size_t dot = column.find('.');
+    if (dot == std::string::npos) return {};
+    const std::string_view name = std::string_view(column).substr(0, dot);
+    if (std::find(std::begin(kOutputGroupNames), std::end(kOutputGroupNames), name) ==
+        std::end(kOutputGroupNames))
+      return {};
+    if (groups.empty() || groups.back().name != name) {
+      for (const OutputGroup& g : groups)
+        if (g.name == name) return {};  // not consecutive
+      groups.push_back({std::string(name), 0, false});
+    }
+    ++groups.back().count;
+  }
+  // A group whose columns are exactly e0..e{n-1} is a vector; anything else is labelled.
+  std::size_t at = 0;
+  for (OutputGroup& g : groups) {
+    for (std::size_t i = 0; i < g.count && !g.labelled; ++i)
+      g.labelled =
+          std::string_view(columns[at + i]).substr(g.name.size() + 1) != fmt::format("e{}", i);
+    at += g.count;
+  }
+  return groups;
 }
 
 std::string prediction_header(const PredictionSchema& schema, Format format) {

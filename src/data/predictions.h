@@ -2,6 +2,10 @@
 // Prediction tables: what `run` writes (shards and output) and `merge` reads and writes.
 // CSV: header `id,<col>,...`, one row per prediction. JSONL: {"id": ..., "<col>": v, ...}, or
 // for embeddings {"id": ..., "embedding": [v, ...]} (CSV then names the columns e0..e{d-1}).
+// Several outputs of one pass (`run --outputs probs,cls`) are groups of columns: CSV names them
+// `<output>.<label>` or `<output>.e<i>` (`probs.neg,probs.pos,cls.e0,...`), JSONL gives each
+// output one field, an object of labels or an array ({"id": 1, "probs": {"neg": 0.1, "pos":
+// 0.9}, "cls": [0.3, ...]}).
 // Floats are printed in the shortest form that round-trips. A NaN or infinity (a model
 // failure, never a prediction) is written as nan/inf/-inf in CSV and null in JSONL, so that
 // merge stops on it with the file and line.
@@ -15,10 +19,29 @@
 
 namespace mcinfer::data {
 
+// One output of several: `count` consecutive columns, after the previous group's.
+struct OutputGroup {
+  std::string name;       // the JSONL field, the CSV prefix: one of kOutputGroupNames
+  std::size_t count = 0;  // columns
+  bool labelled = false;  // columns "<name>.<label>" (JSONL: an object), else "<name>.e<i>"
+  bool operator==(const OutputGroup&) const = default;
+};
+
+// The outputs `run --outputs` writes (model::OutputKind spells them the same; a test checks).
+// Column groups are recognised only under these names, so a classifier's own label "a.b" stays
+// a column of its own.
+inline constexpr std::string_view kOutputGroupNames[] = {"probs", "logits", "cls",
+                                                         "mean",  "max",    "normalized"};
+
 struct PredictionSchema {
   std::vector<std::string> columns;  // value columns in order (labels, or e0..e{d-1})
   bool embedding = false;            // JSONL uses one "embedding" array instead of columns
+  std::vector<OutputGroup> groups;   // empty, or covering `columns` exactly (then !embedding)
 };
+
+// The groups that CSV columns named as above form ("probs.neg", "probs.pos", "cls.e0", ...), or
+// none when any column is not such a name or a group's columns are not consecutive.
+std::vector<OutputGroup> output_groups_of(const std::vector<std::string>& columns);
 
 // The CSV header line with its newline ("id,neg,pos\n"); empty for JSONL.
 std::string prediction_header(const PredictionSchema& schema, Format format);

@@ -13,7 +13,9 @@
 namespace mcinfer::data {
 namespace {
 
-PredictionSchema labels(std::vector<std::string> columns) { return {std::move(columns), false}; }
+PredictionSchema labels(std::vector<std::string> columns) {
+  return {std::move(columns), false, {}};
+}
 
 TEST(Predictions, CsvHeaderAndRows) {
   auto schema = labels({"neg", "pos"});
@@ -50,7 +52,7 @@ TEST(Predictions, JsonlRowsAndEscaping) {
                     std::vector<float>{0.5f, 0.25f}, out);
   EXPECT_EQ(out, "{\"id\":\"a\\\"\\\\\\n\\u0001\",\"neg\":0.5,\"po\\\"s\":0.25}\n");
   out.clear();
-  append_prediction(PredictionSchema{{"e0", "e1"}, true}, Format::kJsonl, RowId{"5.0", false},
+  append_prediction(PredictionSchema{{"e0", "e1"}, true, {}}, Format::kJsonl, RowId{"5.0", false},
                     std::vector<double>{1.5, -2}, out);
   EXPECT_EQ(out, "{\"id\":5.0,\"embedding\":[1.5,-2]}\n");
 }
@@ -99,7 +101,8 @@ TEST(Predictions, ReadBackByPredictionReader) {
     for (bool embedding : {false, true}) {
       PredictionSchema schema{embedding ? std::vector<std::string>{"e0", "e1", "e2"}
                                         : std::vector<std::string>{"x", "y", "z"},
-                              embedding};
+                              embedding,
+                              {}};
       std::string text = prediction_header(schema, format);
       std::vector<std::vector<double>> values;
       for (std::size_t i = 0; i < ids.size(); ++i) {

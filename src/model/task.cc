@@ -1,7 +1,12 @@
 #include "model/task.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
+
+#include "core/error.h"
 
 namespace mcinfer::model {
 
@@ -18,7 +23,57 @@ OutputActivation resolve_activation(const ModelConfig& config, OutputActivation 
   return OutputActivation::kNone;
 }
 
+std::vector<OutputKind> outputs_for(TaskKind kind) {
+  if (kind == TaskKind::kClassify)
+    return {OutputKind::kProbs, OutputKind::kLogits, OutputKind::kCls, OutputKind::kMean};
+  return {OutputKind::kMean, OutputKind::kCls, OutputKind::kMax, OutputKind::kNormalized};
+}
+
+std::vector<OutputKind> parse_outputs(std::string_view list, TaskKind task) {
+  const std::vector<OutputKind> offered = outputs_for(task);
+  std::vector<std::string_view> names;
+  for (OutputKind k : offered) names.push_back(output_kind_name(k));
+  std::vector<OutputKind> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    const std::string_view name = list.substr(start, comma - start);
+    const auto kind = kOutputKindNames.parse(name);
+    if (!kind || std::find(offered.begin(), offered.end(), *kind) == offered.end()) {
+      fail_usage("--outputs: '{}' is not an output of --task {} (it offers {})", name,
+                 task_name(task), fmt::join(names, ", "));
+    }
+    if (std::find(out.begin(), out.end(), *kind) != out.end())
+      fail_usage("--outputs: '{}' is listed twice", name);
+    out.push_back(*kind);
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::int64_t output_width(const ModelConfig& config, const TaskSpec& task, OutputKind kind) {
+  switch (kind) {
+    case OutputKind::kProbs:
+    case OutputKind::kLogits:
+      return config.num_labels;
+    case OutputKind::kCls:
+    case OutputKind::kMean:
+    case OutputKind::kMax:
+      return config.hidden_size;
+    case OutputKind::kNormalized:
+    case OutputKind::kEmbedding:
+      if (task.dense && !task.dense->empty()) return task.dense->back().out_features;
+      return task.pooling.width(config.hidden_size);
+  }
+  return 0;
+}
+
 std::int64_t output_dim(const ModelConfig& config, const TaskSpec& task) {
+  if (!task.outputs.empty()) {
+    std::int64_t dim = 0;
+    for (OutputKind kind : task.outputs) dim += output_width(config, task, kind);
+    return dim;
+  }
   if (task.kind == TaskKind::kClassify) return config.num_labels;
   if (task.dense && !task.dense->empty()) return task.dense->back().out_features;
   return task.pooling.width(config.hidden_size);

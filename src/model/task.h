@@ -44,6 +44,30 @@ inline std::optional<OutputActivation> parse_output_activation(std::string_view 
   return kOutputActivationNames.parse(name);
 }
 
+// One output of several from one forward pass (`run --outputs`). A classifier offers probs (its
+// activation applied to the logits, as the single output is), logits, cls and mean (its last
+// hidden states pooled); an embedding model mean, cls and max (the last hidden states pooled,
+// before any Dense module or normalisation) and normalized (the model's own embedding, Dense
+// modules included, L2-normalised). kEmbedding, the model's embedding before normalisation, is
+// what a chunked run computes per window for normalized (sched/chunking.h); users do not
+// choose it.
+enum class OutputKind { kProbs, kLogits, kCls, kMean, kMax, kNormalized, kEmbedding };
+inline constexpr EnumNames<OutputKind, 7> kOutputKindNames{{{
+    {OutputKind::kProbs, "probs"},
+    {OutputKind::kLogits, "logits"},
+    {OutputKind::kCls, "cls"},
+    {OutputKind::kMean, "mean"},
+    {OutputKind::kMax, "max"},
+    {OutputKind::kNormalized, "normalized"},
+    {OutputKind::kEmbedding, "embedding"},
+}}};
+inline std::string_view output_kind_name(OutputKind kind) { return kOutputKindNames.name(kind); }
+// The outputs `kind` offers, in the order their names are listed to users.
+std::vector<OutputKind> outputs_for(TaskKind kind);
+// "probs,cls" for `task`; throws UsageError naming the offered outputs for an unknown name, one
+// that `task` does not offer, a repeated one or an empty list.
+std::vector<OutputKind> parse_outputs(std::string_view list, TaskKind task);
+
 struct TaskSpec {
   TaskSpec() = default;
   TaskSpec(TaskKind task_kind, PoolingModes pooling_modes, bool l2_normalize = false,
@@ -60,6 +84,8 @@ struct TaskSpec {
   // Embeddings: sentence-transformers Dense modules, applied in order after pooling and before
   // normalize. Shared read-only by every replica.
   std::shared_ptr<const std::vector<DenseLayer>> dense;
+  // Several outputs, concatenated per sequence in this order; empty: the one output above.
+  std::vector<OutputKind> outputs;
 };
 
 // The activation `auto` means for this model (from problem_type).
@@ -70,7 +96,9 @@ void apply_output_activation(OutputActivation activation, float* values, std::in
                              std::int64_t dim);
 
 // Values per sequence a task writes: labels for classify; for embed the pooled width (hidden size
-// per pooling mode), or the last Dense layer's out_features.
+// per pooling mode), or the last Dense layer's out_features; with outputs, the sum of theirs.
 std::int64_t output_dim(const ModelConfig& config, const TaskSpec& task);
+// Values of one of several outputs.
+std::int64_t output_width(const ModelConfig& config, const TaskSpec& task, OutputKind kind);
 
 }  // namespace mcinfer::model

@@ -8,10 +8,45 @@
 
 namespace mcinfer::sched {
 
+namespace {
+
+// Several outputs: each one's last step on its own columns of the row (probs' activation when
+// the logits are reduced, normalized's L2 normalisation), the others reduced as they are.
+WindowTask window_outputs(const model::TaskSpec& task, const model::ModelConfig& config,
+                          const ChunkOptions& options) {
+  using model::OutputKind;
+  WindowTask out{task, nullptr};
+  std::vector<std::function<void(float*)>> steps;
+  std::int64_t at = 0;
+  for (OutputKind& kind : out.task.outputs) {
+    const std::int64_t width = model::output_width(config, task, kind);
+    if (kind == OutputKind::kNormalized) {
+      kind = OutputKind::kEmbedding;
+      steps.emplace_back([at, width](float* row) { model::l2_normalize(row + at, width); });
+    } else if (kind == OutputKind::kProbs && options.values == ChunkValues::kLogits) {
+      const model::OutputActivation activation = model::resolve_activation(config, task.activation);
+      kind = OutputKind::kLogits;
+      steps.emplace_back([activation, at, width](float* row) {
+        model::apply_output_activation(activation, row + at, 1, width);
+      });
+    }
+    at += width;
+  }
+  if (!steps.empty()) {
+    out.finish = [steps = std::move(steps)](float* row) {
+      for (const auto& step : steps) step(row);
+    };
+  }
+  return out;
+}
+
+}  // namespace
+
 WindowTask window_task(const model::TaskSpec& task, const model::ModelConfig& config,
                        const ChunkOptions& options) {
   WindowTask out{task, nullptr};
   if (options.mode != LongInput::kChunk) return out;
+  if (!task.outputs.empty()) return window_outputs(task, config, options);
   const std::int64_t dim = model::output_dim(config, task);
   if (task.kind == model::TaskKind::kEmbed) {
     if (task.normalize) {

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
+#include "data/predictions.h"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -169,6 +172,61 @@ TEST(WindowTask, LastStepMovesAfterTheReduce) {
   t = window_task(embed, config, ChunkOptions{});  // truncate: the task as it is
   EXPECT_TRUE(t.task.normalize);
   EXPECT_FALSE(t.finish);
+}
+
+// --outputs: each output's last step on its own columns; the others reduced as they are.
+TEST(WindowTask, SeveralOutputsEachFinishTheirOwnColumns) {
+  using model::OutputKind;
+  model::ModelConfig config;
+  config.num_labels = 2;
+  config.hidden_size = 2;
+  config.problem_type = model::ProblemType::kSingleLabel;
+  model::TaskSpec classify(model::TaskKind::kClassify, model::Pooling::kMean);
+  classify.outputs = {OutputKind::kCls, OutputKind::kProbs, OutputKind::kLogits};
+  WindowTask t = window_task(classify, config, ChunkOptions{.mode = LongInput::kChunk});
+  EXPECT_EQ(t.task.outputs,
+            (std::vector<OutputKind>{OutputKind::kCls, OutputKind::kLogits, OutputKind::kLogits}));
+  ASSERT_TRUE(t.finish);
+  float row[6] = {5, -5, 1, 3, 1, 3};  // cls | probs (as logits) | logits
+  t.finish(row);
+  EXPECT_EQ(row[0], 5);
+  EXPECT_EQ(row[1], -5);
+  EXPECT_NEAR(row[3], 1.0 / (1.0 + std::exp(-2.0)), 1e-7);
+  EXPECT_NEAR(row[2] + row[3], 1.0, 1e-7);
+  EXPECT_EQ(row[4], 1);
+  EXPECT_EQ(row[5], 3);
+  t = window_task(classify, config,
+                  ChunkOptions{.mode = LongInput::kChunk, .values = ChunkValues::kProbs});
+  EXPECT_EQ(t.task.outputs, classify.outputs);
+  EXPECT_FALSE(t.finish);
+
+  model::TaskSpec embed(model::TaskKind::kEmbed, model::Pooling::kMean, true);
+  embed.outputs = {OutputKind::kMax, OutputKind::kNormalized};
+  t = window_task(embed, config, ChunkOptions{.mode = LongInput::kChunk});
+  EXPECT_EQ(t.task.outputs, (std::vector<OutputKind>{OutputKind::kMax, OutputKind::kEmbedding}));
+  float v[4] = {3, 4, 3, 4};
+  t.finish(v);
+  EXPECT_EQ(v[0], 3);
+  EXPECT_FLOAT_EQ(v[2], 0.6F);
+  EXPECT_FLOAT_EQ(v[3], 0.8F);
+}
+
+// The outputs a user can ask for are the column groups the prediction files know.
+TEST(Outputs, OfferedOutputsAreThePredictionGroupNames) {
+  std::vector<std::string_view> offered;
+  for (auto task : {model::TaskKind::kClassify, model::TaskKind::kEmbed})
+    for (model::OutputKind kind : model::outputs_for(task)) {
+      const std::string_view name = model::output_kind_name(kind);
+      if (std::find(offered.begin(), offered.end(), name) == offered.end()) offered.push_back(name);
+    }
+  std::sort(offered.begin(), offered.end());
+  std::vector<std::string_view> groups(std::begin(data::kOutputGroupNames),
+                                       std::end(data::kOutputGroupNames));
+  std::sort(groups.begin(), groups.end());
+  EXPECT_EQ(offered, groups);
+  EXPECT_EQ(model::parse_outputs("mean,probs", model::TaskKind::kClassify),
+            (std::vector<model::OutputKind>{model::OutputKind::kMean, model::OutputKind::kProbs}));
+  EXPECT_THROW(model::parse_outputs("embedding", model::TaskKind::kEmbed), UsageError);
 }
 
 }  // namespace

@@ -68,27 +68,30 @@ PreparedRun prepare_model(const RunOptions& o, const RunPlan& plan, const model:
   const PrecisionBounds bounds{o.min_cosine, o.min_agreement, std::nullopt};
   if (o.int8_keep && precision != model::Precision::kInt8)
     fail_usage("--int8-keep applies to --precision int8 only");
+  // The evidence is about the task's own output (probabilities or the embedding), whatever
+  // --outputs adds.
+  model::TaskSpec task = plan.task;
+  task.outputs.clear();
   PreparedRun run;
   if (precision == model::Precision::kInt8) {
     Int8Request request;
     if (o.int8_keep) request.keep = model::parse_gemm_list(*o.int8_keep, dir.config().num_layers);
     request.check_rows = check_rows;
     request.bounds = bounds;
-    run.int8_plan = plan_int8(dir, backend, plan.task, plan.feed, plan.tokenizer.get(),
-                              check_threads, request, &warnings);
+    run.int8_plan = plan_int8(dir, backend, task, plan.feed, plan.tokenizer.get(), check_threads,
+                              request, &warnings);
     run.model = run.int8_plan->weights;
     run.check = run.int8_plan->check;
   } else {
     const std::optional<PrecisionReference> reference =
         precision == model::Precision::kFp32
             ? std::nullopt
-            : reference_before_run(dir, backend, plan.task, plan.feed, plan.tokenizer.get(),
-                                   check_rows, check_threads);
+            : reference_before_run(dir, backend, task, plan.feed, plan.tokenizer.get(), check_rows,
+                                   check_threads);
     backend::PrepareOptions options;
     options.precision = precision;
     run.model = backend.prepare(dir, options, &warnings);
-    if (reference)
-      run.check = check_against(*reference, run.model, plan.task, check_threads, bounds);
+    if (reference) run.check = check_against(*reference, run.model, task, check_threads, bounds);
   }
   if (!o.quiet && run.check) fmt::print(stderr, "mcinfer: {}\n", run.check->summary());
   if (!o.quiet && run.int8_plan) {
@@ -121,6 +124,12 @@ Json run_fingerprint(const RunOptions& o, const RunPlan& plan, const model::Mode
       {"precision", model::precision_name(prepared.model->precision())},
   };
   if (prepared.int8_plan) flags["int8_plan"] = prepared.int8_plan->to_json()["kept"];
+  if (!plan.task.outputs.empty()) {
+    Json outputs = Json::array();
+    for (model::OutputKind kind : plan.task.outputs)
+      outputs.push_back(model::output_kind_name(kind));
+    flags["outputs"] = outputs;
+  }
   if (o.chunk.mode == LongInput::kChunk) {
     // Which windows exist and how they make a row; a truncating record stays as it was.
     flags["long_input"] = kLongInputNames.name(o.chunk.mode);

@@ -19,16 +19,9 @@ std::string human_bytes(std::uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
-// Column names for the output: labels (made unique) or e0..e{d-1}.
-data::PredictionSchema make_schema(const model::ModelConfig& config, model::TaskKind kind,
-                                   std::int64_t embedding_dim) {
-  data::PredictionSchema schema;
-  if (kind == model::TaskKind::kEmbed) {
-    schema.embedding = true;
-    for (std::int64_t i = 0; i < embedding_dim; ++i)
-      schema.columns.push_back(fmt::format("e{}", i));
-    return schema;
-  }
+// The classifier's labels, made unique.
+std::vector<std::string> label_columns(const model::ModelConfig& config) {
+  std::vector<std::string> columns;
   std::set<std::string> seen = {"id"};
   for (std::size_t i = 0; i < config.labels.size(); ++i) {
     std::string name = config.labels[i];
@@ -36,8 +29,39 @@ data::PredictionSchema make_schema(const model::ModelConfig& config, model::Task
       name = fmt::format("{}_{}", name, i);
       seen.insert(name);
     }
-    schema.columns.push_back(name);
+    columns.push_back(name);
   }
+  return columns;
+}
+
+// Column names for the output: labels or e0..e{d-1}; with several outputs, each one's columns
+// prefixed by its name ("probs.neg", "cls.e0"), one group per output.
+data::PredictionSchema make_schema(const model::ModelConfig& config, const model::TaskSpec& task,
+                                   std::int64_t embedding_dim) {
+  data::PredictionSchema schema;
+  if (!task.outputs.empty()) {
+    for (model::OutputKind kind : task.outputs) {
+      const std::string name(model::output_kind_name(kind));
+      const bool labelled = kind == model::OutputKind::kProbs || kind == model::OutputKind::kLogits;
+      const std::int64_t width = model::output_width(config, task, kind);
+      schema.groups.push_back({name, static_cast<std::size_t>(width), labelled});
+      if (labelled) {
+        for (const std::string& label : label_columns(config))
+          schema.columns.push_back(name + "." + label);
+      } else {
+        for (std::int64_t i = 0; i < width; ++i)
+          schema.columns.push_back(fmt::format("{}.e{}", name, i));
+      }
+    }
+    return schema;
+  }
+  if (task.kind == model::TaskKind::kEmbed) {
+    schema.embedding = true;
+    for (std::int64_t i = 0; i < embedding_dim; ++i)
+      schema.columns.push_back(fmt::format("e{}", i));
+    return schema;
+  }
+  schema.columns = label_columns(config);
   return schema;
 }
 
@@ -96,10 +120,11 @@ TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
     task.normalize = plan.embedding->normalize.value;
     task.dense = dir.load_dense(*plan.embedding);
   }
+  if (request.outputs) task.outputs = model::parse_outputs(*request.outputs, task.kind);
   plan.max_len = dir.max_len(plan.tokenizer ? plan.tokenizer->model_max_length() : std::nullopt,
                              request.max_len)
                      .value;
-  plan.schema = make_schema(config, task.kind, plan.embedding ? plan.embedding->output_dim : 0);
+  plan.schema = make_schema(config, task, plan.embedding ? plan.embedding->output_dim : 0);
   plan.dim = static_cast<std::int64_t>(plan.schema.columns.size());
   return plan;
 }
@@ -113,7 +138,7 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
   plan.first_cpu = rank.first_cpu(plan.replicas);
   check_flags(o);
   static_cast<TaskPlan&>(plan) =
-      plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len});
+      plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len, o.outputs});
   check_chunking(o, plan);
   const model::ModelConfig& config = dir.config();
   plan.window = window_task(plan.task, config, o.chunk);

@@ -34,6 +34,7 @@ struct TaskRequest {
   std::optional<bool> normalize;
   model::OutputActivation activation = model::OutputActivation::kAuto;
   std::optional<std::size_t> max_len;
+  std::optional<std::string> outputs;  // --outputs, unparsed (what it offers depends on the task)
 };
 
 // Defaults: embed for a sentence-transformers model, else classify when the model has a head,

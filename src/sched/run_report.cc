@@ -112,6 +112,12 @@ Json make_report(const ReportInputs& in, const RunTally& tally) {
       {"warnings", in.warnings},
   };
   if (in.plan.embedding) report["embedding"] = in.plan.embedding->to_json();
+  if (!in.plan.schema.groups.empty()) {
+    Json outputs = Json::array();
+    for (const auto& g : in.plan.schema.groups)
+      outputs.push_back({{"name", g.name}, {"values", g.count}});
+    report["outputs"] = outputs;
+  }
   if (o.chunk.mode == LongInput::kChunk) {
     report["chunking"] = {{"stride", o.stride}, {"reduce", kChunkReduceNames.name(o.chunk.reduce)}};
     if (!in.plan.embedding) report["chunking"]["values"] = kChunkValuesNames.name(o.chunk.values);

@@ -105,7 +105,7 @@ TEST(Encode, TenMegabyteLineIsFast) {
     ASSERT_GT(prefix.size(), 20u) << variant;
     EXPECT_EQ(Ids(e.ids.begin(), e.ids.begin() + 20), Ids(prefix.begin(), prefix.begin() + 20))
         << variant;
-#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(NDEBUG) && !defined(MCINFER_SANITIZER_ADDRESS) && !defined(MCINFER_SANITIZER_THREAD)
     EXPECT_LT(seconds, 0.5) << variant;
 #endif
     std::cout << variant << ": 10 MiB line to 512 tokens in " << seconds << " s\n";
@@ -121,7 +121,7 @@ TEST(Encode, LongWordsStayLinear) {
     auto e = tok->encode(word, std::nullopt, 512);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_FALSE(e.ids.empty());
-#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(NDEBUG) && !defined(MCINFER_SANITIZER_ADDRESS) && !defined(MCINFER_SANITIZER_THREAD)
     EXPECT_LT(seconds, 2.0) << variant;
 #endif
     std::cout << variant << ": 4 MiB word in " << seconds << " s\n";

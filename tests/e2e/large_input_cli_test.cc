@@ -24,7 +24,7 @@ constexpr std::uint64_t kMiB = 1 << 20;
 // from); 3 row limits leave 49 MiB of slack. Under AddressSanitizer 289 MiB: its runtime takes
 // 80 MiB and its quarantine keeps the buffers the reader grew out of; 6 row limits, still
 // below the field.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(MCINFER_SANITIZER_ADDRESS)
 constexpr std::uint64_t kBoundInRowLimits = 6;
 #else
 constexpr std::uint64_t kBoundInRowLimits = 3;

@@ -114,6 +114,10 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "Classifier outputs (auto: from problem_type)")
       ->check(CLI::IsMember({"auto", "softmax", "sigmoid", "none"}))
       ->capture_default_str();
+  sub->add_option("--outputs", f->options.outputs,
+                  "Several outputs of one pass, in this order: classify: probs, logits, cls, "
+                  "mean (pooled hidden states); embed: mean, cls, max, normalized. CSV columns "
+                  "<output>.<label> / <output>.e<i>, one JSONL field per output");
   sub->add_option("--max-len", f->options.max_len,
                   "Tokens per sequence, special tokens included (default: the model's)")
       ->check(whole_number());

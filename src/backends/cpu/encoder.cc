@@ -27,6 +27,7 @@ Encoder::Encoder(std::shared_ptr<const Weights> weights, const ops::Device& devi
     : weights_(std::move(weights)), ctx_(device, threads, epilogue) {}
 
 std::int64_t Encoder::output_dim(const TaskSpec& task) const {
+  if (!task.outputs.empty()) return model::output_dim(weights_->config(), task);
   const ModelConfig& c = weights_->config();
   if (task.kind == TaskKind::kClassify) return c.num_labels;
   if (task.dense && !task.dense->empty()) return task.dense->back().out_features;
@@ -387,12 +388,58 @@ void Encoder::classify(float* logits) {
   std::memcpy(logits, padded.data(), static_cast<std::size_t>(batch * labels) * sizeof(float));
 }
 
+// One of several outputs of the pass just run: [batch, width] values.
+void Encoder::output(std::span<const SequenceInput> batch, const TaskSpec& task,
+                     model::OutputKind kind, float* out) {
+  using model::OutputKind, model::Pooling;
+  auto pooled = [&](Pooling mode) { pool(batch, TaskSpec(TaskKind::kEmbed, mode), out); };
+  switch (kind) {
+    case OutputKind::kProbs:
+    case OutputKind::kLogits: {
+      classify(out);
+      if (kind == OutputKind::kLogits) return;
+      ops::ScopedOpTimer timer(ctx_, ops::OpKind::kPooling);
+      apply_output_activation(resolve_activation(weights_->config(), task.activation), out,
+                              static_cast<std::int64_t>(batch.size()),
+                              weights_->config().num_labels);
+      return;
+    }
+    case OutputKind::kCls:
+      return pooled(Pooling::kCls);
+    case OutputKind::kMean:
+      return pooled(Pooling::kMean);
+    case OutputKind::kMax:
+      return pooled(Pooling::kMax);
+    case OutputKind::kNormalized:
+    case OutputKind::kEmbedding: {
+      TaskSpec embedding = task;
+      embedding.outputs.clear();
+      embedding.normalize = kind == OutputKind::kNormalized;
+      return pool(batch, embedding, out);
+    }
+  }
+}
+
 void Encoder::predict(std::span<const SequenceInput> batch, const TaskSpec& task,
                       std::vector<float>& out) {
   forward(batch);
   const std::int64_t dim = output_dim(task);
   const std::int64_t n = static_cast<std::int64_t>(batch.size());
   out.resize(static_cast<std::size_t>(n * dim));
+  if (!task.outputs.empty()) {
+    // Each output into its own rows, then side by side: row i = [output 1 | output 2 | ...].
+    std::vector<float> part;
+    std::int64_t at = 0;
+    for (model::OutputKind kind : task.outputs) {
+      const std::int64_t width = model::output_width(weights_->config(), task, kind);
+      part.resize(static_cast<std::size_t>(n * width));
+      output(batch, task, kind, part.data());
+      for (std::int64_t s = 0; s < n; ++s)
+        std::copy_n(part.data() + s * width, width, out.data() + s * dim + at);
+      at += width;
+    }
+    return;
+  }
   if (task.kind == TaskKind::kEmbed) {
     pool(batch, task, out.data());
     return;

@@ -65,6 +65,8 @@ class Encoder {
   void layers_int8();
   void pool(std::span<const SequenceInput> batch, const TaskSpec& task, float* out);
   void classify(float* logits);
+  void output(std::span<const SequenceInput> batch, const TaskSpec& task, model::OutputKind kind,
+              float* out);
 
   std::shared_ptr<const Weights> weights_;
   ops::Context ctx_;
