@@ -43,15 +43,15 @@ data::PredictionSchema make_schema(const model::ModelConfig& config, const model
     for (model::OutputKind kind : task.outputs) {
       const std::string name(model::output_kind_name(kind));
       const bool labelled = kind == model::OutputKind::kProbs || kind == model::OutputKind::kLogits;
-      const std::int64_t width = model::output_width(config, task, kind);
-      schema.groups.push_back({name, static_cast<std::size_t>(width), labelled});
+      const std::size_t first = schema.columns.size();
       if (labelled) {
         for (const std::string& label : label_columns(config))
           schema.columns.push_back(name + "." + label);
       } else {
-        for (std::int64_t i = 0; i < width; ++i)
+        for (std::int64_t i = 0; i < model::output_width(config, task, kind); ++i)
           schema.columns.push_back(fmt::format("{}.e{}", name, i));
       }
+      schema.groups.push_back({name, schema.columns.size() - first, labelled});
     }
     return schema;
   }
