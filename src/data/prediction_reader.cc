@@ -298,7 +298,6 @@ class JsonlPredictionReader final : public PredictionReader {
       while (c.next_item()) {
         std::string column = fmt::format("{}e{}", prefix, d);
         read_number(c, column);
-        index_.emplace(column, schema_.columns.size());
         schema_.columns.push_back(std::move(column));
         ++d;
       }
@@ -336,8 +335,6 @@ class JsonlPredictionReader final : public PredictionReader {
         continue;
       }
       ++numbers;
-      if (!index_.emplace(f.key, schema_.columns.size()).second)
-        throw RowProblem{fmt::format("field '{}' appears twice", key)};  // "probs.neg" and probs
       schema_.columns.emplace_back(key);
       read_number(c, key);
     }
@@ -363,8 +360,7 @@ class JsonlPredictionReader final : public PredictionReader {
         throw RowProblem{fmt::format("field '{}' comes with other value fields", f.key)};
     }
     for (const Field& f : fields_) {
-      if (std::find(std::begin(kOutputGroupNames), std::end(kOutputGroupNames), f.key) ==
-          std::end(kOutputGroupNames)) {
+      if (!is_output_group_name(f.key)) {
         throw RowProblem{
             fmt::format("field '{}': an array or object field must be one of {} ({} "
                         "alone is an embedding)",
@@ -493,7 +489,7 @@ class JsonlPredictionReader final : public PredictionReader {
   std::uint64_t first_line_ = 0;
   std::vector<Field> fields_;                                 // of the first row, in its order
   std::unordered_map<std::string, std::size_t> field_index_;  // key -> field
-  std::unordered_map<std::string, std::size_t> index_;        // column name -> column
+  std::unordered_map<std::string, std::size_t> index_;        // "<group>.<label>" -> column
   std::vector<double> values_;
   std::vector<std::uint64_t> stamp_;
   std::uint64_t row_stamp_ = 0;

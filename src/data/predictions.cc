@@ -161,15 +161,18 @@ void append_json_string(std::string_view text, std::string& out) {
   out.push_back('"');
 }
 
+bool is_output_group_name(std::string_view name) {
+  return std::find(std::begin(kOutputGroupNames), std::end(kOutputGroupNames), name) !=
+         std::end(kOutputGroupNames);
+}
+
 std::vector<OutputGroup> output_groups_of(const std::vector<std::string>& columns) {
   std::vector<OutputGroup> groups;
   for (const std::string& column : columns) {
     const std::size_t dot = column.find('.');
     if (dot == std::string::npos) return {};
     const std::string_view name = std::string_view(column).substr(0, dot);
-    if (std::find(std::begin(kOutputGroupNames), std::end(kOutputGroupNames), name) ==
-        std::end(kOutputGroupNames))
-      return {};
+    if (!is_output_group_name(name)) return {};
     if (groups.empty() || groups.back().name != name) {
       for (const OutputGroup& g : groups)
         if (g.name == name) return {};  // not consecutive

@@ -33,6 +33,8 @@ struct OutputGroup {
 inline constexpr std::string_view kOutputGroupNames[] = {"probs", "logits", "cls",
                                                          "mean",  "max",    "normalized"};
 
+bool is_output_group_name(std::string_view name);
+
 struct PredictionSchema {
   std::vector<std::string> columns;  // value columns in order (labels, or e0..e{d-1})
   bool embedding = false;            // JSONL uses one "embedding" array instead of columns

@@ -74,9 +74,9 @@ std::int64_t output_dim(const ModelConfig& config, const TaskSpec& task) {
     for (OutputKind kind : task.outputs) dim += output_width(config, task, kind);
     return dim;
   }
-  if (task.kind == TaskKind::kClassify) return config.num_labels;
-  if (task.dense && !task.dense->empty()) return task.dense->back().out_features;
-  return task.pooling.width(config.hidden_size);
+  return output_width(
+      config, task,
+      task.kind == TaskKind::kClassify ? OutputKind::kLogits : OutputKind::kEmbedding);
 }
 
 void apply_output_activation(OutputActivation activation, float* values, std::int64_t rows,

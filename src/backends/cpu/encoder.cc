@@ -27,11 +27,7 @@ Encoder::Encoder(std::shared_ptr<const Weights> weights, const ops::Device& devi
     : weights_(std::move(weights)), ctx_(device, threads, epilogue) {}
 
 std::int64_t Encoder::output_dim(const TaskSpec& task) const {
-  if (!task.outputs.empty()) return model::output_dim(weights_->config(), task);
-  const ModelConfig& c = weights_->config();
-  if (task.kind == TaskKind::kClassify) return c.num_labels;
-  if (task.dense && !task.dense->empty()) return task.dense->back().out_features;
-  return task.pooling.width(c.hidden_size);
+  return model::output_dim(weights_->config(), task);
 }
 
 std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t tokens,
