@@ -20,6 +20,8 @@ namespace mcinfer {
 
 struct ModelOptions {
   std::string backend = "cpu";     // a backend of this build (`mcinfer run --backend`)
+  std::string plugin = "cpu";      // --backend pjrt: `mcinfer run --plugin`
+  int devices = 0;                 // --backend pjrt: `mcinfer run --devices` (0: all)
   std::string precision = "fp32";  // fp32, bf16, int8 or auto (as `mcinfer run --precision`)
   int replicas = 0;                // 0: the backend's slots (CPU: one per physical core)
   int threads_per_replica = 1;

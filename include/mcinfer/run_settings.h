@@ -29,6 +29,10 @@ struct RunSettings {
   // output of the task.
   std::optional<std::string> outputs;
   std::string backend = "cpu";  // one of the build's (`mcinfer inspect` lists them)
+  // --backend pjrt: the plugin (a .so file, or cpu, cuda, tpu) and the devices to use (0: all;
+  // a CPU plugin makes that many).
+  std::string plugin = "cpu";
+  int devices = 0;
   // Rows compared against fp32 before a reduced-precision run (nullopt: 32; 0: no check), and
   // that check's bounds: a miss stops the run before anything is written (exit 4).
   std::optional<std::size_t> check_precision_rows;

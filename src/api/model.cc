@@ -37,7 +37,8 @@ Model::~Model() = default;
 
 Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& options) {
   auto impl = std::make_unique<Impl>();
-  impl->backend = backend::make_backend({.name = options.backend});
+  impl->backend = backend::make_backend(
+      {.name = options.backend, .pjrt_plugin = options.plugin, .devices = options.devices});
   impl->dir = model::ModelDir::open(model_dir);
   sched::TaskRequest request;
   if (!options.task.empty()) {

@@ -1,15 +1,18 @@
 #include "backend/registry.h"
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/pjrt/pjrt_backend.h"
 #include "core/error.h"
 
 namespace mcinfer::backend {
 
-std::vector<std::string> built_backends() { return {"cpu"}; }
+std::vector<std::string> built_backends() { return {"cpu", "pjrt"}; }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
   if (options.name == "cpu")
     return cpu::make_cpu_backend(options.cpu_isa, options.cpu_epilogue_in_kernel);
+  if (options.name == "pjrt")
+    return pjrt::make_pjrt_backend({.plugin = options.pjrt_plugin, .devices = options.devices});
   std::string names;
   for (const auto& n : built_backends()) names += (names.empty() ? "" : ", ") + n;
   fail_usage("--backend {}: not a backend of this build (built: {})", options.name, names);

@@ -17,6 +17,10 @@ struct BackendOptions {
   // and apply bias + activation in our own kernel instead of the GEMM's epilogue (bench).
   std::optional<std::string> cpu_isa{};
   bool cpu_epilogue_in_kernel = false;
+  // pjrt only: the plugin (a .so file, or cpu, cuda, tpu) and the devices to use (0: all; a CPU
+  // plugin makes that many).
+  std::string pjrt_plugin = "cpu";
+  int devices = 0;
 };
 
 // Throws UsageError naming the backends built when `options.name` is not one of them.

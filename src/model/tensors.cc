@@ -1,9 +1,11 @@
 #include "model/tensors.h"
 
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "core/error.h"
+#include "core/half.h"
 
 namespace mcinfer::model {
 namespace {
@@ -205,6 +207,33 @@ void fill_sinusoidal(float* out, std::int64_t positions, std::int64_t dim) {
           static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(j / 2) / dim);
       out[pos * dim + j] = static_cast<float>(j % 2 == 0 ? std::sin(angle) : std::cos(angle));
     }
+  }
+}
+
+void copy_as_f32(const Tensor& t, float* out) {
+  const std::int64_t n = t.numel();
+  switch (t.dtype) {
+    case io::DType::kF32:
+      std::memcpy(out, t.data, static_cast<std::size_t>(n) * 4);
+      break;
+    case io::DType::kF16: {
+      const auto* p = reinterpret_cast<const std::uint16_t*>(t.data);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = half_to_float(p[i]);
+      break;
+    }
+    case io::DType::kBF16: {
+      const auto* p = reinterpret_cast<const std::uint16_t*>(t.data);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = bf16_to_float(p[i]);
+      break;
+    }
+    case io::DType::kF64: {
+      const auto* p = reinterpret_cast<const double*>(t.data);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
+      break;
+    }
+    default:
+      fail("{}: tensor {} has dtype {}, not a float type", t.file ? t.file->string() : "?", t.name,
+           io::dtype_name(t.dtype));
   }
 }
 

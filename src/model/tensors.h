@@ -89,6 +89,10 @@ class ModelTensors {
   TensorStats stats_;
 };
 
+// The tensor's values as float32 (F32, F16, BF16 and F64 are exact or rounded to nearest):
+// `out` holds t.numel() floats.
+void copy_as_f32(const Tensor& t, float* out);
+
 // DistilBERT's fixed position table [positions, dim]: even columns sin(pos / 10000^(2i/d)),
 // odd columns cos of the same.
 void fill_sinusoidal(float* out, std::int64_t positions, std::int64_t dim);

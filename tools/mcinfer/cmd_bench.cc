@@ -37,6 +37,8 @@ struct BenchOptions {
   std::string task = "classify";
   std::string precision = "auto";
   std::string backend = "cpu";
+  std::string plugin = "cpu";
+  int devices = 0;
   bool profile = false;
   bool json = false;
   bool pin = true;
@@ -60,6 +62,8 @@ int run_end_to_end(const BenchOptions& o) {
   ro.pin_threads = o.pin;
   ro.precision = o.precision;
   ro.backend = o.backend;
+  ro.plugin = o.plugin;
+  ro.devices = o.devices;
   Json report;
   try {
     report = Json::parse(mcinfer::run(ro));
@@ -172,6 +176,8 @@ int run_bench(const BenchOptions& o) {
   }
   backend::BackendOptions bo;
   bo.name = o.backend;
+  bo.pjrt_plugin = o.plugin;
+  bo.devices = o.devices;
   if (!o.isa.empty()) bo.cpu_isa = o.isa;
   bo.cpu_epilogue_in_kernel = o.epilogue == "kernel";
   const auto be = backend::make_backend(bo);
@@ -289,8 +295,10 @@ Action add_bench_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("--precision", o->precision,
                   "fp32, bf16, int8, or auto (bf16 where the CPU has native bf16 dot products)")
       ->capture_default_str();
-  sub->add_option("--backend", o->backend, "Device family: cpu (the backends this build has)")
+  sub->add_option("--backend", o->backend, "Device family: cpu or pjrt")->capture_default_str();
+  sub->add_option("--plugin", o->plugin, "--backend pjrt: the plugin, a .so file or cpu, cuda, tpu")
       ->capture_default_str();
+  sub->add_option("--devices", o->devices, "--backend pjrt: devices to use (default: all)");
   sub->add_flag("--profile", o->profile, "Print the share of time per op");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_flag("!--no-pin", o->pin, "Do not pin replica threads to cores");

@@ -168,8 +168,14 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "Threads inside each replica")
       ->capture_default_str();
   sub->add_option("--backend", f->options.backend,
-                  "Device family: cpu (the default and the only one of this build)")
+                  "Device family: cpu (every core of this machine) or pjrt (TPU, GPU or CPU "
+                  "devices through a PJRT plugin)")
       ->capture_default_str();
+  sub->add_option("--plugin", f->options.plugin,
+                  "--backend pjrt: the plugin, a .so file or cpu, cuda, tpu")
+      ->capture_default_str();
+  sub->add_option("--devices", f->options.devices,
+                  "--backend pjrt: devices to use (default: all; a CPU plugin makes that many)");
   sub->add_option("--schedule", f->options.schedule,
                   "dynamic (length-sorted, token budget) or static (DistributedSampler)")
       ->check(CLI::IsMember({"dynamic", "static"}))

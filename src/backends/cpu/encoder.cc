@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "model/task_outputs.h"
 
 namespace mcinfer::cpu {
 
@@ -67,61 +68,10 @@ std::size_t Encoder::workspace_bytes() const {
 }
 
 void Encoder::pack(std::span<const SequenceInput> batch) {
-  const ModelConfig& c = weights_->config();
-  ids_.clear();
-  types_.clear();
-  positions_.clear();
+  model::pack_batch(weights_->config(), batch, packed_);
   spans_.clear();
-  const std::int64_t max_len = c.max_sequence_length();
-  for (std::size_t s = 0; s < batch.size(); ++s) {
-    const SequenceInput& in = batch[s];
-    const std::size_t n = in.ids.size();
-    if (!in.type_ids.empty() && in.type_ids.size() != n) {
-      fail("sequence {} of the batch: {} token type ids for {} tokens", s, in.type_ids.size(), n);
-    }
-    if (!in.attention_mask.empty() && in.attention_mask.size() != n) {
-      fail("sequence {} of the batch: attention mask of {} for {} tokens", s,
-           in.attention_mask.size(), n);
-    }
-    if (static_cast<std::int64_t>(n) > max_len) {
-      fail("sequence {} of the batch has {} tokens; the model's position table allows {}", s, n,
-           max_len);
-    }
-    const std::int64_t offset = static_cast<std::int64_t>(ids_.size());
-    std::int32_t roberta_position = static_cast<std::int32_t>(c.pad_token_id);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::int32_t id = in.ids[i];
-      if (id < 0 || id >= c.vocab_size) {
-        fail(
-            "sequence {} of the batch: token id {} at position {} is outside the vocabulary [0, "
-            "{})",
-            s, id, i, c.vocab_size);
-      }
-      // Position ids as transformers computes them, from the unpadded layout of the row.
-      std::int32_t position;
-      if (c.family == Family::kRoberta) {
-        // Non-pad tokens are numbered from padding_idx + 1; pad tokens get padding_idx.
-        position =
-            id != c.pad_token_id ? ++roberta_position : static_cast<std::int32_t>(c.pad_token_id);
-      } else {
-        position = static_cast<std::int32_t>(i);
-      }
-      if (!in.attention_mask.empty() && in.attention_mask[i] == 0) continue;
-      const std::int32_t type = in.type_ids.empty() ? 0 : in.type_ids[i];
-      if (type < 0 || (c.type_vocab_size > 0 && type >= c.type_vocab_size) ||
-          (c.type_vocab_size == 0 && type != 0)) {
-        fail("sequence {} of the batch: token type id {} at position {} is outside [0, {})", s,
-             type, i, std::max<std::int64_t>(c.type_vocab_size, 1));
-      }
-      ids_.push_back(id);
-      types_.push_back(type);
-      positions_.push_back(position);
-    }
-    const std::int64_t length = static_cast<std::int64_t>(ids_.size()) - offset;
-    if (length == 0) fail("sequence {} of the batch has no tokens", s);
-    spans_.push_back({offset, length});
-  }
-  tokens_ = static_cast<std::int64_t>(ids_.size());
+  for (const auto& s : packed_.spans) spans_.push_back({s.offset, s.length});
+  tokens_ = packed_.tokens();
 }
 
 void Encoder::forward(std::span<const SequenceInput> batch) {
@@ -131,8 +81,8 @@ void Encoder::forward(std::span<const SequenceInput> batch) {
   const std::int64_t h = c.hidden_size, t = tokens_;
   const EmbeddingWeights& e = w.embeddings();
   ensure(x_, ops::padded_rows(t), h);
-  ops::embedding_sum(ctx_, x_.data(), t, h, e.word, ids_.data(), e.position, positions_.data(),
-                     e.token_type, e.token_type ? types_.data() : nullptr);
+  ops::embedding_sum(ctx_, x_.data(), t, h, e.word, packed_.ids.data(), e.position, packed_.positions.data(),
+                     e.token_type, e.token_type ? packed_.types.data() : nullptr);
   ops::residual_layer_norm(ctx_, x_.data(), nullptr, t, h, e.norm.gamma, e.norm.beta,
                            c.layer_norm_eps);
   switch (w.precision()) {
@@ -315,49 +265,6 @@ void Encoder::layers_int8() {
   }
 }
 
-void Encoder::pool(std::span<const SequenceInput> batch, const TaskSpec& task, float* out) {
-  ops::ScopedOpTimer timer(ctx_, ops::OpKind::kPooling);
-  const std::int64_t h = weights_->config().hidden_size;
-  const std::int64_t pooled = task.pooling.width(h), dim = output_dim(task);
-  const bool dense = task.dense && !task.dense->empty();
-  std::int64_t widest = pooled, width = pooled;
-  for (std::size_t k = 0; dense && k < task.dense->size(); ++k) {
-    const DenseLayer& layer = (*task.dense)[k];
-    if (layer.in_features != width) {
-      fail("{}: Dense takes {} values but receives {} ({} pooling of {} hidden values)",
-           layer.module, layer.in_features, width, task.pooling.name(), h);
-    }
-    width = layer.out_features;
-    widest = std::max(widest, width);
-  }
-  std::vector<float> stage(dense ? static_cast<std::size_t>(2 * widest) : 0);
-  std::vector<std::int32_t> index;
-  for (std::size_t s = 0; s < spans_.size(); ++s) {
-    if (task.pooling.has(Pooling::kWeightedMean)) {
-      // Each kept token's position in the row as given (attention-mask zeros were dropped).
-      index.clear();
-      const auto& mask = batch[s].attention_mask;
-      for (std::size_t i = 0; i < batch[s].ids.size(); ++i) {
-        if (mask.empty() || mask[i] != 0) index.push_back(static_cast<std::int32_t>(i));
-      }
-    }
-    float* o = out + static_cast<std::int64_t>(s) * dim;
-    pool_sequence(task.pooling, x_.data() + spans_[s].offset * h, spans_[s].length, h, index,
-                  dense ? stage.data() : o);
-    if (dense) {
-      float* cur = stage.data();
-      float* next = stage.data() + widest;
-      for (std::size_t k = 0; k < task.dense->size(); ++k) {
-        const DenseLayer& layer = (*task.dense)[k];
-        float* dst = k + 1 == task.dense->size() ? o : next;
-        apply_dense(layer, cur, dst);
-        std::swap(cur, next);
-      }
-    }
-    if (task.normalize) l2_normalize(o, dim);
-  }
-}
-
 void Encoder::classify(float* logits) {
   const auto& head = weights_->classifier();
   if (!head)
@@ -384,66 +291,18 @@ void Encoder::classify(float* logits) {
   std::memcpy(logits, padded.data(), static_cast<std::size_t>(batch * labels) * sizeof(float));
 }
 
-// One of several outputs of the pass just run: [batch, width] values.
-void Encoder::output(std::span<const SequenceInput> batch, const TaskSpec& task,
-                     model::OutputKind kind, float* out) {
-  using model::OutputKind, model::Pooling;
-  auto pooled = [&](Pooling mode) { pool(batch, TaskSpec(TaskKind::kEmbed, mode), out); };
-  switch (kind) {
-    case OutputKind::kProbs:
-    case OutputKind::kLogits: {
-      classify(out);
-      if (kind == OutputKind::kLogits) return;
-      ops::ScopedOpTimer timer(ctx_, ops::OpKind::kPooling);
-      apply_output_activation(resolve_activation(weights_->config(), task.activation), out,
-                              static_cast<std::int64_t>(batch.size()),
-                              weights_->config().num_labels);
-      return;
-    }
-    case OutputKind::kCls:
-      return pooled(Pooling::kCls);
-    case OutputKind::kMean:
-      return pooled(Pooling::kMean);
-    case OutputKind::kMax:
-      return pooled(Pooling::kMax);
-    case OutputKind::kNormalized:
-    case OutputKind::kEmbedding: {
-      TaskSpec embedding = task;
-      embedding.outputs.clear();
-      embedding.normalize = kind == OutputKind::kNormalized;
-      return pool(batch, embedding, out);
-    }
-  }
-}
-
 void Encoder::predict(std::span<const SequenceInput> batch, const TaskSpec& task,
                       std::vector<float>& out) {
   forward(batch);
-  const std::int64_t dim = output_dim(task);
-  const std::int64_t n = static_cast<std::int64_t>(batch.size());
-  out.resize(static_cast<std::size_t>(n * dim));
-  if (!task.outputs.empty()) {
-    // Each output into its own rows, then side by side: row i = [output 1 | output 2 | ...].
-    std::vector<float> part;
-    std::int64_t at = 0;
-    for (model::OutputKind kind : task.outputs) {
-      const std::int64_t width = model::output_width(weights_->config(), task, kind);
-      part.resize(static_cast<std::size_t>(n * width));
-      output(batch, task, kind, part.data());
-      for (std::int64_t s = 0; s < n; ++s)
-        std::copy_n(part.data() + s * width, width, out.data() + s * dim + at);
-      at += width;
-    }
-    return;
+  const float* logits = nullptr;
+  if (model::needs_logits(task)) {
+    logits_.resize(batch.size() * static_cast<std::size_t>(weights_->config().num_labels));
+    classify(logits_.data());
+    logits = logits_.data();
   }
-  if (task.kind == TaskKind::kEmbed) {
-    pool(batch, task, out.data());
-    return;
-  }
-  classify(out.data());
   ops::ScopedOpTimer timer(ctx_, ops::OpKind::kPooling);
-  apply_output_activation(resolve_activation(weights_->config(), task.activation), out.data(), n,
-                          dim);
+  model::write_task_outputs(weights_->config(), task, batch, packed_.spans, x_.data(), logits,
+                            out);
 }
 
 }  // namespace mcinfer::cpu

@@ -13,6 +13,7 @@
 #include "backends/cpu/weights.h"
 #include "core/aligned_buffer.h"
 #include "model/gemm_plan.h"
+#include "model/packing.h"
 #include "model/task.h"
 
 namespace mcinfer::cpu {
@@ -63,16 +64,13 @@ class Encoder {
   void layers_fp32();
   void layers_bf16();
   void layers_int8();
-  void pool(std::span<const SequenceInput> batch, const TaskSpec& task, float* out);
   void classify(float* logits);
-  void output(std::span<const SequenceInput> batch, const TaskSpec& task, model::OutputKind kind,
-              float* out);
 
   std::shared_ptr<const Weights> weights_;
   ops::Context ctx_;
   // Packed batch.
-  std::vector<std::int32_t> ids_, types_, positions_;  // [tokens]
-  std::vector<ops::SequenceSpan> spans_;               // [batch]
+  model::PackedBatch packed_;            // ids, types, positions [tokens]; spans [batch]
+  std::vector<ops::SequenceSpan> spans_;  // [batch]: packed_.spans for the attention kernels
   std::int64_t tokens_ = 0;
   double last_flops_ = 0;
   GemmObserver observer_;
@@ -83,6 +81,7 @@ class Encoder {
   AlignedBuffer<float> tmp_;      // [tokens, hidden]: projection outputs before residual+norm
   AlignedBuffer<float> ffn_;      // [tokens, intermediate]
   AlignedBuffer<float> head_in_, head_mid_;  // [batch, hidden]: first-token rows, head dense
+  std::vector<float> logits_;                // [batch, labels]
   // bf16 precision only: GEMM inputs and outputs (ffn_bf16_, tmp_bf16_ replace ffn_, tmp_).
   AlignedBuffer<ops::Bf16> x_bf16_;    // [tokens, hidden]: x after each LayerNorm
   AlignedBuffer<ops::Bf16> ctx_bf16_;  // [tokens, hidden]: attention output

@@ -5,7 +5,6 @@
 #include <set>
 
 #include "core/error.h"
-#include "core/half.h"
 #include "model/model_dir.h"
 #include "model/tensors.h"
 
@@ -25,7 +24,7 @@ class WeightLoader {
       return reinterpret_cast<const float*>(t.data);
     }
     float* out = own(static_cast<std::size_t>(t.numel()));
-    copy_as_f32(t, out);
+    model::copy_as_f32(t, out);
     w_.tensors_.release(t);
     return out;
   }
@@ -58,7 +57,7 @@ class WeightLoader {
     bool all_bf16 = true;
     for (const auto* p : parts) all_bf16 = all_bf16 && bf16_as_is(*p->weight, precision);
     AlignedBuffer<float> bias(static_cast<std::size_t>(3 * h));
-    for (int i = 0; i < 3; ++i) copy_as_f32(*parts[i]->bias, bias.data() + i * h);
+    for (int i = 0; i < 3; ++i) model::copy_as_f32(*parts[i]->bias, bias.data() + i * h);
     ops::Linear l;
     if (all_bf16) {
       AlignedBuffer<std::uint16_t> weight(3 * part_size);
@@ -68,7 +67,7 @@ class WeightLoader {
                                precision, input_max);
     } else {
       AlignedBuffer<float> weight(3 * part_size);
-      for (int i = 0; i < 3; ++i) copy_as_f32(*parts[i]->weight, weight.data() + i * part_size);
+      for (int i = 0; i < 3; ++i) model::copy_as_f32(*parts[i]->weight, weight.data() + i * part_size);
       l = ops::Linear::prepare(device_, weight.data(), ops::DType::kF32, bias.data(), 3 * h, h,
                                precision, input_max);
     }
@@ -84,38 +83,12 @@ class WeightLoader {
   }
 
  private:
-  static void copy_as_f32(const Tensor& t, float* out) {
-    const std::int64_t n = t.numel();
-    switch (t.dtype) {
-      case io::DType::kF32:
-        std::memcpy(out, t.data, static_cast<std::size_t>(n) * 4);
-        break;
-      case io::DType::kF16: {
-        const auto* p = reinterpret_cast<const std::uint16_t*>(t.data);
-        for (std::int64_t i = 0; i < n; ++i) out[i] = half_to_float(p[i]);
-        break;
-      }
-      case io::DType::kBF16: {
-        const auto* p = reinterpret_cast<const std::uint16_t*>(t.data);
-        for (std::int64_t i = 0; i < n; ++i) out[i] = bf16_to_float(p[i]);
-        break;
-      }
-      case io::DType::kF64: {
-        const auto* p = reinterpret_cast<const double*>(t.data);
-        for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
-        break;
-      }
-      default:
-        fail("internal: unexpected dtype");
-    }
-  }
-
   // The tensor as float32: in place when it is, else a copy in `scratch` that lives until the
   // next use of the same scratch (GEMM weights are packed right away).
   static const float* as_f32(const Tensor& t, AlignedBuffer<float>& scratch) {
     if (t.dtype == io::DType::kF32) return reinterpret_cast<const float*>(t.data);
     scratch.resize(static_cast<std::size_t>(t.numel()));
-    copy_as_f32(t, scratch.data());
+    model::copy_as_f32(t, scratch.data());
     return scratch.data();
   }
 

@@ -1,0 +1,435 @@
+#include "backends/pjrt/pjrt_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include "backends/pjrt/encoder_program.h"
+#include "backends/pjrt/pjrt_api.h"
+#include "core/error.h"
+#include "model/model_dir.h"
+#include "model/packing.h"
+#include "model/task_outputs.h"
+#include "model/tensors.h"
+
+namespace mcinfer::pjrt {
+namespace {
+
+using model::ModelConfig;
+using model::Precision;
+
+// Tokens one execution covers (sequences × padded length). Accelerators: enough rows to fill
+// the matrix units; CPU plugins: small runs, whose activations stay in cache.
+constexpr std::int64_t kAcceleratorTokensPerRun = 16384;
+constexpr std::int64_t kCpuTokensPerRun = 2048;
+
+// One weight slot in host memory, in its device element type.
+struct HostWeight {
+  std::vector<std::byte> bytes;
+  ElementType type = ElementType::kF32;
+  Dims dims;
+};
+
+std::uint16_t to_bf16(float value) {
+  // Round to nearest even, as torch's .to(bfloat16) does; NaN stays NaN.
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  if (std::isnan(value)) return static_cast<std::uint16_t>((bits >> 16) | 0x40);
+  return static_cast<std::uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+}
+
+HostWeight host_weight(const WeightSlot& slot, std::vector<float> values, Precision precision) {
+  HostWeight w;
+  w.dims = slot.dims;
+  if (slot.gemm && precision == Precision::kBf16) {
+    w.type = ElementType::kBf16;
+    w.bytes.resize(values.size() * 2);
+    auto* out = reinterpret_cast<std::uint16_t*>(w.bytes.data());
+    for (std::size_t i = 0; i < values.size(); ++i) out[i] = to_bf16(values[i]);
+  } else {
+    w.bytes.resize(values.size() * 4);
+    std::memcpy(w.bytes.data(), values.data(), w.bytes.size());
+  }
+  return w;
+}
+
+std::int64_t elements(const Dims& dims) {
+  std::int64_t n = 1;
+  for (auto d : dims) n *= d;
+  return n;
+}
+
+// Everything a model's replicas share: the client, the weights on the host until every device
+// that runs a replica has its copy, the compiled programs by shape. Thread-safe.
+class ModelState {
+ public:
+  ModelState(std::shared_ptr<const Client> client, ModelConfig config, Precision precision,
+             bool head, model::Activation head_activation, std::vector<WeightSlot> slots,
+             std::vector<HostWeight> weights, std::int64_t tokens_per_run, std::string source,
+             int used_devices)
+      : client_(std::move(client)),
+        config_(std::move(config)),
+        precision_(precision),
+        head_(head),
+        head_activation_(head_activation),
+        slots_(std::move(slots)),
+        weights_(std::move(weights)),
+        tokens_per_run_(tokens_per_run),
+        source_(std::move(source)),
+        devices_(client_->devices().size()),
+        used_devices_(static_cast<std::size_t>(used_devices)) {}
+
+  const Client& client() const { return *client_; }
+  const ModelConfig& config() const { return config_; }
+  Precision precision() const { return precision_; }
+  bool head() const { return head_; }
+  const std::string& source() const { return source_; }
+  std::int64_t tokens_per_run() const { return tokens_per_run_; }
+  std::uint64_t weight_bytes() const {
+    std::uint64_t n = 0;
+    for (const HostWeight& w : weights_) n += w.bytes.size();
+    return n;
+  }
+
+  // The weights on device `index`, uploaded by the first replica there.
+  const std::vector<DeviceBuffer>& weights_on(std::size_t index) {
+    std::lock_guard lock(mutex_);
+    std::vector<DeviceBuffer>& buffers = devices_.at(index);
+    if (!buffers.empty() || weights_.empty()) return buffers;
+    const DeviceInfo info = client_->memory_of(index);
+    const std::uint64_t need = weight_bytes();
+    if (info.memory_limit >= 0 &&
+        need > static_cast<std::uint64_t>(info.memory_limit - std::max<std::int64_t>(0, info.memory_in_use))) {
+      fail("PJRT device {} ({}): the weights need {:.1f} MiB but the device has {:.1f} MiB free "
+           "of {:.1f} MiB",
+           info.id, info.kind, need / 1048576.0,
+           (info.memory_limit - info.memory_in_use) / 1048576.0, info.memory_limit / 1048576.0);
+    }
+    for (const HostWeight& w : weights_)
+      buffers.push_back(client_->upload(w.bytes.data(), w.type, w.dims, index));
+    return buffers;
+  }
+
+  // The program for [rows, length] with the outputs asked for, compiled once and shared.
+  std::shared_ptr<const Executable> program(std::int64_t rows, std::int64_t length, bool hidden,
+                                            bool logits) {
+    const auto key = std::make_tuple(rows, length, hidden, logits);
+    std::promise<std::shared_ptr<const Executable>> mine;
+    std::shared_future<std::shared_ptr<const Executable>> compiled;
+    bool compile_here = false;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = programs_.find(key);
+      if (it == programs_.end()) {
+        it = programs_.emplace(key, mine.get_future().share()).first;
+        compile_here = true;
+      }
+      compiled = it->second;
+    }
+    if (compile_here) {
+      try {
+        ProgramSpec spec{rows, length, precision_, hidden, logits, head_activation_};
+        auto exe = client_->compile(encoder_program(config_, slots_, spec));
+        if (exe->outputs() != static_cast<std::size_t>(hidden) + static_cast<std::size_t>(logits))
+          fail("PJRT plugin {}: the compiled model has {} outputs, not {}",
+               client_->plugin().path().string(), exe->outputs(), int(hidden) + int(logits));
+        mine.set_value(std::move(exe));
+      } catch (...) {
+        mine.set_exception(std::current_exception());
+      }
+    }
+    return compiled.get();
+  }
+
+  // Replicas go round the devices in use: one each with --replicas auto.
+  std::size_t next_device() { return next_device_++ % used_devices_; }
+
+ private:
+  std::shared_ptr<const Client> client_;
+  ModelConfig config_;
+  Precision precision_;
+  bool head_;
+  model::Activation head_activation_;
+  std::vector<WeightSlot> slots_;
+  std::vector<HostWeight> weights_;
+  std::int64_t tokens_per_run_;
+  std::string source_;  // the model directory, for messages
+  std::mutex mutex_;
+  std::vector<std::vector<DeviceBuffer>> devices_;  // [device][slot]
+  std::map<std::tuple<std::int64_t, std::int64_t, bool, bool>,
+           std::shared_future<std::shared_ptr<const Executable>>>
+      programs_;
+  std::size_t used_devices_;
+  std::atomic<std::size_t> next_device_{0};
+};
+
+class PjrtReplica final : public backend::Replica {
+ public:
+  PjrtReplica(std::shared_ptr<ModelState> state, std::size_t device)
+      : state_(std::move(state)), device_(device), weights_(&state_->weights_on(device)) {}
+
+  void predict(std::span<const model::SequenceInput> batch, const model::TaskSpec& task,
+               std::vector<float>& out) override {
+    const ModelConfig& c = state_->config();
+    model::pack_batch(c, batch, packed_);
+    const bool hidden = model::needs_hidden(task), logits = model::needs_logits(task);
+    if (logits && !state_->head())
+      fail("{}: the model has no classification head (architecture '{}'); use --task embed",
+           state_->source(), c.architecture);
+    const auto n = static_cast<std::int64_t>(batch.size());
+    hidden_.resize(hidden ? static_cast<std::size_t>(packed_.tokens() * c.hidden_size) : 0);
+    logits_.resize(logits ? static_cast<std::size_t>(n * c.num_labels) : 0);
+    const std::int64_t length = length_bucket(packed_.longest(), c.max_sequence_length());
+    const std::int64_t full = rows_per_run(length, state_->tokens_per_run());
+    for (std::int64_t first = 0; first < n;) {
+      const std::int64_t count = std::min(full, n - first);
+      // The last, partial run: the smallest power of two that holds it.
+      const std::int64_t rows = count == full ? full : std::int64_t{1} << std::bit_width(
+                                                           static_cast<std::uint64_t>(count - 1));
+      run(first, count, rows, length, hidden, logits);
+      first += count;
+    }
+    double flops = 0;
+    for (const auto& s : packed_.spans) {
+      const double t = static_cast<double>(s.length), h = static_cast<double>(c.hidden_size);
+      flops += c.num_layers * (2.0 * t * (4 * h * h + 2 * h * c.intermediate_size) + 4.0 * t * t * h);
+    }
+    last_flops_ = flops;
+    model::write_task_outputs(c, task, batch, packed_.spans, hidden ? hidden_.data() : nullptr,
+                              logits ? logits_.data() : nullptr, out);
+  }
+  double last_flops() const override { return last_flops_; }
+  void attach_profile(backend::OpProfile*) override {}  // the device runs one fused program
+
+ private:
+  // Sequences [first, first + count) of the packed batch, padded to [rows, length].
+  void run(std::int64_t first, std::int64_t count, std::int64_t rows, std::int64_t length,
+           bool hidden, bool logits) {
+    const ModelConfig& c = state_->config();
+    const auto cells = static_cast<std::size_t>(rows * length);
+    ids_.assign(cells, static_cast<std::int32_t>(c.pad_token_id));
+    types_.assign(cells, 0);
+    positions_.assign(cells, 0);
+    lengths_.assign(static_cast<std::size_t>(rows), 1);  // padding rows: one key, never NaN
+    for (std::int64_t r = 0; r < count; ++r) {
+      const auto& span = packed_.spans[static_cast<std::size_t>(first + r)];
+      const auto at = static_cast<std::size_t>(r * length);
+      std::copy_n(packed_.ids.begin() + span.offset, span.length, ids_.begin() + at);
+      std::copy_n(packed_.types.begin() + span.offset, span.length, types_.begin() + at);
+      std::copy_n(packed_.positions.begin() + span.offset, span.length, positions_.begin() + at);
+      lengths_[static_cast<std::size_t>(r)] = static_cast<std::int32_t>(span.length);
+    }
+    const Client& client = state_->client();
+    const Dims dims{rows, length}, row_dims{rows};
+    std::vector<DeviceBuffer> inputs;
+    inputs.push_back(client.upload(ids_.data(), ElementType::kS32, dims, device_));
+    if (c.type_vocab_size > 0)
+      inputs.push_back(client.upload(types_.data(), ElementType::kS32, dims, device_));
+    inputs.push_back(client.upload(positions_.data(), ElementType::kS32, dims, device_));
+    inputs.push_back(client.upload(lengths_.data(), ElementType::kS32, row_dims, device_));
+    std::vector<PJRT_Buffer*> args;
+    for (const DeviceBuffer& w : *weights_) args.push_back(w.get());
+    for (const DeviceBuffer& in : inputs) args.push_back(in.get());
+    const auto exe = state_->program(rows, length, hidden, logits);
+    const auto outputs = exe->execute(client.devices()[device_].device, args);
+    std::size_t next = 0;
+    if (hidden) {
+      const std::int64_t h = c.hidden_size;
+      padded_.resize(static_cast<std::size_t>(rows * length * h));
+      outputs[next++].to_host(padded_.data(), padded_.size() * sizeof(float));
+      for (std::int64_t r = 0; r < count; ++r) {
+        const auto& span = packed_.spans[static_cast<std::size_t>(first + r)];
+        std::copy_n(padded_.data() + r * length * h, span.length * h,
+                    hidden_.data() + span.offset * h);
+      }
+    }
+    if (logits) {
+      const std::int64_t labels = c.num_labels;
+      padded_.resize(static_cast<std::size_t>(rows * labels));
+      outputs[next++].to_host(padded_.data(), padded_.size() * sizeof(float));
+      std::copy_n(padded_.data(), count * labels, logits_.data() + first * labels);
+    }
+  }
+
+  std::shared_ptr<ModelState> state_;
+  std::size_t device_;
+  const std::vector<DeviceBuffer>* weights_;  // owned by state_
+  model::PackedBatch packed_;
+  std::vector<std::int32_t> ids_, types_, positions_;  // [rows, length]
+  std::vector<std::int32_t> lengths_;                  // [rows]
+  std::vector<float> padded_;  // one output as the device wrote it: [rows, length, hidden]
+  std::vector<float> hidden_;  // [tokens, hidden]: the packed kept tokens
+  std::vector<float> logits_;  // [batch, labels]
+  double last_flops_ = 0;
+};
+
+class PjrtModel final : public backend::PreparedModel {
+ public:
+  PjrtModel(std::shared_ptr<ModelState> state, backend::WeightStats stats)
+      : state_(std::move(state)), stats_(std::move(stats)) {}
+  const ModelConfig& config() const override { return state_->config(); }
+  Precision precision() const override { return state_->precision(); }
+  const backend::WeightStats& stats() const override { return stats_; }
+  std::unique_ptr<backend::Replica> make_replica(int) const override {
+    return std::make_unique<PjrtReplica>(state_, state_->next_device());
+  }
+
+ private:
+  std::shared_ptr<ModelState> state_;
+  backend::WeightStats stats_;
+};
+
+class PjrtBackend final : public backend::Backend {
+ public:
+  PjrtBackend(std::shared_ptr<const Client> client, int devices)
+      : client_(std::move(client)),
+        devices_(devices > 0 && !is_cpu() ? std::min<int>(devices, device_count())
+                                          : device_count()) {}
+
+  std::string_view name() const override { return "pjrt"; }
+  std::string description() const override {
+    const auto& d = client_->devices();
+    return fmt::format("PJRT {} ({} {}), {} of {} device(s): {}; plugin {} (API {}.{})",
+                       client_->platform(), client_->platform(), client_->platform_version(),
+                       devices_, d.size(), d.front().kind, client_->plugin().path().string(),
+                       client_->plugin().api_major(), client_->plugin().api_minor());
+  }
+  model::PrecisionChoice resolve_precision(Precision requested) const override {
+    switch (requested) {
+      case Precision::kInt8:
+        fail_usage("--precision int8 runs on the cpu backend only; --backend pjrt runs fp32 or "
+                   "bf16");
+      case Precision::kFp32:
+        return {Precision::kFp32, "", "fp32 as asked"};
+      case Precision::kBf16:
+        return {Precision::kBf16, "", fmt::format("bf16 as asked, on {}", client_->platform())};
+      case Precision::kAuto:
+        break;
+    }
+    // XLA's CPU compiler emulates bf16 dot products: no faster than fp32 there.
+    if (is_cpu()) return {Precision::kFp32, "", "fp32 (a CPU PJRT device has no native bf16)"};
+    return {Precision::kBf16, client_->platform(),
+            fmt::format("bf16 (native on {}); --precision fp32 for exact transformers parity",
+                        client_->devices().front().kind)};
+  }
+  Precision int8_fallback_precision() const override { return Precision::kFp32; }
+
+  std::shared_ptr<const backend::PreparedModel> prepare(
+      const model::ModelDir& dir, const backend::PrepareOptions& options,
+      std::vector<std::string>* warnings) const override {
+    const ModelConfig& config = dir.config();
+    const model::ModelTensors tensors = model::ModelTensors::open(dir.path(), config, warnings);
+    const bool head = tensors.head().has_value();
+    const auto slots = weight_slots(config, head);
+    const auto sources = slot_tensors(tensors, head);
+    std::vector<HostWeight> weights;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      std::vector<float> values(static_cast<std::size_t>(elements(slots[i].dims)));
+      if (sources[i] == nullptr) {
+        model::fill_sinusoidal(values.data(), config.max_position_embeddings, config.hidden_size);
+      } else {
+        if (sources[i]->numel() != elements(slots[i].dims))
+          fail("internal: weight {} has {} values, the program expects {}", slots[i].name,
+               sources[i]->numel(), elements(slots[i].dims));
+        model::copy_as_f32(*sources[i], values.data());
+        tensors.release(*sources[i]);
+      }
+      weights.push_back(host_weight(slots[i], std::move(values), options.precision));
+    }
+    backend::WeightStats stats;
+    stats.parameters = tensors.stats().parameters;
+    stats.file_bytes = tensors.stats().file_bytes;
+    stats.dtype = tensors.stats().dtype;
+    const auto head_act = head ? tensors.head()->dense_activation : model::Activation::kTanh;
+    return make_model(config, options.precision, head, head_act, slots, std::move(weights),
+                      dir.path().string(), stats);
+  }
+
+  std::shared_ptr<const backend::PreparedModel> synthetic(const ModelConfig& config,
+                                                          Precision precision) const override {
+    const bool head = config.head == model::Head::kSequenceClassification;
+    const auto slots = weight_slots(config, head);
+    std::vector<HostWeight> weights;
+    std::uint64_t state = 0x9E3779B97F4A7C15ULL;
+    backend::WeightStats stats;
+    for (const WeightSlot& slot : slots) {
+      std::vector<float> values(static_cast<std::size_t>(elements(slot.dims)));
+      for (float& v : values) {  // xorshift: reproducible small weights
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+        v = (static_cast<float>(state >> 40) / 16777216.0f - 0.5f) * 0.08f;
+      }
+      stats.parameters += static_cast<std::int64_t>(values.size());
+      weights.push_back(host_weight(slot, std::move(values), precision));
+    }
+    stats.dtype = "F32";
+    return make_model(config, precision, head,
+                      config.family == model::Family::kDistilBert ? model::Activation::kRelu
+                                                                  : model::Activation::kTanh,
+                      slots, std::move(weights), "(synthetic " + config.model_type + ")", stats);
+  }
+
+  backend::BatchShape batch_shape() const override {
+    // Any batch is accepted and cut into runs of these shapes (PjrtReplica::predict).
+    return {backend::BatchShape::Kind::kBuckets, {}};
+  }
+  int replica_slots() const override { return devices_; }
+  std::uint64_t replica_bytes(const ModelConfig& c, std::int64_t tokens, std::int64_t max_len,
+                              int, Precision) const override {
+    // Host side: the padded inputs and the hidden states copied back, twice (padded + packed).
+    const std::int64_t padded = std::max(tokens, length_bucket(max_len, c.max_sequence_length()));
+    return static_cast<std::uint64_t>(padded) * static_cast<std::uint64_t>(c.hidden_size) * 8 +
+           static_cast<std::uint64_t>(padded) * 16;
+  }
+
+ private:
+  bool is_cpu() const { return client_->platform() == "cpu"; }
+  int device_count() const { return static_cast<int>(client_->devices().size()); }
+
+  std::shared_ptr<const backend::PreparedModel> make_model(
+      const ModelConfig& config, Precision precision, bool head, model::Activation head_act,
+      std::vector<WeightSlot> slots, std::vector<HostWeight> weights, std::string source,
+      backend::WeightStats stats) const {
+    if (precision != Precision::kFp32 && precision != Precision::kBf16)
+      fail_usage("--backend pjrt runs fp32 or bf16, not {}", model::precision_name(precision));
+    auto state = std::make_shared<ModelState>(
+        client_, config, precision, head, head_act, std::move(slots), std::move(weights),
+        is_cpu() ? kCpuTokensPerRun : kAcceleratorTokensPerRun, std::move(source), devices_);
+    stats.packed_bytes = state->weight_bytes();
+    return std::make_shared<PjrtModel>(std::move(state), std::move(stats));
+  }
+
+  std::shared_ptr<const Client> client_;
+  int devices_;
+};
+
+}  // namespace
+
+std::int64_t length_bucket(std::int64_t longest, std::int64_t max_positions) {
+  const std::int64_t step = longest <= 128 ? 16 : longest <= 256 ? 32 : 64;
+  const std::int64_t bucket = (std::max<std::int64_t>(longest, 1) + step - 1) / step * step;
+  return std::min(bucket, std::max(longest, max_positions));
+}
+
+std::int64_t rows_per_run(std::int64_t length, std::int64_t tokens_per_run) {
+  const auto fit = static_cast<std::uint64_t>(std::max<std::int64_t>(1, tokens_per_run / length));
+  return static_cast<std::int64_t>(std::min<std::uint64_t>(std::bit_floor(fit), 512));
+}
+
+std::unique_ptr<backend::Backend> make_pjrt_backend(const PjrtOptions& options) {
+  if (options.devices < 0) fail_usage("--devices must be at least 1, not {}", options.devices);
+  const auto path = resolve_plugin(options.plugin);
+  auto plugin = Plugin::load(path);
+  // cpu_device_count is a CPU plugin's option; other plugins may refuse options they do not know.
+  const bool cpu_plugin = options.plugin == "cpu" ||
+                          path.filename().string().find("cpu") != std::string::npos;
+  auto client = std::make_shared<const Client>(plugin, cpu_plugin ? options.devices : 0);
+  return std::make_unique<PjrtBackend>(std::move(client), options.devices);
+}
+
+}  // namespace mcinfer::pjrt

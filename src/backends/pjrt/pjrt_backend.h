@@ -1,0 +1,39 @@
+#pragma once
+// The PJRT backend: the encoder as StableHLO (encoder_program.h), compiled by a PJRT plugin for
+// TPUs, GPUs or CPUs, one replica per addressable device, weights uploaded once per device.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace mcinfer::pjrt {
+
+struct PjrtOptions {
+  // A plugin file, or a name: cpu, cuda, tpu (resolve_plugin).
+  std::string plugin = "cpu";
+  // CPU plugins: devices to create (0: the plugin's default). Others: use the first N devices
+  // (0: all).
+  int devices = 0;
+};
+
+// The plugin file `name_or_path` stands for. Names: cpu ($MCINFER_PJRT_CPU_PLUGIN, else the
+// PyPI package xla-cpu-pjrt in $VIRTUAL_ENV), cuda ($MCINFER_PJRT_CUDA_PLUGIN, else the PyPI
+// package jax-cuda13-pjrt or jax-cuda12-pjrt in $VIRTUAL_ENV), tpu ($TPU_LIBRARY_PATH, else the
+// PyPI package libtpu in $VIRTUAL_ENV). Anything else is a path. Throws UsageError saying what to
+// install or set when a name resolves to nothing.
+std::filesystem::path resolve_plugin(const std::string& name_or_path);
+
+// Throws Error for a plugin that cannot be loaded or used (pjrt_api.h).
+std::unique_ptr<backend::Backend> make_pjrt_backend(const PjrtOptions& options);
+
+// Length buckets: the padded lengths programs are compiled for, by the longest sequence of a
+// batch: multiples of 16 up to 128, of 32 up to 256, of 64 beyond (at most ~12% padding above
+// 128 tokens, 6 programs up to 96); never beyond the model's position table.
+std::int64_t length_bucket(std::int64_t longest, std::int64_t max_positions);
+// Sequences per execution for a length bucket: a power of two near `tokens_per_run / length`.
+std::int64_t rows_per_run(std::int64_t length, std::int64_t tokens_per_run);
+
+}  // namespace mcinfer::pjrt

@@ -1,0 +1,69 @@
+#pragma once
+// A small writer of StableHLO text (MLIR's textual form, the program format every PJRT plugin
+// compiles): one function `main`, values in SSA form, each op checked for shapes as it is written
+// so that a program we hand to a plugin is well-formed (some plugins abort on invalid input
+// rather than return an error).
+//
+// Not thread-safe; one Program per thread while it is written.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mcinfer::pjrt {
+
+enum class DType { kF32, kBf16, kS32, kPred };
+std::string_view mlir_name(DType type);  // "f32", "bf16", "i32", "i1"
+
+using Dims = std::vector<std::int64_t>;
+
+struct Value {
+  std::string name;  // "%arg3", "%17"
+  Dims dims;
+  DType type = DType::kF32;
+  std::string tensor_type() const;  // "tensor<2x3xf32>"
+};
+
+class Program {
+ public:
+  Value parameter(Dims dims, DType type);
+  // A tensor of `dims` filled with `value` (f32 written by its bits, so exactly).
+  Value splat(float value, const Dims& dims, DType type = DType::kF32);
+
+  // Element-wise, same dims and type: "add", "subtract", "multiply", "divide", "maximum",
+  // "minimum", "and".
+  Value binary(std::string_view op, const Value& a, const Value& b);
+  // "exponential", "tanh", "rsqrt", "sqrt", "negate", "logistic", "abs"; "erf" (chlo).
+  Value unary(std::string_view op, const Value& a);
+  Value convert(const Value& a, DType type);
+  // `a` placed in `dims`: a's dimension i becomes dimension mapping[i].
+  Value broadcast(const Value& a, const Dims& dims, const Dims& mapping);
+  Value reshape(const Value& a, const Dims& dims);
+  Value transpose(const Value& a, const Dims& permutation);
+  Value slice(const Value& a, const Dims& start, const Dims& limit);
+  Value iota(const Dims& dims, std::int64_t dimension, DType type = DType::kS32);
+  // direction: "LT", "GE", ...; ints compare SIGNED, floats FLOAT.
+  Value compare(std::string_view direction, const Value& a, const Value& b);
+  Value select(const Value& predicate, const Value& on_true, const Value& on_false);
+  // Sums or maxima ("add" / "maximum") over `dimensions`.
+  Value reduce(const Value& a, std::string_view op, const Dims& dimensions);
+  // Batched matrix product: a's and b's batch dimensions pair up in order and lead the result,
+  // then a's free dimensions, then b's; `result` is the element type written (f32 from bf16
+  // inputs accumulates in f32).
+  Value dot(const Value& a, const Value& b, const Dims& batch_a, const Dims& batch_b,
+            const Dims& contract_a, const Dims& contract_b, DType result);
+  // Rows of `table` [rows, width] at `indices` (any dims, s32, in range): [indices..., width].
+  Value gather_rows(const Value& table, const Value& indices);
+
+  // The module text, returning `results`.
+  std::string module(const std::vector<Value>& results) const;
+
+ private:
+  Value next(Dims dims, DType type);
+  std::vector<Value> parameters_;
+  std::string body_;
+  int counter_ = 0;
+};
+
+}  // namespace mcinfer::pjrt
