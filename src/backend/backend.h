@@ -88,6 +88,9 @@ class Replica {
                        std::vector<float>& out) = 0;
   // FLOPs of the forward pass of the last batch (GEMMs + attention).
   virtual double last_flops() const = 0;
+  // Token positions the device computed for the last batch, padding included; -1 where only the
+  // real tokens are computed (packed batches).
+  virtual std::int64_t last_computed_tokens() const { return -1; }
   // Time every op into `profile` from now on (null: stop).
   virtual void attach_profile(OpProfile* profile) = 0;
 
@@ -127,6 +130,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;  // as --backend spells it
   virtual std::string description() const = 0;
+  // One line per device replicas run on, as the device names itself (`inspect`); empty where the
+  // backend's devices are this machine's cores.
+  virtual std::vector<std::string> device_lines() const { return {}; }
 
   // What `requested` runs as here, and why; an explicit precision the device cannot run is
   // refused (UsageError naming what is missing).

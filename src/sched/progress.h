@@ -30,6 +30,9 @@ struct RunCounters {
   std::atomic<std::uint64_t> rows_done{0};  // a resumed run starts at the rows already durable
   std::atomic<std::uint64_t> real_tokens{0};
   std::atomic<std::uint64_t> padded_tokens{0};
+  // Token positions the replicas computed: the real tokens on packed backends, the padded
+  // shapes' positions on compiled ones (Replica::last_computed_tokens).
+  std::atomic<std::uint64_t> computed_tokens{0};
   // Rows in the run: static, the sampler's padded stream (known from the start); dynamic, the
   // input's good rows, known once the whole input has been read. 0 while unknown.
   std::atomic<std::uint64_t> rows_total{0};

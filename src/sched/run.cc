@@ -241,6 +241,9 @@ bool compute_shards(const RunOptions& o, const RunPlan& plan,
       for (const WorkItem& item : batch->items)
         inputs.push_back({item.ids, item.type_ids, item.mask});
       replica.predict(inputs, plan.window.task, values);
+      const std::int64_t computed = replica.last_computed_tokens();
+      counters.computed_tokens +=
+          static_cast<std::uint64_t>(computed >= 0 ? computed : batch->real_tokens);
       const auto written = Clock::now();
       if (merger) merger->add(*batch, values, rows, row_values);
       const Batch& done = merger ? rows : *batch;

@@ -58,6 +58,7 @@ Json make_report(const ReportInputs& in, const RunTally& tally) {
   const double wall = seconds_between(tally.started, tally.finished);
   const std::uint64_t rows_done = counters.rows_done.load();
   const std::uint64_t real = counters.real_tokens.load(), padded = counters.padded_tokens.load();
+  const std::uint64_t computed = counters.computed_tokens.load();
   Json report = {
       {"mcinfer_version", MCINFER_VERSION_STRING},
       {"command_line", o.command_line},
@@ -100,6 +101,10 @@ Json make_report(const ReportInputs& in, const RunTally& tally) {
       {"real_tokens", real},
       {"padded_tokens", padded},
       {"padding_fraction", padded > 0 ? 1.0 - static_cast<double>(real) / padded : 0.0},
+      // What the backend computed: compiled backends pad each batch to a compiled shape.
+      {"computed_tokens", computed},
+      {"computed_padding_fraction",
+       computed > 0 ? 1.0 - static_cast<double>(real) / static_cast<double>(computed) : 0.0},
       {"wall_seconds", wall},
       {"compute_seconds", seconds_between(tally.started, tally.computed)},
       {"rank_rows", rows_done},

@@ -14,6 +14,7 @@ namespace {
 struct InspectOptions {
   std::string model_dir;
   bool json = false;
+  backend::BackendOptions backend;
 };
 
 std::string human_bytes(std::uint64_t bytes) {
@@ -28,7 +29,7 @@ std::string human_bytes(std::uint64_t bytes) {
 }
 
 int run_inspect(const InspectOptions& o) {
-  const auto backend = backend::make_backend();
+  const auto backend = backend::make_backend(o.backend);
   std::vector<std::string> warnings;
   const auto dir = model::ModelDir::open(o.model_dir);
   const auto prepared = backend->prepare(dir, {}, &warnings);
@@ -85,6 +86,11 @@ int run_inspect(const InspectOptions& o) {
       {"special_tokens", specials},
       {"window_content_tokens", window},
       {"warnings", warnings},
+      {"backend",
+       {{"name", backend->name()},
+        {"description", backend->description()},
+        {"replica_slots", backend->replica_slots()},
+        {"devices", backend->device_lines()}}},
   };
   if (c.head == model::Head::kSequenceClassification)
     report["problem_type"] = std::string(model::problem_type_name(c.problem_type));
@@ -128,6 +134,8 @@ int run_inspect(const InspectOptions& o) {
       "embedding        {} values per row{}\n", plan.output_dim,
       dir.strips_text() ? "; texts stripped of edge whitespace first (sentence-transformers)" : "");
   fmt::print("max length       {} tokens ({})\n", max_len.value, max_len.source);
+  fmt::print("backend          {}: {}\n", backend->name(), backend->description());
+  for (const auto& line : backend->device_lines()) fmt::print("  {}\n", line);
   fmt::print("activations      {} per replica per 1,000 batch tokens (longest sequence {})\n",
              human_bytes(activation), longest);
   if (dir.has_tokenizer()) {
@@ -149,6 +157,11 @@ Action add_inspect_command(CLI::App& app, const Invocation& invocation) {
       app.add_subcommand("inspect", "Describe a model directory and the memory one replica needs");
   sub->add_option("model_dir", o->model_dir, "Hugging Face model directory")->required();
   sub->add_flag("--json", o->json, "Print JSON");
+  sub->add_option("--backend", o->backend.name, "Device family: cpu or pjrt")->capture_default_str();
+  sub->add_option("--plugin", o->backend.pjrt_plugin,
+                  "--backend pjrt: the plugin, a .so file or cpu, cuda, tpu")
+      ->capture_default_str();
+  sub->add_option("--devices", o->backend.devices, "--backend pjrt: devices to use (default: all)");
   return [o] { return run_inspect(*o); };
 }
 

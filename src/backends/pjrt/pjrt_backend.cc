@@ -187,12 +187,14 @@ class PjrtReplica final : public backend::Replica {
     logits_.resize(logits ? static_cast<std::size_t>(n * c.num_labels) : 0);
     const std::int64_t length = length_bucket(packed_.longest(), c.max_sequence_length());
     const std::int64_t full = rows_per_run(length, state_->tokens_per_run());
+    last_computed_ = 0;
     for (std::int64_t first = 0; first < n;) {
       const std::int64_t count = std::min(full, n - first);
       // The last, partial run: the smallest power of two that holds it.
       const std::int64_t rows = count == full ? full : std::int64_t{1} << std::bit_width(
                                                            static_cast<std::uint64_t>(count - 1));
       run(first, count, rows, length, hidden, logits);
+      last_computed_ += rows * length;
       first += count;
     }
     double flops = 0;
@@ -205,6 +207,7 @@ class PjrtReplica final : public backend::Replica {
                               logits ? logits_.data() : nullptr, out);
   }
   double last_flops() const override { return last_flops_; }
+  std::int64_t last_computed_tokens() const override { return last_computed_; }
   void attach_profile(backend::OpProfile*) override {}  // the device runs one fused program
 
  private:
@@ -267,6 +270,7 @@ class PjrtReplica final : public backend::Replica {
   std::vector<float> hidden_;  // [tokens, hidden]: the packed kept tokens
   std::vector<float> logits_;  // [batch, labels]
   double last_flops_ = 0;
+  std::int64_t last_computed_ = 0;  // [rows, length] positions of the last batch's runs
 };
 
 class PjrtModel final : public backend::PreparedModel {
@@ -299,6 +303,16 @@ class PjrtBackend final : public backend::Backend {
                        client_->platform(), client_->platform(), client_->platform_version(),
                        devices_, d.size(), d.front().kind, client_->plugin().path().string(),
                        client_->plugin().api_major(), client_->plugin().api_minor());
+  }
+  std::vector<std::string> device_lines() const override {
+    std::vector<std::string> lines;
+    for (int i = 0; i < devices_; ++i) {
+      const DeviceInfo d = client_->memory_of(static_cast<std::size_t>(i));
+      std::string memory;
+      if (d.memory_limit >= 0) memory = fmt::format(", {:.1f} GiB", d.memory_limit / 1073741824.0);
+      lines.push_back(fmt::format("device {}: {}{} ({})", d.id, d.kind, memory, d.description));
+    }
+    return lines;
   }
   model::PrecisionChoice resolve_precision(Precision requested) const override {
     switch (requested) {

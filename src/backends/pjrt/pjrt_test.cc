@@ -1,0 +1,178 @@
+// The PJRT backend's parts: plugin loading and its refusals (fake plugins built beside this
+// test), the StableHLO writer's checks, the shape buckets, and, with XLA's CPU plugin, programs
+// compiled and run on several devices. The encoder against transformers and the CPU backend is
+// tests/backend/backends_test.cc.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "backends/pjrt/encoder_program.h"
+#include "backends/pjrt/pjrt_api.h"
+#include "backends/pjrt/pjrt_backend.h"
+#include "backends/pjrt/stablehlo.h"
+#include "core/error.h"
+#include "support/pjrt.h"
+
+namespace mcinfer::pjrt {
+namespace {
+
+std::string load_error(const std::filesystem::path& path) {
+  try {
+    Plugin::load(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+TEST(PjrtPlugin, RefusesWhatIsNotAUsablePlugin) {
+  EXPECT_EQ(load_error("/nonexistent/plugin.so"), "PJRT plugin /nonexistent/plugin.so: no such file");
+  const auto text = std::filesystem::temp_directory_path() / "mcinfer_not_a_plugin.so";
+  std::ofstream(text) << "not a shared library\n";
+  EXPECT_NE(load_error(text).find("not a shared library (no ELF header)"), std::string::npos);
+  std::filesystem::remove(text);
+  EXPECT_NE(load_error(FAKE_PJRT_NO_API).find("does not export GetPjrtApi (not a PJRT plugin)"),
+            std::string::npos)
+      << load_error(FAKE_PJRT_NO_API);
+  EXPECT_NE(load_error(FAKE_PJRT_V1_0).find("PJRT C API version 1.0 cannot be used; mcinfer "
+                                            "needs 0.54 or a later 0.x"),
+            std::string::npos)
+      << load_error(FAKE_PJRT_V1_0);
+  EXPECT_NE(load_error(FAKE_PJRT_V0_10).find("version 0.10 cannot be used"), std::string::npos);
+  // The right version but an empty function table: refused before any call through it.
+  EXPECT_NE(load_error(FAKE_PJRT_V0_81).find("(API 0.81): does not provide PJRT_Error_Destroy"),
+            std::string::npos)
+      << load_error(FAKE_PJRT_V0_81);
+}
+
+TEST(PjrtPlugin, NamesResolveFromTheirVariables) {
+  ::setenv("MCINFER_PJRT_CUDA_PLUGIN", "/opt/x/cuda_plugin.so", 1);
+  EXPECT_EQ(resolve_plugin("cuda"), "/opt/x/cuda_plugin.so");
+  ::unsetenv("MCINFER_PJRT_CUDA_PLUGIN");
+  ::setenv("TPU_LIBRARY_PATH", "/opt/y/libtpu.so", 1);
+  EXPECT_EQ(resolve_plugin("tpu"), "/opt/y/libtpu.so");  // resolved, never loaded here
+  ::unsetenv("TPU_LIBRARY_PATH");
+  EXPECT_EQ(resolve_plugin("./my_plugin.so"), "./my_plugin.so");
+  const char* venv = std::getenv("VIRTUAL_ENV");
+  const std::string saved = venv ? venv : "";
+  ::unsetenv("VIRTUAL_ENV");
+  try {
+    resolve_plugin("cuda");
+    ADD_FAILURE() << "resolved cuda with nothing installed";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("set MCINFER_PJRT_CUDA_PLUGIN"), std::string::npos);
+  }
+  if (!saved.empty()) ::setenv("VIRTUAL_ENV", saved.c_str(), 1);
+}
+
+TEST(PjrtShapes, BucketsBoundThePadding) {
+  EXPECT_EQ(length_bucket(1, 512), 16);
+  EXPECT_EQ(length_bucket(16, 512), 16);
+  EXPECT_EQ(length_bucket(17, 512), 32);
+  EXPECT_EQ(length_bucket(129, 512), 160);
+  EXPECT_EQ(length_bucket(224, 512), 224);  // the seed's fixed length is a bucket
+  EXPECT_EQ(length_bucket(257, 512), 320);
+  EXPECT_EQ(length_bucket(500, 512), 512);
+  EXPECT_EQ(length_bucket(500, 514), 512);
+  EXPECT_EQ(length_bucket(20, 20), 20);  // never beyond the position table
+  for (std::int64_t n = 1; n <= 512; ++n) {
+    const std::int64_t b = length_bucket(n, 512);
+    EXPECT_GE(b, n);
+    EXPECT_LE(b - n, n <= 128 ? 15 : n <= 256 ? 31 : 63) << n;
+  }
+  EXPECT_EQ(rows_per_run(128, 16384), 128);
+  EXPECT_EQ(rows_per_run(224, 16384), 64);
+  EXPECT_EQ(rows_per_run(512, 256), 1);
+}
+
+TEST(StableHlo, ChecksShapesAsItWrites) {
+  Program p;
+  const Value a = p.parameter({2, 3}, DType::kF32);
+  const Value b = p.parameter({3, 2}, DType::kF32);
+  EXPECT_THROW(p.binary("add", a, b), Error);
+  EXPECT_THROW(p.dot(a, b, {}, {}, {0}, {0}, DType::kF32), Error);  // 2 against 3
+  EXPECT_THROW(p.reshape(a, {4}), Error);
+  const Value c = p.dot(a, b, {}, {}, {1}, {0}, DType::kF32);
+  EXPECT_EQ(c.dims, (Dims{2, 2}));
+  const std::string text = p.module({c});
+  EXPECT_NE(text.find("func.func public @main(%arg0: tensor<2x3xf32>, %arg1: tensor<3x2xf32>) -> "
+                      "(tensor<2x2xf32>)"),
+            std::string::npos)
+      << text;
+}
+
+class PjrtCpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MCINFER_NEED_PJRT_CPU();
+    plugin_ = Plugin::load(testing::pjrt_cpu_plugin());
+  }
+  std::shared_ptr<const Plugin> plugin_;
+};
+
+TEST_F(PjrtCpu, ClientHasTheDevicesAskedFor) {
+  Client client(plugin_, 3);
+  EXPECT_EQ(client.platform(), "cpu");
+  ASSERT_EQ(client.devices().size(), 3u);
+  EXPECT_GE(plugin_->api_minor(), kMinApiMinor);
+}
+
+TEST_F(PjrtCpu, RunsAProgramOnEveryDevice) {
+  Client client(plugin_, 2);
+  Program p;
+  const Value x = p.parameter({2, 3}, DType::kF32);
+  const Value w = p.parameter({4, 3}, DType::kF32);
+  const Value y = p.dot(x, w, {}, {}, {1}, {1}, DType::kF32);  // x · wᵀ
+  const auto exe = client.compile(p.module({p.binary("add", y, p.splat(0.5f, y.dims))}));
+  ASSERT_EQ(exe->outputs(), 1u);
+  const float xs[6] = {1, 2, 3, 4, 5, 6};
+  float ws[12];
+  for (int i = 0; i < 12; ++i) ws[i] = static_cast<float>(i) * 0.25f - 1.0f;
+  for (std::size_t d = 0; d < 2; ++d) {
+    const Dims xd{2, 3}, wd{4, 3};
+    auto bx = client.upload(xs, ElementType::kF32, xd, d);
+    auto bw = client.upload(ws, ElementType::kF32, wd, d);
+    PJRT_Buffer* args[] = {bx.get(), bw.get()};
+    const auto out = exe->execute(client.devices()[d].device, args);
+    float got[8];
+    out.at(0).to_host(got, sizeof(got));
+    for (int r = 0; r < 2; ++r) {
+      for (int c = 0; c < 4; ++c) {
+        float want = 0.5f;
+        for (int k = 0; k < 3; ++k) want += xs[r * 3 + k] * ws[c * 3 + k];
+        EXPECT_FLOAT_EQ(got[r * 4 + c], want) << "device " << d << " [" << r << ", " << c << "]";
+      }
+    }
+    EXPECT_THROW(out.at(0).to_host(got, 4), Error);  // a wrong size is refused, not overrun
+  }
+}
+
+TEST_F(PjrtCpu, InvalidStableHloIsAnErrorNotAnAbort) {
+  Client client(plugin_, 1);
+  try {
+    client.compile("module { func.func public @main() -> tensor<2xf32> { return %nothing } }");
+    ADD_FAILURE() << "compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("compiling the model (PJRT_Client_Compile)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(PjrtCpu, EncoderProgramsCompileForEveryFamilyAndOutput) {
+  Client client(plugin_, 1);
+  for (const char* shape : {"bert-base", "distilbert-base", "xlm-r-base"}) {
+    model::ModelConfig c = model::ModelConfig::shape(shape, 3);
+    c.num_layers = 1;  // the program's size, not its depth, is what is checked
+    c.vocab_size = 100;
+    for (auto precision : {model::Precision::kFp32, model::Precision::kBf16}) {
+      ProgramSpec spec{2, 16, precision, true, true, model::Activation::kTanh};
+      const auto exe = client.compile(encoder_program(c, weight_slots(c, true), spec));
+      EXPECT_EQ(exe->outputs(), 2u) << shape;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mcinfer::pjrt
