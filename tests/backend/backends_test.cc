@@ -33,9 +33,11 @@ struct Prepared {
 Prepared prepare(const std::string& name, const fs::path& dir,
                  model::Precision precision = model::Precision::kFp32) {
   Prepared p;
-  p.backend = backend::make_backend({.name = name, .pjrt_plugin = testing::pjrt_cpu_plugin(),
-                                     .devices = name == "pjrt" ? 2 : 0});
-  p.model = p.backend->prepare(model::ModelDir::open(dir), {.precision = precision}, nullptr);
+  p.backend = backend::make_backend(
+      {.name = name, .pjrt_plugin = testing::pjrt_cpu_plugin(), .devices = name == "pjrt" ? 2 : 0});
+  backend::PrepareOptions options;
+  options.precision = precision;
+  p.model = p.backend->prepare(model::ModelDir::open(dir), options, nullptr);
   if (name == "pjrt") p.model->make_replica(1);
   p.replica = p.model->make_replica(1);
   return p;
@@ -93,8 +95,8 @@ TEST_P(BackendFixture, MatchesTransformersAndTheCpuBackend) {
 // dot products): issue 12's gates against transformers' fp32 — probabilities within 0.01 and
 // the same argmax wherever the top two are 0.02 apart; embeddings within cosine 0.999.
 TEST_P(BackendFixture, Bf16StaysWithinThePrecisionGates) {
-  const auto backend = backend::make_backend({.name = backend_name(),
-                                              .pjrt_plugin = testing::pjrt_cpu_plugin()});
+  const auto backend =
+      backend::make_backend({.name = backend_name(), .pjrt_plugin = testing::pjrt_cpu_plugin()});
   try {
     backend->resolve_precision(model::Precision::kBf16);
   } catch (const UsageError& e) {

@@ -4,6 +4,7 @@
 // used stops the run with its reason before anything is written.
 #include <gtest/gtest.h>
 
+#include "core/json.h"
 #include "support/cli.h"
 #include "support/pjrt.h"
 #include "support/predictions.h"
@@ -36,29 +37,36 @@ fs::path rows(const fs::path& dir, const std::string& model, int count) {
                                     [](int i) { return fmt::format("row{}", i); });
 }
 
-TEST(PjrtCli, StaticShardsAreTheSamplersWithTheCpuBackendsValues) {
+// The seed's layout: one process per device, each with DistributedSampler's share (the CPU
+// backend's static shards are checked against the sampler in run_cli_test).
+TEST(PjrtCli, StaticShardsAreTheCpuBackendsShardsOnePerDevice) {
   MCINFER_NEED_PJRT_CPU();
   auto dir = testing::scratch_dir("pjrt_static");
   const auto input = rows(dir, "bert_cls_single", 12);
-  const auto shards = dir / "shards";
+  const std::vector<std::string> static_flags = {"--schedule", "static",      "--batch-size",
+                                                 "2",          "--precision", "fp32"};
+  auto with = [&](std::vector<std::string> a, const fs::path& shards) {
+    a.insert(a.end(), static_flags.begin(), static_flags.end());
+    a.insert(a.end(), {"--shards-dir", shards.string()});
+    return a;
+  };
   // --replicas auto: one per device.
   auto r = run_cli(run_args("bert_cls_single", input, dir / "pjrt.csv",
-                            pjrt({"--devices", "5", "--schedule", "static", "--batch-size", "2",
-                                  "--shards-dir", shards.string(), "--precision", "fp32"})));
+                            with(pjrt({"--devices", "5"}), dir / "pjrt")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // DistributedSampler(12 rows, 5 replicas): padded to 15 with rows 0, 1, 2 again.
-  const std::vector<std::vector<std::string>> want = {{"row0", "row5", "row10"},
-                                                      {"row1", "row6", "row11"},
-                                                      {"row2", "row7", "row0"},
-                                                      {"row3", "row8", "row1"},
-                                                      {"row4", "row9", "row2"}};
-  for (int rank = 0; rank < 5; ++rank) {
-    auto shard = testing::read_table(shards / fmt::format("shard_{}.csv", rank));
-    EXPECT_EQ(shard.ids, want[rank]) << "rank " << rank;
-  }
-  auto c = run_cli(run_args("bert_cls_single", input, dir / "cpu.csv",
-                            {"--replicas", "2", "--precision", "fp32"}));
+  auto c = run_cli(
+      run_args("bert_cls_single", input, dir / "cpu.csv", with({"--replicas", "5"}, dir / "cpu")));
   ASSERT_EQ(c.exit_code, 0) << c.err;
+  for (int rank = 0; rank < 5; ++rank) {
+    const auto name = fmt::format("shard_{}.csv", rank);
+    const auto got = testing::read_table(dir / "pjrt" / name);
+    const auto want = testing::read_table(dir / "cpu" / name);
+    EXPECT_EQ(got.ids, want.ids) << name;
+    EXPECT_LE(testing::max_abs_difference(got, want), 1e-5) << name;
+  }
+  // 12 rows over 5 replicas: padded to 15 with rows 0, 1, 2; replica 2 ends with row 0 again.
+  EXPECT_EQ(testing::read_table(dir / "pjrt" / "shard_2.csv").ids,
+            (std::vector<std::string>{"row2", "row7", "row0"}));
   const auto got = testing::read_table(dir / "pjrt.csv");
   const auto cpu = testing::read_table(dir / "cpu.csv");
   EXPECT_EQ(got.ids, cpu.ids);
@@ -90,19 +98,36 @@ TEST(PjrtCli, KilledThenResumedEqualsUninterrupted) {
   EXPECT_LE(testing::max_abs_difference(got, want), 1e-6);
 }
 
+TEST(PjrtCli, InspectListsThePlatformApiAndDevices) {
+  MCINFER_NEED_PJRT_CPU();
+  auto r = run_cli({"inspect", testing::fixture("models/bert_cls_single").string(), "--json",
+                    "--backend", "pjrt", "--plugin", testing::pjrt_cpu_plugin(), "--devices", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json report = Json::parse(r.out);
+  const Json& backend = report["backend"];
+  EXPECT_EQ(backend["name"], "pjrt");
+  EXPECT_EQ(backend["replica_slots"], 3);
+  ASSERT_EQ(backend["devices"].size(), 3u);
+  EXPECT_EQ(backend["devices"][2].get<std::string>().rfind("device 2: cpu", 0), 0u)
+      << backend["devices"].dump();
+  const std::string description = backend["description"];
+  EXPECT_NE(description.find("PJRT cpu"), std::string::npos) << description;
+  EXPECT_NE(description.find("(API 0."), std::string::npos) << description;
+}
+
 TEST(PjrtCli, UnusablePluginsStopTheRunWithTheirReason) {
   auto dir = testing::scratch_dir("pjrt_bad_plugin");
   const auto input = rows(dir, "bert_cls_single", 3);
-  auto missing = run_cli(run_args("bert_cls_single", input, dir / "out.csv",
-                                  {"--backend", "pjrt", "--plugin", (dir / "none.so").string()}));
-  EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_NE(missing.err.find("PJRT plugin " + (dir / "none.so").string() + ": no such file"),
-            std::string::npos)
-      << missing.err;
-  auto not_elf = run_cli(run_args("bert_cls_single", input, dir / "out.csv",
-                                  {"--backend", "pjrt", "--plugin", input.string()}));
-  EXPECT_EQ(not_elf.exit_code, 1);
-  EXPECT_NE(not_elf.err.find("not a shared library"), std::string::npos) << not_elf.err;
+  const std::pair<fs::path, std::string> cases[] = {
+      {dir / "none.so", "PJRT plugin " + (dir / "none.so").string() + ": no such file"},
+      {input, "PJRT plugin " + input.string() + ": not a shared library (no ELF header)"},
+  };
+  for (const auto& [plugin, reason] : cases) {
+    auto r = run_cli(run_args("bert_cls_single", input, dir / "out.csv",
+                              {"--backend", "pjrt", "--plugin", plugin.string()}));
+    EXPECT_EQ(r.exit_code, 1) << plugin;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << r.err;
+  }
   EXPECT_FALSE(fs::exists(dir / "out.csv"));
 }
 
@@ -110,8 +135,8 @@ TEST(PjrtCli, Int8IsRefusedAsAUsageError) {
   MCINFER_NEED_PJRT_CPU();
   auto dir = testing::scratch_dir("pjrt_int8");
   const auto input = rows(dir, "bert_cls_single", 3);
-  auto r = run_cli(run_args("bert_cls_single", input, dir / "out.csv",
-                            pjrt({"--precision", "int8"})));
+  auto r =
+      run_cli(run_args("bert_cls_single", input, dir / "out.csv", pjrt({"--precision", "int8"})));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--backend pjrt runs fp32 or bf16"), std::string::npos) << r.err;
 }

@@ -24,13 +24,13 @@ inline bool pjrt_required() {
 
 }  // namespace mcinfer::testing
 
-#define MCINFER_NEED_PJRT_CPU()                                                        \
-  do {                                                                                 \
-    if (::mcinfer::testing::pjrt_cpu_plugin().empty()) {                               \
-      if (::mcinfer::testing::pjrt_required()) {                                       \
-        FAIL() << "the PJRT CPU plugin is not at MCINFER_PJRT_CPU_PLUGIN; run "         \
-                  "scripts/get_pjrt_cpu.sh";                                           \
-      }                                                                                \
+#define MCINFER_NEED_PJRT_CPU()                                                                \
+  do {                                                                                         \
+    if (::mcinfer::testing::pjrt_cpu_plugin().empty()) {                                       \
+      if (::mcinfer::testing::pjrt_required()) {                                               \
+        FAIL() << "the PJRT CPU plugin is not at MCINFER_PJRT_CPU_PLUGIN; run "                \
+                  "scripts/get_pjrt_cpu.sh";                                                   \
+      }                                                                                        \
       GTEST_SKIP() << "no PJRT CPU plugin (MCINFER_PJRT_CPU_PLUGIN); scripts/get_pjrt_cpu.sh"; \
-    }                                                                                  \
+    }                                                                                          \
   } while (0)

@@ -157,7 +157,8 @@ Action add_inspect_command(CLI::App& app, const Invocation& invocation) {
       app.add_subcommand("inspect", "Describe a model directory and the memory one replica needs");
   sub->add_option("model_dir", o->model_dir, "Hugging Face model directory")->required();
   sub->add_flag("--json", o->json, "Print JSON");
-  sub->add_option("--backend", o->backend.name, "Device family: cpu or pjrt")->capture_default_str();
+  sub->add_option("--backend", o->backend.name, "Device family: cpu or pjrt")
+      ->capture_default_str();
   sub->add_option("--plugin", o->backend.pjrt_plugin,
                   "--backend pjrt: the plugin, a .so file or cpu, cuda, tpu")
       ->capture_default_str();

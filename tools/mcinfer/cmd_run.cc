@@ -175,7 +175,8 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "--backend pjrt: the plugin, a .so file or cpu, cuda, tpu")
       ->capture_default_str();
   sub->add_option("--devices", f->options.devices,
-                  "--backend pjrt: devices to use (default: all; a CPU plugin makes that many)");
+                  "--backend pjrt: devices to use (default: all; a CPU plugin makes that many, by "
+                  "default one per physical core)");
   sub->add_option("--schedule", f->options.schedule,
                   "dynamic (length-sorted, token budget) or static (DistributedSampler)")
       ->check(CLI::IsMember({"dynamic", "static"}))

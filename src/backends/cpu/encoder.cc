@@ -81,8 +81,9 @@ void Encoder::forward(std::span<const SequenceInput> batch) {
   const std::int64_t h = c.hidden_size, t = tokens_;
   const EmbeddingWeights& e = w.embeddings();
   ensure(x_, ops::padded_rows(t), h);
-  ops::embedding_sum(ctx_, x_.data(), t, h, e.word, packed_.ids.data(), e.position, packed_.positions.data(),
-                     e.token_type, e.token_type ? packed_.types.data() : nullptr);
+  ops::embedding_sum(ctx_, x_.data(), t, h, e.word, packed_.ids.data(), e.position,
+                     packed_.positions.data(), e.token_type,
+                     e.token_type ? packed_.types.data() : nullptr);
   ops::residual_layer_norm(ctx_, x_.data(), nullptr, t, h, e.norm.gamma, e.norm.beta,
                            c.layer_norm_eps);
   switch (w.precision()) {
@@ -301,8 +302,7 @@ void Encoder::predict(std::span<const SequenceInput> batch, const TaskSpec& task
     logits = logits_.data();
   }
   ops::ScopedOpTimer timer(ctx_, ops::OpKind::kPooling);
-  model::write_task_outputs(weights_->config(), task, batch, packed_.spans, x_.data(), logits,
-                            out);
+  model::write_task_outputs(weights_->config(), task, batch, packed_.spans, x_.data(), logits, out);
 }
 
 }  // namespace mcinfer::cpu

@@ -69,7 +69,7 @@ class Encoder {
   std::shared_ptr<const Weights> weights_;
   ops::Context ctx_;
   // Packed batch.
-  model::PackedBatch packed_;            // ids, types, positions [tokens]; spans [batch]
+  model::PackedBatch packed_;             // ids, types, positions [tokens]; spans [batch]
   std::vector<ops::SequenceSpan> spans_;  // [batch]: packed_.spans for the attention kernels
   std::int64_t tokens_ = 0;
   double last_flops_ = 0;

@@ -67,7 +67,8 @@ class WeightLoader {
                                precision, input_max);
     } else {
       AlignedBuffer<float> weight(3 * part_size);
-      for (int i = 0; i < 3; ++i) model::copy_as_f32(*parts[i]->weight, weight.data() + i * part_size);
+      for (int i = 0; i < 3; ++i)
+        model::copy_as_f32(*parts[i]->weight, weight.data() + i * part_size);
       l = ops::Linear::prepare(device_, weight.data(), ops::DType::kF32, bias.data(), 3 * h, h,
                                precision, input_max);
     }

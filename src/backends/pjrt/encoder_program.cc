@@ -62,8 +62,7 @@ class EncoderWriter {
     const Value key = p_.iota(dims, 3);
     const Value limit = p_.broadcast(lengths, dims, {0});
     // A large finite negative, as transformers adds finfo.min: exp underflows to exactly 0.
-    return p_.select(p_.compare("LT", key, limit), p_.splat(0.0f, dims),
-                     p_.splat(-1e30f, dims));
+    return p_.select(p_.compare("LT", key, limit), p_.splat(0.0f, dims), p_.splat(-1e30f, dims));
   }
 
   // x [.., in] · Wᵀ + bias: W [out, in]. bf16: inputs rounded to bf16, f32 sums.
@@ -91,8 +90,8 @@ class EncoderWriter {
     };
     const Value centered = p_.binary("subtract", x, row_mean(x));
     const Value variance = row_mean(p_.binary("multiply", centered, centered));
-    const Value scale = p_.unary(
-        "rsqrt", p_.binary("add", variance, p_.splat(c_.layer_norm_eps, x.dims)));
+    const Value scale =
+        p_.unary("rsqrt", p_.binary("add", variance, p_.splat(c_.layer_norm_eps, x.dims)));
     const Value normed = p_.binary("multiply", centered, scale);
     return p_.binary("add", p_.binary("multiply", normed, p_.broadcast(gamma, x.dims, {last})),
                      p_.broadcast(beta, x.dims, {last}));
@@ -116,12 +115,11 @@ class EncoderWriter {
       case Activation::kGeluTanh: {
         // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
         const Value x3 = p_.binary("multiply", p_.binary("multiply", x, x), x);
-        const Value inner = p_.binary(
-            "add", x, p_.binary("multiply", x3, p_.splat(0.044715f, x.dims)));
+        const Value inner =
+            p_.binary("add", x, p_.binary("multiply", x3, p_.splat(0.044715f, x.dims)));
         const Value t = p_.unary(
-            "tanh",
-            p_.binary("multiply", inner,
-                      p_.splat(static_cast<float>(std::sqrt(2.0 / M_PI)), x.dims)));
+            "tanh", p_.binary("multiply", inner,
+                              p_.splat(static_cast<float>(std::sqrt(2.0 / M_PI)), x.dims)));
         const Value half_x = p_.binary("multiply", x, p_.splat(0.5f, x.dims));
         return p_.binary("multiply", half_x, p_.binary("add", t, p_.splat(1.0f, x.dims)));
       }

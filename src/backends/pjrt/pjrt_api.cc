@@ -18,7 +18,8 @@ struct UsedFunction {
   std::size_t offset;
   const char* name;
 };
-#define MCINFER_PJRT_FN(name) UsedFunction{offsetof(PJRT_Api, name), #name}
+#define MCINFER_PJRT_FN(name) \
+  UsedFunction { offsetof(PJRT_Api, name), #name }
 constexpr UsedFunction kUsed[] = {
     MCINFER_PJRT_FN(PJRT_Error_Destroy),
     MCINFER_PJRT_FN(PJRT_Error_Message),
@@ -53,7 +54,10 @@ bool is_elf(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[4] = {};
   in.read(magic, 4);
-  return in.gcount() == 4 && std::memcmp(magic, "\x7f" "ELF", 4) == 0;
+  return in.gcount() == 4 && std::memcmp(magic,
+                                         "\x7f"
+                                         "ELF",
+                                         4) == 0;
 }
 
 template <typename Args>
@@ -98,9 +102,7 @@ void await_event(const Plugin& plugin, PJRT_Event* event, std::string_view what)
 
 }  // namespace
 
-std::size_t element_bytes(ElementType type) {
-  return type == ElementType::kBf16 ? 2 : 4;
-}
+std::size_t element_bytes(ElementType type) { return type == ElementType::kBf16 ? 2 : 4; }
 
 std::shared_ptr<const Plugin> Plugin::load(const std::filesystem::path& path) {
   std::error_code ec;
@@ -130,13 +132,14 @@ std::shared_ptr<const Plugin> Plugin::load(const std::filesystem::path& path) {
     fail(
         "PJRT plugin {}: PJRT C API version {}.{} cannot be used; mcinfer needs {}.{} or a later "
         "{}.x (written against {}.{})",
-        path.string(), plugin->major_, plugin->minor_, PJRT_API_MAJOR, kMinApiMinor,
-        PJRT_API_MAJOR, PJRT_API_MAJOR, PJRT_API_MINOR);
+        path.string(), plugin->major_, plugin->minor_, PJRT_API_MAJOR, kMinApiMinor, PJRT_API_MAJOR,
+        PJRT_API_MAJOR, PJRT_API_MINOR);
   }
   for (const UsedFunction& fn : kUsed) {
     const bool inside = fn.offset + sizeof(void*) <= api->struct_size;
     void* pointer = nullptr;
-    if (inside) std::memcpy(&pointer, reinterpret_cast<const char*>(api) + fn.offset, sizeof(void*));
+    if (inside)
+      std::memcpy(&pointer, reinterpret_cast<const char*>(api) + fn.offset, sizeof(void*));
     if (pointer == nullptr) {
       fail("PJRT plugin {} (API {}.{}): does not provide {}, which mcinfer calls", path.string(),
            plugin->major_, plugin->minor_, fn.name);
@@ -161,9 +164,10 @@ void Plugin::check(PJRT_Error* error, std::string_view what) const {
   api_->PJRT_Error_Destroy(&destroy);
   if (text.size() > 4000) text = text.substr(0, 4000) + " [...]";
   if (has_code && code.code == PJRT_Error_Code_RESOURCE_EXHAUSTED) {
-    fail("PJRT plugin {}: {}: out of device memory: {} (use a smaller --batch-tokens, or fewer "
-         "--replicas)",
-         path_.string(), what, text);
+    fail(
+        "PJRT plugin {}: {}: out of device memory: {} (use a smaller --batch-tokens, or fewer "
+        "--replicas)",
+        path_.string(), what, text);
   }
   fail("PJRT plugin {}: {}: {} (code {})", path_.string(), what, text,
        has_code ? static_cast<int>(code.code) : -1);
@@ -266,8 +270,8 @@ Client::Client(std::shared_ptr<const Plugin> plugin, int cpu_devices) : plugin_(
     info.description = view(text.to_string, text.to_string_size);
     devices_.push_back(std::move(info));
   }
-  if (devices_.empty()) fail("PJRT plugin {}: the client has no addressable device",
-                             plugin_->path().string());
+  if (devices_.empty())
+    fail("PJRT plugin {}: the client has no addressable device", plugin_->path().string());
   for (std::size_t i = 0; i < devices_.size(); ++i) devices_[i] = memory_of(i);
 }
 

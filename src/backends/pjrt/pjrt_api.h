@@ -80,8 +80,8 @@ class DeviceBuffer {
 struct DeviceInfo {
   PJRT_Device* device = nullptr;
   int id = 0;
-  std::string kind;         // "cpu", "NVIDIA H200", "TPU v4" ...
-  std::string description;  // the plugin's own one-line description
+  std::string kind;                // "cpu", "NVIDIA H200", "TPU v4" ...
+  std::string description;         // the plugin's own one-line description
   std::int64_t memory_limit = -1;  // bytes; -1 where the plugin does not say
   std::int64_t memory_in_use = -1;
 };
@@ -130,8 +130,7 @@ class Executable {
   Executable& operator=(const Executable&) = delete;
   std::size_t outputs() const { return outputs_; }
   // Runs on `device` with `args` (buffers of that device) and waits for completion.
-  std::vector<DeviceBuffer> execute(PJRT_Device* device,
-                                    std::span<PJRT_Buffer* const> args) const;
+  std::vector<DeviceBuffer> execute(PJRT_Device* device, std::span<PJRT_Buffer* const> args) const;
 
  private:
   friend class Client;  // sets outputs_ once the plugin has said it

@@ -14,6 +14,7 @@
 #include "backends/pjrt/encoder_program.h"
 #include "backends/pjrt/pjrt_api.h"
 #include "core/error.h"
+#include "core/system.h"
 #include "model/model_dir.h"
 #include "model/packing.h"
 #include "model/task_outputs.h"
@@ -105,11 +106,13 @@ class ModelState {
     const DeviceInfo info = client_->memory_of(index);
     const std::uint64_t need = weight_bytes();
     if (info.memory_limit >= 0 &&
-        need > static_cast<std::uint64_t>(info.memory_limit - std::max<std::int64_t>(0, info.memory_in_use))) {
-      fail("PJRT device {} ({}): the weights need {:.1f} MiB but the device has {:.1f} MiB free "
-           "of {:.1f} MiB",
-           info.id, info.kind, need / 1048576.0,
-           (info.memory_limit - info.memory_in_use) / 1048576.0, info.memory_limit / 1048576.0);
+        need > static_cast<std::uint64_t>(info.memory_limit -
+                                          std::max<std::int64_t>(0, info.memory_in_use))) {
+      fail(
+          "PJRT device {} ({}): the weights need {:.1f} MiB but the device has {:.1f} MiB free "
+          "of {:.1f} MiB",
+          info.id, info.kind, need / 1048576.0,
+          (info.memory_limit - info.memory_in_use) / 1048576.0, info.memory_limit / 1048576.0);
     }
     for (const HostWeight& w : weights_)
       buffers.push_back(client_->upload(w.bytes.data(), w.type, w.dims, index));
@@ -191,8 +194,9 @@ class PjrtReplica final : public backend::Replica {
     for (std::int64_t first = 0; first < n;) {
       const std::int64_t count = std::min(full, n - first);
       // The last, partial run: the smallest power of two that holds it.
-      const std::int64_t rows = count == full ? full : std::int64_t{1} << std::bit_width(
-                                                           static_cast<std::uint64_t>(count - 1));
+      const std::int64_t rows =
+          count == full ? full
+                        : std::int64_t{1} << std::bit_width(static_cast<std::uint64_t>(count - 1));
       run(first, count, rows, length, hidden, logits);
       last_computed_ += rows * length;
       first += count;
@@ -200,7 +204,8 @@ class PjrtReplica final : public backend::Replica {
     double flops = 0;
     for (const auto& s : packed_.spans) {
       const double t = static_cast<double>(s.length), h = static_cast<double>(c.hidden_size);
-      flops += c.num_layers * (2.0 * t * (4 * h * h + 2 * h * c.intermediate_size) + 4.0 * t * t * h);
+      flops +=
+          c.num_layers * (2.0 * t * (4 * h * h + 2 * h * c.intermediate_size) + 4.0 * t * t * h);
     }
     last_flops_ = flops;
     model::write_task_outputs(c, task, batch, packed_.spans, hidden ? hidden_.data() : nullptr,
@@ -299,8 +304,9 @@ class PjrtBackend final : public backend::Backend {
   std::string_view name() const override { return "pjrt"; }
   std::string description() const override {
     const auto& d = client_->devices();
-    return fmt::format("PJRT {} ({} {}), {} of {} device(s): {}; plugin {} (API {}.{})",
-                       client_->platform(), client_->platform(), client_->platform_version(),
+    const std::string& version = client_->platform_version();
+    return fmt::format("PJRT {}{}, {} of {} device(s): {}; plugin {} (API {}.{})",
+                       client_->platform(), version == client_->platform() ? "" : " " + version,
                        devices_, d.size(), d.front().kind, client_->plugin().path().string(),
                        client_->plugin().api_major(), client_->plugin().api_minor());
   }
@@ -317,8 +323,9 @@ class PjrtBackend final : public backend::Backend {
   model::PrecisionChoice resolve_precision(Precision requested) const override {
     switch (requested) {
       case Precision::kInt8:
-        fail_usage("--precision int8 runs on the cpu backend only; --backend pjrt runs fp32 or "
-                   "bf16");
+        fail_usage(
+            "--precision int8 runs on the cpu backend only; --backend pjrt runs fp32 or "
+            "bf16");
       case Precision::kFp32:
         return {Precision::kFp32, "", "fp32 as asked"};
       case Precision::kBf16:
@@ -393,8 +400,8 @@ class PjrtBackend final : public backend::Backend {
     return {backend::BatchShape::Kind::kBuckets, {}};
   }
   int replica_slots() const override { return devices_; }
-  std::uint64_t replica_bytes(const ModelConfig& c, std::int64_t tokens, std::int64_t max_len,
-                              int, Precision) const override {
+  std::uint64_t replica_bytes(const ModelConfig& c, std::int64_t tokens, std::int64_t max_len, int,
+                              Precision) const override {
     // Host side: the padded inputs and the hidden states copied back, twice (padded + packed).
     const std::int64_t padded = std::max(tokens, length_bucket(max_len, c.max_sequence_length()));
     return static_cast<std::uint64_t>(padded) * static_cast<std::uint64_t>(c.hidden_size) * 8 +
@@ -440,9 +447,12 @@ std::unique_ptr<backend::Backend> make_pjrt_backend(const PjrtOptions& options) 
   const auto path = resolve_plugin(options.plugin);
   auto plugin = Plugin::load(path);
   // cpu_device_count is a CPU plugin's option; other plugins may refuse options they do not know.
-  const bool cpu_plugin = options.plugin == "cpu" ||
-                          path.filename().string().find("cpu") != std::string::npos;
-  auto client = std::make_shared<const Client>(plugin, cpu_plugin ? options.devices : 0);
+  const bool cpu_plugin =
+      options.plugin == "cpu" || path.filename().string().find("cpu") != std::string::npos;
+  // A CPU plugin's devices are what --devices says, by default one per physical core (as a TPU
+  // host has one per chip core).
+  const int cpu_devices = options.devices > 0 ? options.devices : sys::physical_cores();
+  auto client = std::make_shared<const Client>(plugin, cpu_plugin ? cpu_devices : 0);
   return std::make_unique<PjrtBackend>(std::move(client), options.devices);
 }
 

@@ -14,7 +14,7 @@ namespace mcinfer::pjrt {
 struct PjrtOptions {
   // A plugin file, or a name: cpu, cuda, tpu (resolve_plugin).
   std::string plugin = "cpu";
-  // CPU plugins: devices to create (0: the plugin's default). Others: use the first N devices
+  // CPU plugins: devices to create (0: one per physical core). Others: use the first N devices
   // (0: all).
   int devices = 0;
 };

@@ -27,7 +27,8 @@ std::string load_error(const std::filesystem::path& path) {
 }
 
 TEST(PjrtPlugin, RefusesWhatIsNotAUsablePlugin) {
-  EXPECT_EQ(load_error("/nonexistent/plugin.so"), "PJRT plugin /nonexistent/plugin.so: no such file");
+  EXPECT_EQ(load_error("/nonexistent/plugin.so"),
+            "PJRT plugin /nonexistent/plugin.so: no such file");
   const auto text = std::filesystem::temp_directory_path() / "mcinfer_not_a_plugin.so";
   std::ofstream(text) << "not a shared library\n";
   EXPECT_NE(load_error(text).find("not a shared library (no ELF header)"), std::string::npos);
@@ -35,8 +36,9 @@ TEST(PjrtPlugin, RefusesWhatIsNotAUsablePlugin) {
   EXPECT_NE(load_error(FAKE_PJRT_NO_API).find("does not export GetPjrtApi (not a PJRT plugin)"),
             std::string::npos)
       << load_error(FAKE_PJRT_NO_API);
-  EXPECT_NE(load_error(FAKE_PJRT_V1_0).find("PJRT C API version 1.0 cannot be used; mcinfer "
-                                            "needs 0.54 or a later 0.x"),
+  EXPECT_NE(load_error(FAKE_PJRT_V1_0)
+                .find("PJRT C API version 1.0 cannot be used; mcinfer "
+                      "needs 0.54 or a later 0.x"),
             std::string::npos)
       << load_error(FAKE_PJRT_V1_0);
   EXPECT_NE(load_error(FAKE_PJRT_V0_10).find("version 0.10 cannot be used"), std::string::npos);

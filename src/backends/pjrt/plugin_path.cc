@@ -33,21 +33,25 @@ std::vector<fs::path> in_virtual_env(const std::vector<std::string>& relative) {
 
 struct KnownPlugin {
   const char* name;
-  const char* variable;  // names the file when set
+  const char* variable;               // names the file when set
   std::vector<std::string> packaged;  // where its PyPI package puts it, inside site-packages
   const char* install;                // what to tell the user
 };
 
 const std::vector<KnownPlugin>& known_plugins() {
   static const std::vector<KnownPlugin> plugins = {
-      {"cpu", "MCINFER_PJRT_CPU_PLUGIN", {"xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so"},
+      {"cpu",
+       "MCINFER_PJRT_CPU_PLUGIN",
+       {"xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so"},
        "pip install xla-cpu-pjrt==0.0.1 in the active virtual environment (scripts/get_pjrt_cpu.sh "
        "does it for the tests)"},
       {"cuda",
        "MCINFER_PJRT_CUDA_PLUGIN",
        {"jax_plugins/xla_cuda13/xla_cuda_plugin.so", "jax_plugins/xla_cuda12/xla_cuda_plugin.so"},
        "pip install jax-cuda13-pjrt (with its CUDA wheels) in the active virtual environment"},
-      {"tpu", "TPU_LIBRARY_PATH", {"libtpu/libtpu.so"},
+      {"tpu",
+       "TPU_LIBRARY_PATH",
+       {"libtpu/libtpu.so"},
        "pip install libtpu on the TPU VM, in the active virtual environment"},
   };
   return plugins;

@@ -15,32 +15,18 @@ namespace {
 std::string list(const Dims& dims) { return fmt::format("{}", fmt::join(dims, ", ")); }
 
 void expect(bool condition, std::string_view op, const Value& a) {
-  if (!condition) fail("internal: StableHLO {}: operand {} {} does not fit", op, a.name,
-                       a.tensor_type());
+  if (!condition)
+    fail("internal: StableHLO {}: operand {} {} does not fit", op, a.name, a.tensor_type());
 }
 
 bool is_float(DType type) { return type == DType::kF32 || type == DType::kBf16; }
 
 }  // namespace
 
-std::string_view mlir_name(DType type) {
-  switch (type) {
-    case DType::kF32:
-      return "f32";
-    case DType::kBf16:
-      return "bf16";
-    case DType::kS32:
-      return "i32";
-    case DType::kPred:
-      return "i1";
-  }
-  return "?";
-}
-
 std::string Value::tensor_type() const {
   std::string text = "tensor<";
   for (std::int64_t d : dims) text += fmt::format("{}x", d);
-  text += mlir_name(type);
+  text += kMlirTypeNames.name(type);
   return text + ">";
 }
 
@@ -66,8 +52,8 @@ Value Program::splat(float value, const Dims& dims, DType type) {
   } else {
     literal = value != 0 ? "true" : "false";
   }
-  body_ += fmt::format("    {} = stablehlo.constant dense<{}> : {}\n", v.name, literal,
-                       v.tensor_type());
+  body_ +=
+      fmt::format("    {} = stablehlo.constant dense<{}> : {}\n", v.name, literal, v.tensor_type());
   return v;
 }
 
@@ -107,8 +93,8 @@ Value Program::broadcast(const Value& a, const Dims& dims, const Dims& mapping) 
            "broadcast_in_dim", a);
   }
   Value v = next(dims, a.type);
-  body_ += fmt::format("    {} = stablehlo.broadcast_in_dim {}, dims = [{}] : ({}) -> {}\n",
-                       v.name, a.name, list(mapping), a.tensor_type(), v.tensor_type());
+  body_ += fmt::format("    {} = stablehlo.broadcast_in_dim {}, dims = [{}] : ({}) -> {}\n", v.name,
+                       a.name, list(mapping), a.tensor_type(), v.tensor_type());
   return v;
 }
 
@@ -156,8 +142,8 @@ Value Program::slice(const Value& a, const Dims& start, const Dims& limit) {
 
 Value Program::iota(const Dims& dims, std::int64_t dimension, DType type) {
   Value v = next(dims, type);
-  body_ += fmt::format("    {} = stablehlo.iota dim = {} : {}\n", v.name, dimension,
-                       v.tensor_type());
+  body_ +=
+      fmt::format("    {} = stablehlo.iota dim = {} : {}\n", v.name, dimension, v.tensor_type());
   return v;
 }
 
@@ -252,8 +238,8 @@ Value Program::gather_rows(const Value& table, const Value& indices) {
 std::string Program::module(const std::vector<Value>& results) const {
   std::string params, types, names;
   for (std::size_t i = 0; i < parameters_.size(); ++i)
-    params += fmt::format("{}{}: {}", i ? ", " : "", parameters_[i].name,
-                          parameters_[i].tensor_type());
+    params +=
+        fmt::format("{}{}: {}", i ? ", " : "", parameters_[i].name, parameters_[i].tensor_type());
   for (std::size_t i = 0; i < results.size(); ++i) {
     types += fmt::format("{}{}", i ? ", " : "", results[i].tensor_type());
     names += fmt::format("{}{}", i ? ", " : "", results[i].name);

@@ -11,10 +11,18 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.h"
+
 namespace mcinfer::pjrt {
 
 enum class DType { kF32, kBf16, kS32, kPred };
-std::string_view mlir_name(DType type);  // "f32", "bf16", "i32", "i1"
+// As MLIR spells each element type.
+inline constexpr EnumNames<DType, 4> kMlirTypeNames{{{
+    {DType::kF32, "f32"},
+    {DType::kBf16, "bf16"},
+    {DType::kS32, "i32"},
+    {DType::kPred, "i1"},
+}}};
 
 using Dims = std::vector<std::int64_t>;
 
