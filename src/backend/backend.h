@@ -44,7 +44,10 @@ struct BatchShape {
     kBuckets,
   };
   Kind kind = Kind::kPacked;
-  std::vector<std::pair<std::int64_t, std::int64_t>> buckets;  // kBuckets: [sequences, length]
+  // kBuckets: the length a batch whose longest sequence has n tokens is padded to, and the
+  // multiple its sequence count is padded to; each distinct [rows, length] is one compiled program.
+  std::function<std::int64_t(std::int64_t)> padded_length;
+  std::int64_t row_multiple = 1;
 };
 
 // What preparing a model's weights for a device occupies, and what the checkpoint held.

@@ -136,6 +136,7 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
   plan.out_format = output_format(o.output);
   plan.replicas = o.replicas > 0 ? o.replicas : rank.replica_slots(backend.replica_slots());
   plan.first_cpu = rank.first_cpu(plan.replicas);
+  plan.batch_shape = backend.batch_shape();
   check_flags(o);
   static_cast<TaskPlan&>(plan) =
       plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len, o.outputs});

@@ -51,6 +51,7 @@ struct RunPlan : TaskPlan {
   // What a replica computes for each sequence: `task`, less its last step in a chunked run
   // (applied to each row once its windows are reduced).
   WindowTask window;
+  backend::BatchShape batch_shape;  // how the backend wants the dynamic schedule's batches cut
 };
 
 // Checks the flags and resolves the plan; throws UsageError or Error naming what is wrong.

@@ -135,6 +135,21 @@ bool DynamicSource::produce_window() {
                std::max<std::int64_t>(static_cast<std::int64_t>(window.back().ids.size()),
                                       window_tokens / (4 * static_cast<std::int64_t>(replicas_))));
   std::vector<Batch> batches;
+  if (options_.padded_length) {
+    cut_to_shapes(window, budget, batches);
+  } else {
+    cut_packed(window, budget, batches);
+  }
+  for (auto& b : batches) b.number = batches_++;
+  std::lock_guard lock(queue_mutex_);
+  for (auto& b : batches) queue_.push_back(std::move(b));
+  return true;
+}
+
+// Packed batches (only real tokens are computed): ascending lengths cut by the budget, then
+// longest batches first, so that the costly ones start early and the run ends on short ones.
+void DynamicSource::cut_packed(std::vector<WorkItem>& window, std::int64_t budget,
+                               std::vector<Batch>& batches) {
   Batch current;
   for (auto& w : window) {
     // Ascending lengths: the row being added is the batch's longest.
@@ -147,12 +162,25 @@ bool DynamicSource::produce_window() {
     current.add(std::move(w));
   }
   if (!current.items.empty()) batches.push_back(std::move(current));
-  // Longest batches first: the costly ones start early and the run ends on short ones.
   std::reverse(batches.begin(), batches.end());
-  for (auto& b : batches) b.number = batches_++;
-  std::lock_guard lock(queue_mutex_);
-  for (auto& b : batches) queue_.push_back(std::move(b));
-  return true;
+}
+
+// Compiled shapes: longest rows first, each batch as many rows as the budget holds at the padded
+// length of its first (longest) row, rounded down to the row multiple, so that every batch but a
+// window's last fills its [rows, length] shape (cut by ascending length, a batch that meets the
+// next length bucket would end half full, and its shape would be padded).
+void DynamicSource::cut_to_shapes(std::vector<WorkItem>& window, std::int64_t budget,
+                                  std::vector<Batch>& batches) {
+  const std::int64_t multiple = std::max<std::int64_t>(1, options_.row_multiple);
+  for (std::size_t end = window.size(); end > 0;) {
+    const std::int64_t length =
+        options_.padded_length(static_cast<std::int64_t>(window[end - 1].ids.size()));
+    std::int64_t rows = std::max<std::int64_t>(1, budget / std::max<std::int64_t>(1, length));
+    if (rows >= multiple) rows -= rows % multiple;
+    Batch batch;
+    for (std::int64_t k = 0; k < rows && end > 0; ++k) batch.add(std::move(window[--end]));
+    batches.push_back(std::move(batch));
+  }
 }
 
 void DynamicSource::refill() {

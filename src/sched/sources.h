@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -84,8 +85,15 @@ class StaticSource : public WorkSource {
 };
 
 struct DynamicOptions {
+  DynamicOptions() = default;
+  DynamicOptions(std::size_t window, std::int64_t tokens)
+      : window_rows(window), batch_tokens(tokens) {}
   std::size_t window_rows = 8192;    // rows sorted together
   std::int64_t batch_tokens = 4096;  // budget of padded tokens (rows × longest row) per batch
+  // A backend of compiled shapes (backend::BatchShape::kBuckets): the length a batch is padded
+  // to by its longest row, and the multiple of rows it is padded to. Unset: packed batches.
+  std::function<std::int64_t(std::int64_t)> padded_length;
+  std::int64_t row_multiple = 1;
 };
 
 class DynamicSource : public WorkSource {
@@ -97,6 +105,9 @@ class DynamicSource : public WorkSource {
  private:
   // Reads, sorts and cuts one window; caller holds produce_mutex_. False when input is exhausted.
   bool produce_window();
+  void cut_packed(std::vector<WorkItem>& window, std::int64_t budget, std::vector<Batch>& batches);
+  void cut_to_shapes(std::vector<WorkItem>& window, std::int64_t budget,
+                     std::vector<Batch>& batches);
   // produce_window() unless the input is done or the source stopped; caller holds
   // produce_mutex_. A read that throws stops the source before the lock is released, so that a
   // replica waiting for the lock does not read on past the bad row (and report a later one).

@@ -228,6 +228,38 @@ TEST(DynamicSource, EveryRowOnceInLengthSortedBudgetedBatches) {
   }
 }
 
+// A backend of compiled shapes (BatchShape::kBuckets): batches fill [rows, bucket] shapes, the
+// rows a multiple of 8 within the budget at the bucket length of their longest row, so that only
+// a window's last batch is padded in rows.
+TEST(DynamicSource, CompiledShapesGetFullBatchesWithinTheBudget) {
+  auto path = write_rows("dynamic_shapes", 1000, 4);
+  RowFeeder feeder(feed_options(path), nullptr);
+  DynamicOptions opts;
+  opts.window_rows = 256;
+  opts.batch_tokens = 400;
+  auto bucket = [](std::int64_t n) { return (n + 15) / 16 * 16; };
+  opts.padded_length = bucket;
+  opts.row_multiple = 8;
+  DynamicSource source(feeder, opts, 1);
+  std::set<std::uint64_t> seen;
+  int partial = 0, batches = 0;
+  while (auto b = source.next(0)) {
+    ++batches;
+    const std::int64_t length = bucket(static_cast<std::int64_t>(b->items.front().ids.size()));
+    const auto rows = static_cast<std::int64_t>(b->items.size());
+    for (std::size_t k = 0; k < b->items.size(); ++k) {
+      EXPECT_TRUE(seen.insert(b->items[k].ordinal).second);
+      EXPECT_LE(static_cast<std::int64_t>(b->items[k].ids.size()), length);  // first is longest
+    }
+    const std::int64_t fit = std::max<std::int64_t>(1, opts.batch_tokens / length);
+    const std::int64_t full = fit >= 8 ? fit / 8 * 8 : fit;
+    EXPECT_LE(rows, full);
+    if (rows != full) ++partial;
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+  EXPECT_LE(partial, 4) << "of " << batches << " batches: one per window of 256 rows";
+}
+
 TEST(DynamicSource, SameInputSameBatches) {
   auto path = write_rows("dynamic_repro", 300, 3);
   auto collect = [&] {

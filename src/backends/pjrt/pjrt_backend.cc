@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <future>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -26,10 +27,10 @@ namespace {
 using model::ModelConfig;
 using model::Precision;
 
-// Tokens one execution covers (sequences × padded length). Accelerators: enough rows to fill
-// the matrix units; CPU plugins: small runs, whose activations stay in cache.
-constexpr std::int64_t kAcceleratorTokensPerRun = 16384;
-constexpr std::int64_t kCpuTokensPerRun = 2048;
+// Sequences of a compiled shape are a multiple of this (the dynamic schedule cuts batches to
+// it; a window's last batch is padded up to it); a batch of more than kMaxRows runs in parts.
+constexpr std::int64_t kRowMultiple = 8;
+constexpr std::int64_t kMaxRows = 512;
 
 // One weight slot in host memory, in its device element type.
 struct HostWeight {
@@ -72,8 +73,7 @@ class ModelState {
  public:
   ModelState(std::shared_ptr<const Client> client, ModelConfig config, Precision precision,
              bool head, model::Activation head_activation, std::vector<WeightSlot> slots,
-             std::vector<HostWeight> weights, std::int64_t tokens_per_run, std::string source,
-             int used_devices)
+             std::vector<HostWeight> weights, std::string source, int used_devices)
       : client_(std::move(client)),
         config_(std::move(config)),
         precision_(precision),
@@ -81,7 +81,6 @@ class ModelState {
         head_activation_(head_activation),
         slots_(std::move(slots)),
         weights_(std::move(weights)),
-        tokens_per_run_(tokens_per_run),
         source_(std::move(source)),
         devices_(client_->devices().size()),
         used_devices_(static_cast<std::size_t>(used_devices)) {}
@@ -91,7 +90,6 @@ class ModelState {
   Precision precision() const { return precision_; }
   bool head() const { return head_; }
   const std::string& source() const { return source_; }
-  std::int64_t tokens_per_run() const { return tokens_per_run_; }
   std::uint64_t weight_bytes() const {
     std::uint64_t n = 0;
     for (const HostWeight& w : weights_) n += w.bytes.size();
@@ -161,7 +159,6 @@ class ModelState {
   model::Activation head_activation_;
   std::vector<WeightSlot> slots_;
   std::vector<HostWeight> weights_;
-  std::int64_t tokens_per_run_;
   std::string source_;  // the model directory, for messages
   std::mutex mutex_;
   std::vector<std::vector<DeviceBuffer>> devices_;  // [device][slot]
@@ -189,14 +186,10 @@ class PjrtReplica final : public backend::Replica {
     hidden_.resize(hidden ? static_cast<std::size_t>(packed_.tokens() * c.hidden_size) : 0);
     logits_.resize(logits ? static_cast<std::size_t>(n * c.num_labels) : 0);
     const std::int64_t length = length_bucket(packed_.longest(), c.max_sequence_length());
-    const std::int64_t full = rows_per_run(length, state_->tokens_per_run());
     last_computed_ = 0;
     for (std::int64_t first = 0; first < n;) {
-      const std::int64_t count = std::min(full, n - first);
-      // The last, partial run: the smallest power of two that holds it.
-      const std::int64_t rows =
-          count == full ? full
-                        : std::int64_t{1} << std::bit_width(static_cast<std::uint64_t>(count - 1));
+      const std::int64_t count = std::min(kMaxRows, n - first);
+      const std::int64_t rows = padded_rows(count);
       run(first, count, rows, length, hidden, logits);
       last_computed_ += rows * length;
       first += count;
@@ -396,8 +389,13 @@ class PjrtBackend final : public backend::Backend {
   }
 
   backend::BatchShape batch_shape() const override {
-    // Any batch is accepted and cut into runs of these shapes (PjrtReplica::predict).
-    return {backend::BatchShape::Kind::kBuckets, {}};
+    // Any batch is accepted (PjrtReplica::predict pads it to these); batches cut to them leave
+    // only the length bucket's step as padding.
+    // (The model's position table caps a bucket; the schedule never sees a longer row.)
+    return {
+        backend::BatchShape::Kind::kBuckets,
+        [](std::int64_t n) { return length_bucket(n, std::numeric_limits<std::int64_t>::max()); },
+        kRowMultiple};
   }
   int replica_slots() const override { return devices_; }
   std::uint64_t replica_bytes(const ModelConfig& c, std::int64_t tokens, std::int64_t max_len, int,
@@ -418,9 +416,9 @@ class PjrtBackend final : public backend::Backend {
       backend::WeightStats stats) const {
     if (precision != Precision::kFp32 && precision != Precision::kBf16)
       fail_usage("--backend pjrt runs fp32 or bf16, not {}", model::precision_name(precision));
-    auto state = std::make_shared<ModelState>(
-        client_, config, precision, head, head_act, std::move(slots), std::move(weights),
-        is_cpu() ? kCpuTokensPerRun : kAcceleratorTokensPerRun, std::move(source), devices_);
+    auto state =
+        std::make_shared<ModelState>(client_, config, precision, head, head_act, std::move(slots),
+                                     std::move(weights), std::move(source), devices_);
     stats.packed_bytes = state->weight_bytes();
     return std::make_shared<PjrtModel>(std::move(state), std::move(stats));
   }
@@ -437,9 +435,8 @@ std::int64_t length_bucket(std::int64_t longest, std::int64_t max_positions) {
   return std::min(bucket, std::max(longest, max_positions));
 }
 
-std::int64_t rows_per_run(std::int64_t length, std::int64_t tokens_per_run) {
-  const auto fit = static_cast<std::uint64_t>(std::max<std::int64_t>(1, tokens_per_run / length));
-  return static_cast<std::int64_t>(std::min<std::uint64_t>(std::bit_floor(fit), 512));
+std::int64_t padded_rows(std::int64_t count) {
+  return (std::max<std::int64_t>(count, 1) + kRowMultiple - 1) / kRowMultiple * kRowMultiple;
 }
 
 std::unique_ptr<backend::Backend> make_pjrt_backend(const PjrtOptions& options) {

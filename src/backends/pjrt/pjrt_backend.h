@@ -33,7 +33,8 @@ std::unique_ptr<backend::Backend> make_pjrt_backend(const PjrtOptions& options);
 // batch: multiples of 16 up to 128, of 32 up to 256, of 64 beyond (at most ~12% padding above
 // 128 tokens, 6 programs up to 96); never beyond the model's position table.
 std::int64_t length_bucket(std::int64_t longest, std::int64_t max_positions);
-// Sequences per execution for a length bucket: a power of two near `tokens_per_run / length`.
-std::int64_t rows_per_run(std::int64_t length, std::int64_t tokens_per_run);
+// The sequences a batch of `count` runs as: `count` rounded up to a multiple of 8 (the dynamic
+// schedule cuts batches to such multiples, so only a window's last batch is padded).
+std::int64_t padded_rows(std::int64_t count);
 
 }  // namespace mcinfer::pjrt

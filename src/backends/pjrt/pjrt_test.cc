@@ -83,9 +83,10 @@ TEST(PjrtShapes, BucketsBoundThePadding) {
     EXPECT_GE(b, n);
     EXPECT_LE(b - n, n <= 128 ? 15 : n <= 256 ? 31 : 63) << n;
   }
-  EXPECT_EQ(rows_per_run(128, 16384), 128);
-  EXPECT_EQ(rows_per_run(224, 16384), 64);
-  EXPECT_EQ(rows_per_run(512, 256), 1);
+  EXPECT_EQ(padded_rows(1), 8);
+  EXPECT_EQ(padded_rows(8), 8);
+  EXPECT_EQ(padded_rows(9), 16);
+  EXPECT_EQ(padded_rows(72), 72);
 }
 
 TEST(StableHlo, ChecksShapesAsItWrites) {
