@@ -9,8 +9,13 @@ namespace mcinfer::backend {
 std::vector<std::string> built_backends() { return {"cpu", "pjrt"}; }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
-  if (options.name == "cpu")
+  if (options.name == "cpu") {
+    if (options.devices != 0 || options.pjrt_plugin != "cpu")
+      fail_usage(
+          "--plugin and --devices apply to --backend pjrt (the cpu backend runs on this "
+          "machine's cores: --replicas)");
     return cpu::make_cpu_backend(options.cpu_isa, options.cpu_epilogue_in_kernel);
+  }
   if (options.name == "pjrt")
     return pjrt::make_pjrt_backend({.plugin = options.pjrt_plugin, .devices = options.devices});
   std::string names;

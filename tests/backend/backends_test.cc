@@ -28,13 +28,22 @@ struct Prepared {
   std::unique_ptr<backend::Replica> replica;
 };
 
-// pjrt: XLA's CPU plugin with two devices, the replica on the second (replicas take the devices
-// in turn), so that device placement is exercised too.
+// pjrt: XLA's CPU plugin with two devices.
+backend::BackendOptions options_for(const std::string& name) {
+  backend::BackendOptions options{.name = name};
+  if (name == "pjrt") {
+    options.pjrt_plugin = testing::pjrt_cpu_plugin();
+    options.devices = 2;
+  }
+  return options;
+}
+
+// The replica of a pjrt model runs on the second device (replicas take the devices in turn), so
+// that device placement is exercised too.
 Prepared prepare(const std::string& name, const fs::path& dir,
                  model::Precision precision = model::Precision::kFp32) {
   Prepared p;
-  p.backend = backend::make_backend(
-      {.name = name, .pjrt_plugin = testing::pjrt_cpu_plugin(), .devices = name == "pjrt" ? 2 : 0});
+  p.backend = backend::make_backend(options_for(name));
   backend::PrepareOptions options;
   options.precision = precision;
   p.model = p.backend->prepare(model::ModelDir::open(dir), options, nullptr);
@@ -95,8 +104,7 @@ TEST_P(BackendFixture, MatchesTransformersAndTheCpuBackend) {
 // dot products): issue 12's gates against transformers' fp32 — probabilities within 0.01 and
 // the same argmax wherever the top two are 0.02 apart; embeddings within cosine 0.999.
 TEST_P(BackendFixture, Bf16StaysWithinThePrecisionGates) {
-  const auto backend =
-      backend::make_backend({.name = backend_name(), .pjrt_plugin = testing::pjrt_cpu_plugin()});
+  const auto backend = backend::make_backend(options_for(backend_name()));
   try {
     backend->resolve_precision(model::Precision::kBf16);
   } catch (const UsageError& e) {
@@ -198,6 +206,19 @@ INSTANTIATE_TEST_SUITE_P(Built, BackendFixture, ::testing::ValuesIn(params()),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param);
                          });
+
+TEST(Registry, PjrtFlagsAreRefusedForTheCpuBackend) {
+  for (const backend::BackendOptions& options :
+       {backend::BackendOptions{.name = "cpu", .pjrt_plugin = "tpu"},
+        backend::BackendOptions{.name = "cpu", .devices = 4}}) {
+    try {
+      backend::make_backend(options);
+      ADD_FAILURE() << "made a cpu backend with --plugin or --devices";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("apply to --backend pjrt"), std::string::npos);
+    }
+  }
+}
 
 TEST(Registry, NamesTheBuiltBackendsForAnUnknownOne) {
   try {

@@ -112,8 +112,12 @@ class ModelState {
           info.id, info.kind, need / 1048576.0,
           (info.memory_limit - info.memory_in_use) / 1048576.0, info.memory_limit / 1048576.0);
     }
+    // All or nothing: a failed upload (out of memory) leaves no half set behind for the next
+    // replica to take as complete.
+    std::vector<DeviceBuffer> uploaded;
     for (const HostWeight& w : weights_)
-      buffers.push_back(client_->upload(w.bytes.data(), w.type, w.dims, index));
+      uploaded.push_back(client_->upload(w.bytes.data(), w.type, w.dims, index));
+    buffers = std::move(uploaded);
     return buffers;
   }
 
@@ -169,6 +173,9 @@ class ModelState {
   std::atomic<std::size_t> next_device_{0};
 };
 
+// One replica on one device: packs its batch like the CPU backend, pads it to a compiled shape,
+// runs it and hands the results to model::write_task_outputs. Used by one thread at a time;
+// shares the model's state (weights, programs) with every other replica.
 class PjrtReplica final : public backend::Replica {
  public:
   PjrtReplica(std::shared_ptr<ModelState> state, std::size_t device)
