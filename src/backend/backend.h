@@ -116,6 +116,9 @@ class PreparedModel {
   virtual bool int8_smoothed() const { return false; }
   // A replica that runs on `threads` threads of its own.
   virtual std::unique_ptr<Replica> make_replica(int threads) const = 0;
+  // What the backend counted so far, by name, for the report (compiled backends: programs
+  // compiled and the seconds it took); empty where there is nothing to say.
+  virtual std::vector<std::pair<std::string, double>> counters() const { return {}; }
 };
 
 // One replica's share of a `bench` measurement of the device library alone: the four dense GEMMs

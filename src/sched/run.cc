@@ -405,7 +405,8 @@ Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
                         memory,
                         shards,
                         rank,
-                        warnings};
+                        warnings,
+                        *prepared.model};
   const Json report = make_report(in, tally);
   if (o.report_path) {
     AtomicFile file(report_path_for(*o.report_path, rank));

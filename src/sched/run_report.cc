@@ -117,6 +117,11 @@ Json make_report(const ReportInputs& in, const RunTally& tally) {
       {"warnings", in.warnings},
   };
   if (in.plan.embedding) report["embedding"] = in.plan.embedding->to_json();
+  const auto backend_counters = in.model.counters();
+  if (!backend_counters.empty()) {
+    report["backend_counters"] = Json::object();
+    for (const auto& [name, value] : backend_counters) report["backend_counters"][name] = value;
+  }
   if (!in.plan.schema.groups.empty()) {
     Json outputs = Json::array();
     for (const auto& g : in.plan.schema.groups)

@@ -53,6 +53,7 @@ struct ReportInputs {
   const ShardsDir& shards;
   const RankInfo& rank;
   const std::vector<std::string>& warnings;
+  const backend::PreparedModel& model;
 };
 
 Json make_report(const ReportInputs& in, const RunTally& tally);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <future>
@@ -140,7 +141,15 @@ class ModelState {
     if (compile_here) {
       try {
         ProgramSpec spec{rows, length, precision_, hidden, logits, head_activation_};
+        const auto start = std::chrono::steady_clock::now();
         auto exe = client_->compile(encoder_program(config_, slots_, spec));
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        {
+          std::lock_guard lock(mutex_);
+          compile_seconds_ += seconds;
+          ++compiled_;
+        }
         if (exe->outputs() != static_cast<std::size_t>(hidden) + static_cast<std::size_t>(logits))
           fail("PJRT plugin {}: the compiled model has {} outputs, not {}",
                client_->plugin().path().string(), exe->outputs(), int(hidden) + int(logits));
@@ -150,6 +159,12 @@ class ModelState {
       }
     }
     return compiled.get();
+  }
+
+  std::vector<std::pair<std::string, double>> counters() const {
+    std::lock_guard lock(mutex_);
+    return {{"programs_compiled", static_cast<double>(compiled_)},
+            {"compile_seconds", compile_seconds_}};
   }
 
   // Replicas go round the devices in use: one each with --replicas auto.
@@ -164,8 +179,10 @@ class ModelState {
   std::vector<WeightSlot> slots_;
   std::vector<HostWeight> weights_;
   std::string source_;  // the model directory, for messages
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<std::vector<DeviceBuffer>> devices_;  // [device][slot]
+  int compiled_ = 0;                                // programs compiled so far
+  double compile_seconds_ = 0;  // their compile time, summed over the threads that compiled
   std::map<std::tuple<std::int64_t, std::int64_t, bool, bool>,
            std::shared_future<std::shared_ptr<const Executable>>>
       programs_;
@@ -287,6 +304,9 @@ class PjrtModel final : public backend::PreparedModel {
   const backend::WeightStats& stats() const override { return stats_; }
   std::unique_ptr<backend::Replica> make_replica(int) const override {
     return std::make_unique<PjrtReplica>(state_, state_->next_device());
+  }
+  std::vector<std::pair<std::string, double>> counters() const override {
+    return state_->counters();
   }
 
  private:
@@ -437,7 +457,7 @@ class PjrtBackend final : public backend::Backend {
 }  // namespace
 
 std::int64_t length_bucket(std::int64_t longest, std::int64_t max_positions) {
-  const std::int64_t step = longest <= 128 ? 16 : longest <= 256 ? 32 : 64;
+  const std::int64_t step = longest <= 64 ? 8 : longest <= 128 ? 16 : longest <= 256 ? 32 : 64;
   const std::int64_t bucket = (std::max<std::int64_t>(longest, 1) + step - 1) / step * step;
   return std::min(bucket, std::max(longest, max_positions));
 }
