@@ -17,7 +17,8 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
     return cpu::make_cpu_backend(options.cpu_isa, options.cpu_epilogue_in_kernel);
   }
   if (options.name == "pjrt")
-    return pjrt::make_pjrt_backend({.plugin = options.pjrt_plugin, .devices = options.devices});
+    return pjrt::make_pjrt_backend(
+        {.plugin = options.pjrt_plugin, .devices = options.devices, .loop_layers = std::nullopt});
   std::string names;
   for (const auto& n : built_backends()) names += (names.empty() ? "" : ", ") + n;
   fail_usage("--backend {}: not a backend of this build (built: {})", options.name, names);

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
+#include <functional>
 
 #include "core/error.h"
 
@@ -11,6 +13,11 @@ namespace {
 
 using model::Activation;
 using model::ModelConfig;
+
+// Weights of one layer, stacked over the layers in the program's parameters: query, key, value
+// and attention output (weight and bias each), the attention LayerNorm, the two FFN GEMMs, the
+// FFN LayerNorm.
+constexpr std::size_t kLayerSlots = 16;
 
 // The forward pass, written op by op; `b`, `l`, `h` are the batch, length and hidden size.
 class EncoderWriter {
@@ -23,7 +30,7 @@ class EncoderWriter {
     for (const WeightSlot& slot : slots)
       weights.push_back(p_.parameter(slot.dims, slot.gemm && bf16() ? DType::kBf16 : DType::kF32));
     next_ = weights.begin();
-    end_ = weights.end();
+    end_ = all_end_ = weights.end();
     const Value ids = p_.parameter({b_, l_}, DType::kS32);
     const Value types = c_.type_vocab_size > 0 ? p_.parameter({b_, l_}, DType::kS32) : Value{};
     const Value positions = p_.parameter({b_, l_}, DType::kS32);
@@ -31,7 +38,7 @@ class EncoderWriter {
 
     Value x = embeddings(ids, types, positions);  // [b, l, h]
     const Value mask = key_mask(lengths);         // [b, heads, l, l]: 0 or -inf-like
-    for (std::int64_t layer = 0; layer < c_.num_layers; ++layer) x = encoder_layer(x, mask);
+    x = layers(x, mask);
     std::vector<Value> results;
     if (spec_.hidden) results.push_back(x);
     if (spec_.logits) results.push_back(head(x));
@@ -54,6 +61,33 @@ class EncoderWriter {
     Value x = p_.binary("add", p_.gather_rows(word, ids), p_.gather_rows(position, positions));
     if (c_.type_vocab_size > 0) x = p_.binary("add", x, p_.gather_rows(weight(), types));
     return layer_norm(x);
+  }
+
+  // The layers: unrolled over per-layer weights, or (spec.loop_layers) one loop whose body is
+  // one layer, over the weights stacked [layers, ...] (weight_slots).
+  Value layers(Value x, const Value& mask) {
+    if (!spec_.loop_layers) {
+      for (std::int64_t i = 0; i < c_.num_layers; ++i) x = encoder_layer(x, mask);
+      return x;
+    }
+    std::vector<Value> carried = {x, mask};
+    for (std::size_t k = 0; k < kLayerSlots; ++k) carried.push_back(weight());
+    const auto after_layers = next_;
+    const auto body = [&](const Value& index, const std::vector<Value>& in) {
+      std::vector<Value> layer;  // this trip's weights, in weight_slots order
+      for (std::size_t k = 0; k < kLayerSlots; ++k)
+        layer.push_back(p_.index_first(in[2 + k], index));
+      next_ = layer.begin();
+      end_ = layer.end();
+      std::vector<Value> next(in);
+      next[0] = encoder_layer(in[0], in[1]);
+      if (next_ != end_) fail("internal: a layer took fewer weights than it was given");
+      return next;
+    };
+    const Value out = p_.loop(c_.num_layers, carried, body).front();
+    next_ = after_layers;
+    end_ = all_end_;
+    return out;
   }
 
   // Additive mask on the scores [b, heads, lq, lk]: key k of sequence s counts when k < length[s].
@@ -167,73 +201,93 @@ class EncoderWriter {
   const ProgramSpec& spec_;
   const std::int64_t b_, l_, h_;
   Program p_;
-  std::vector<Value>::const_iterator next_, end_;
+  std::vector<Value>::const_iterator next_, end_, all_end_;
 };
 
 }  // namespace
 
-std::vector<WeightSlot> weight_slots(const model::ModelConfig& c, bool head) {
+std::vector<WeightSlot> weight_slots(const model::ModelConfig& c, bool head, bool stacked) {
   const std::int64_t h = c.hidden_size, inter = c.intermediate_size;
   std::vector<WeightSlot> slots;
   auto add = [&](std::string name, Dims dims, bool gemm = false) {
     slots.push_back({std::move(name), std::move(dims), gemm});
   };
-  auto linear = [&](const std::string& name, std::int64_t out, std::int64_t in) {
-    add(name + ".weight", {out, in}, true);
-    add(name + ".bias", {out});
+  auto linear = [&](const std::string& name, Dims weight, Dims bias) {
+    add(name + ".weight", std::move(weight), true);
+    add(name + ".bias", std::move(bias));
   };
-  auto norm = [&](const std::string& name) {
-    add(name + ".weight", {h});
-    add(name + ".bias", {h});
+  auto norm = [&](const std::string& name, const Dims& dims) {
+    add(name + ".weight", dims);
+    add(name + ".bias", dims);
   };
   add("word_embeddings", {c.vocab_size, h});
   add("position_embeddings", {c.max_position_embeddings, h});
   if (c.type_vocab_size > 0) add("token_type_embeddings", {c.type_vocab_size, h});
-  norm("embeddings.LayerNorm");
-  for (std::int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string layer = fmt::format("layer.{}.", i);
+  norm("embeddings.LayerNorm", {h});
+  // Stacked: every layer's tensor of a role in one slot [layers, ...]; else a slot per layer.
+  const std::int64_t n = c.num_layers;
+  for (std::int64_t i = 0; i < (stacked ? 1 : n); ++i) {
+    const std::string layer = stacked ? "layers." : fmt::format("layer.{}.", i);
+    auto dims = [&](Dims d) {
+      if (stacked) d.insert(d.begin(), n);
+      return d;
+    };
     for (const char* part : {"query", "key", "value", "attention_output"})
-      linear(layer + part, h, h);
-    norm(layer + "attention_norm");
-    linear(layer + "ffn_in", inter, h);
-    linear(layer + "ffn_out", h, inter);
-    norm(layer + "ffn_norm");
+      linear(layer + part, dims({h, h}), dims({h}));
+    norm(layer + "attention_norm", dims({h}));
+    linear(layer + "ffn_in", dims({inter, h}), dims({inter}));
+    linear(layer + "ffn_out", dims({h, inter}), dims({h}));
+    norm(layer + "ffn_norm", dims({h}));
   }
   if (head) {
-    linear("head.dense", h, h);
-    linear("head.out", c.num_labels, h);
+    linear("head.dense", {h, h}, {h});
+    linear("head.out", {c.num_labels, h}, {c.num_labels});
   }
   return slots;
 }
 
-std::vector<const model::Tensor*> slot_tensors(const model::ModelTensors& t, bool head) {
-  std::vector<const model::Tensor*> out;
-  auto linear = [&](const model::LinearTensors& l) {
-    out.push_back(l.weight);
-    out.push_back(l.bias);
+std::vector<std::vector<const model::Tensor*>> slot_tensors(const model::ModelTensors& t, bool head,
+                                                            bool stacked) {
+  std::vector<std::vector<const model::Tensor*>> out;
+  auto one = [&](const model::Tensor* tensor) { out.push_back({tensor}); };
+  out.push_back({&t.word_embeddings()});
+  one(t.position_embeddings());
+  if (t.config().type_vocab_size > 0) one(t.token_type_embeddings());
+  one(t.embedding_norm().gamma);
+  one(t.embedding_norm().beta);
+  // The layers' tensors of each role, in weight_slots' order of roles.
+  using L = model::LayerTensors;
+  auto linear = [](const model::LinearTensors L::*part) {
+    return std::array<std::function<const model::Tensor*(const L&)>, 2>{
+        [part](const L& l) { return (l.*part).weight; },
+        [part](const L& l) { return (l.*part).bias; }};
   };
-  auto norm = [&](const model::NormTensors& n) {
-    out.push_back(n.gamma);
-    out.push_back(n.beta);
+  auto norm = [](const model::NormTensors L::*part) {
+    return std::array<std::function<const model::Tensor*(const L&)>, 2>{
+        [part](const L& l) { return (l.*part).gamma; },
+        [part](const L& l) { return (l.*part).beta; }};
   };
-  out.push_back(&t.word_embeddings());
-  out.push_back(t.position_embeddings());
-  if (t.config().type_vocab_size > 0) out.push_back(t.token_type_embeddings());
-  norm(t.embedding_norm());
-  for (const model::LayerTensors& layer : t.layers()) {
-    linear(layer.query);
-    linear(layer.key);
-    linear(layer.value);
-    linear(layer.attn_out);
-    norm(layer.attn_norm);
-    linear(layer.ffn_in);
-    linear(layer.ffn_out);
-    norm(layer.ffn_norm);
+  const auto roles = {linear(&L::query),    linear(&L::key),     linear(&L::value),
+                      linear(&L::attn_out), norm(&L::attn_norm), linear(&L::ffn_in),
+                      linear(&L::ffn_out),  norm(&L::ffn_norm)};
+  if (stacked) {
+    for (const auto& pair : roles) {
+      for (const auto& pick : pair) {
+        out.emplace_back();
+        for (const L& layer : t.layers()) out.back().push_back(pick(layer));
+      }
+    }
+  } else {
+    for (const L& layer : t.layers())
+      for (const auto& pair : roles)
+        for (const auto& pick : pair) one(pick(layer));
   }
   if (head) {
     if (!t.head()) fail("internal: a head was asked of a model without one");
-    linear(t.head()->dense);
-    linear(t.head()->out);
+    for (const model::LinearTensors* l : {&t.head()->dense, &t.head()->out}) {
+      one(l->weight);
+      one(l->bias);
+    }
   }
   return out;
 }

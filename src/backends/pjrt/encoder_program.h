@@ -30,12 +30,15 @@ struct WeightSlot {
   bool gemm = false;  // a dense GEMM weight: bf16 on the device when the model runs in bf16
 };
 
-// The weights the program takes, in its parameter order. `head`: the classification head's four
-// tensors come last.
-std::vector<WeightSlot> weight_slots(const model::ModelConfig& config, bool head);
-// The checkpoint tensor of each slot, in the same order; null for DistilBERT's sinusoidal
-// position table when the checkpoint stores none (model::fill_sinusoidal computes it).
-std::vector<const model::Tensor*> slot_tensors(const model::ModelTensors& tensors, bool head);
+// The weights the program takes, in its parameter order: the embeddings, then each layer's 16
+// tensors (`stacked`: each of the 16 stacked over the layers, [layers, ...], as a looped program
+// takes them), then with `head` the classification head's four tensors.
+std::vector<WeightSlot> weight_slots(const model::ModelConfig& config, bool head, bool stacked);
+// The checkpoint tensors of each slot, in the same order (a stacked slot: one per layer, in layer
+// order); a single null for DistilBERT's sinusoidal position table when the checkpoint stores
+// none (model::fill_sinusoidal computes it).
+std::vector<std::vector<const model::Tensor*>> slot_tensors(const model::ModelTensors& tensors,
+                                                            bool head, bool stacked);
 
 struct ProgramSpec {
   std::int64_t batch = 1, length = 1;
@@ -43,6 +46,14 @@ struct ProgramSpec {
   bool hidden = true;   // an output: the last hidden states [batch, length, hidden] f32
   bool logits = false;  // an output: the head's logits [batch, labels] f32
   model::Activation head_activation = model::Activation::kTanh;
+  // The layers as one stablehlo.while whose body is one layer (the weights stacked: weight_slots),
+  // instead of unrolled. XLA's CPU plugin compiles both in the same time (a MiniLM program:
+  // 1.03 s looped, 1.06 s unrolled, on a 2-core AMD EPYC) and runs the loop ~10% slower (each
+  // trip slices its layer's weights; static slices of stacked weights cost ~8% too, so unrolled
+  // programs take per-layer weights): unrolled there. Accelerators compile a kernel per fusion,
+  // so a program's compile time grows with its layers: looped there (not yet measured on one:
+  // no GPU was available).
+  bool loop_layers = false;
 };
 
 std::string encoder_program(const model::ModelConfig& config, const std::vector<WeightSlot>& slots,

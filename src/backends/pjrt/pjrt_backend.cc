@@ -74,7 +74,8 @@ class ModelState {
  public:
   ModelState(std::shared_ptr<const Client> client, ModelConfig config, Precision precision,
              bool head, model::Activation head_activation, std::vector<WeightSlot> slots,
-             std::vector<HostWeight> weights, std::string source, int used_devices)
+             std::vector<HostWeight> weights, std::string source, int used_devices,
+             bool loop_layers)
       : client_(std::move(client)),
         config_(std::move(config)),
         precision_(precision),
@@ -84,7 +85,8 @@ class ModelState {
         weights_(std::move(weights)),
         source_(std::move(source)),
         devices_(client_->devices().size()),
-        used_devices_(static_cast<std::size_t>(used_devices)) {}
+        used_devices_(static_cast<std::size_t>(used_devices)),
+        loop_layers_(loop_layers) {}
 
   const Client& client() const { return *client_; }
   const ModelConfig& config() const { return config_; }
@@ -140,7 +142,7 @@ class ModelState {
     }
     if (compile_here) {
       try {
-        ProgramSpec spec{rows, length, precision_, hidden, logits, head_activation_};
+        ProgramSpec spec{rows, length, precision_, hidden, logits, head_activation_, loop_layers_};
         const auto start = std::chrono::steady_clock::now();
         auto exe = client_->compile(encoder_program(config_, slots_, spec));
         const double seconds =
@@ -187,6 +189,7 @@ class ModelState {
            std::shared_future<std::shared_ptr<const Executable>>>
       programs_;
   std::size_t used_devices_;
+  bool loop_layers_;
   std::atomic<std::size_t> next_device_{0};
 };
 
@@ -316,8 +319,9 @@ class PjrtModel final : public backend::PreparedModel {
 
 class PjrtBackend final : public backend::Backend {
  public:
-  PjrtBackend(std::shared_ptr<const Client> client, int devices)
+  PjrtBackend(std::shared_ptr<const Client> client, int devices, std::optional<bool> loop_layers)
       : client_(std::move(client)),
+        loop_layers_(loop_layers),
         devices_(devices > 0 && !is_cpu() ? std::min<int>(devices, device_count())
                                           : device_count()) {}
 
@@ -367,20 +371,28 @@ class PjrtBackend final : public backend::Backend {
     const ModelConfig& config = dir.config();
     const model::ModelTensors tensors = model::ModelTensors::open(dir.path(), config, warnings);
     const bool head = tensors.head().has_value();
-    const auto slots = weight_slots(config, head);
-    const auto sources = slot_tensors(tensors, head);
+    const auto slots = weight_slots(config, head, loop_layers());
+    const auto sources = slot_tensors(tensors, head, loop_layers());
     std::vector<HostWeight> weights;
     for (std::size_t i = 0; i < slots.size(); ++i) {
       std::vector<float> values(static_cast<std::size_t>(elements(slots[i].dims)));
-      if (sources[i] == nullptr) {
-        model::fill_sinusoidal(values.data(), config.max_position_embeddings, config.hidden_size);
-      } else {
-        if (sources[i]->numel() != elements(slots[i].dims))
-          fail("internal: weight {} has {} values, the program expects {}", slots[i].name,
-               sources[i]->numel(), elements(slots[i].dims));
-        model::copy_as_f32(*sources[i], values.data());
-        tensors.release(*sources[i]);
+      std::int64_t filled = 0;
+      for (const model::Tensor* part : sources[i]) {
+        if (part == nullptr) {
+          model::fill_sinusoidal(values.data(), config.max_position_embeddings, config.hidden_size);
+          filled = static_cast<std::int64_t>(values.size());
+          continue;
+        }
+        if (filled + part->numel() > static_cast<std::int64_t>(values.size()))
+          fail("internal: weight {} holds {} values, its tensors more", slots[i].name,
+               values.size());
+        model::copy_as_f32(*part, values.data() + filled);
+        filled += part->numel();
+        tensors.release(*part);
       }
+      if (filled != static_cast<std::int64_t>(values.size()))
+        fail("internal: weight {} holds {} values, its tensors {}", slots[i].name, values.size(),
+             filled);
       weights.push_back(host_weight(slots[i], std::move(values), options.precision));
     }
     backend::WeightStats stats;
@@ -395,7 +407,7 @@ class PjrtBackend final : public backend::Backend {
   std::shared_ptr<const backend::PreparedModel> synthetic(const ModelConfig& config,
                                                           Precision precision) const override {
     const bool head = config.head == model::Head::kSequenceClassification;
-    const auto slots = weight_slots(config, head);
+    const auto slots = weight_slots(config, head, loop_layers());
     std::vector<HostWeight> weights;
     std::uint64_t state = 0x9E3779B97F4A7C15ULL;
     backend::WeightStats stats;
@@ -435,6 +447,7 @@ class PjrtBackend final : public backend::Backend {
 
  private:
   bool is_cpu() const { return client_->platform() == "cpu"; }
+  bool loop_layers() const { return loop_layers_.value_or(!is_cpu()); }
   int device_count() const { return static_cast<int>(client_->devices().size()); }
 
   std::shared_ptr<const backend::PreparedModel> make_model(
@@ -443,14 +456,15 @@ class PjrtBackend final : public backend::Backend {
       backend::WeightStats stats) const {
     if (precision != Precision::kFp32 && precision != Precision::kBf16)
       fail_usage("--backend pjrt runs fp32 or bf16, not {}", model::precision_name(precision));
-    auto state =
-        std::make_shared<ModelState>(client_, config, precision, head, head_act, std::move(slots),
-                                     std::move(weights), std::move(source), devices_);
+    auto state = std::make_shared<ModelState>(client_, config, precision, head, head_act,
+                                              std::move(slots), std::move(weights),
+                                              std::move(source), devices_, loop_layers());
     stats.packed_bytes = state->weight_bytes();
     return std::make_shared<PjrtModel>(std::move(state), std::move(stats));
   }
 
   std::shared_ptr<const Client> client_;
+  std::optional<bool> loop_layers_;
   int devices_;
 };
 
@@ -477,7 +491,7 @@ std::unique_ptr<backend::Backend> make_pjrt_backend(const PjrtOptions& options) 
   // host has one per chip core).
   const int cpu_devices = options.devices > 0 ? options.devices : sys::physical_cores();
   auto client = std::make_shared<const Client>(plugin, cpu_plugin ? cpu_devices : 0);
-  return std::make_unique<PjrtBackend>(std::move(client), options.devices);
+  return std::make_unique<PjrtBackend>(std::move(client), options.devices, options.loop_layers);
 }
 
 }  // namespace mcinfer::pjrt

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/backend.h"
@@ -17,6 +18,9 @@ struct PjrtOptions {
   // CPU plugins: devices to create (0: one per physical core). Others: use the first N devices
   // (0: all).
   int devices = 0;
+  // The layers as a loop in the program (ProgramSpec::loop_layers); default: on accelerators,
+  // not on CPU devices.
+  std::optional<bool> loop_layers;
 };
 
 // The plugin file `name_or_path` stands for. Names: cpu ($MCINFER_PJRT_CPU_PLUGIN, else the
@@ -30,8 +34,8 @@ std::filesystem::path resolve_plugin(const std::string& name_or_path);
 std::unique_ptr<backend::Backend> make_pjrt_backend(const PjrtOptions& options);
 
 // Length buckets: the padded lengths programs are compiled for, by the longest sequence of a
-// batch: multiples of 16 up to 128, of 32 up to 256, of 64 beyond (at most ~12% padding above
-// 128 tokens, 6 programs up to 96); never beyond the model's position table.
+// batch: multiples of 8 up to 64, of 16 up to 128, of 32 up to 256, of 64 beyond (at most ~12%
+// padding above 64 tokens); never beyond the model's position table.
 std::int64_t length_bucket(std::int64_t longest, std::int64_t max_positions);
 // The sequences a batch of `count` runs as: `count` rounded up to a multiple of 8 (the dynamic
 // schedule cuts batches to such multiples, so only a window's last batch is padded).

@@ -12,6 +12,8 @@
 #include "backends/pjrt/pjrt_backend.h"
 #include "backends/pjrt/stablehlo.h"
 #include "core/error.h"
+#include "model/model_dir.h"
+#include "support/model_fixtures.h"
 #include "support/pjrt.h"
 
 namespace mcinfer::pjrt {
@@ -69,9 +71,10 @@ TEST(PjrtPlugin, NamesResolveFromTheirVariables) {
 }
 
 TEST(PjrtShapes, BucketsBoundThePadding) {
-  EXPECT_EQ(length_bucket(1, 512), 16);
+  EXPECT_EQ(length_bucket(1, 512), 8);
   EXPECT_EQ(length_bucket(16, 512), 16);
-  EXPECT_EQ(length_bucket(17, 512), 32);
+  EXPECT_EQ(length_bucket(17, 512), 24);
+  EXPECT_EQ(length_bucket(65, 512), 80);
   EXPECT_EQ(length_bucket(129, 512), 160);
   EXPECT_EQ(length_bucket(224, 512), 224);  // the seed's fixed length is a bucket
   EXPECT_EQ(length_bucket(257, 512), 320);
@@ -81,7 +84,7 @@ TEST(PjrtShapes, BucketsBoundThePadding) {
   for (std::int64_t n = 1; n <= 512; ++n) {
     const std::int64_t b = length_bucket(n, 512);
     EXPECT_GE(b, n);
-    EXPECT_LE(b - n, n <= 128 ? 15 : n <= 256 ? 31 : 63) << n;
+    EXPECT_LE(b - n, n <= 64 ? 7 : n <= 128 ? 15 : n <= 256 ? 31 : 63) << n;
   }
   EXPECT_EQ(padded_rows(1), 8);
   EXPECT_EQ(padded_rows(8), 8);
@@ -170,10 +173,39 @@ TEST_F(PjrtCpu, EncoderProgramsCompileForEveryFamilyAndOutput) {
     c.num_layers = 1;  // the program's size, not its depth, is what is checked
     c.vocab_size = 100;
     for (auto precision : {model::Precision::kFp32, model::Precision::kBf16}) {
-      ProgramSpec spec{2, 16, precision, true, true, model::Activation::kTanh};
-      const auto exe = client.compile(encoder_program(c, weight_slots(c, true), spec));
-      EXPECT_EQ(exe->outputs(), 2u) << shape;
+      for (bool loop : {false, true}) {
+        ProgramSpec spec{2, 16, precision, true, true, model::Activation::kTanh, loop};
+        const auto exe = client.compile(encoder_program(c, weight_slots(c, true, loop), spec));
+        EXPECT_EQ(exe->outputs(), 2u) << shape;
+      }
     }
+  }
+}
+
+// The layers as a loop compute what the unrolled layers do: each family's position ids and
+// token types, a classifier head of each kind, sinusoidal positions.
+TEST_F(PjrtCpu, LoopedLayersEqualUnrolledLayers) {
+  for (const std::string name :
+       {"bert_cls_multi", "distilbert_embed_sinusoidal", "roberta_embed", "xlmr_cls"}) {
+    const auto dir = testing::fixture("models/" + name);
+    const testing::Reference ref(dir / "reference.safetensors");
+    const testing::FixtureInputs in = testing::load_fixture_inputs(ref);
+    const bool classify = ref.has("probs");
+    const model::TaskSpec task =
+        classify ? model::TaskSpec(model::TaskKind::kClassify, model::Pooling::kCls)
+                 : model::TaskSpec(model::TaskKind::kEmbed, model::Pooling::kMean);
+    std::vector<float> outputs[2];
+    for (bool loop : {false, true}) {
+      const auto backend = make_pjrt_backend(
+          {.plugin = testing::pjrt_cpu_plugin(), .devices = 1, .loop_layers = loop});
+      const auto model = backend->prepare(model::ModelDir::open(dir), {}, nullptr);
+      model->make_replica(1)->predict(in.sequences, task, outputs[loop]);
+    }
+    ASSERT_EQ(outputs[0].size(), outputs[1].size()) << name;
+    EXPECT_LE(testing::max_abs_error(outputs[0], outputs[1]), 1e-5f) << name;
+    EXPECT_LE(testing::max_abs_error(outputs[1], ref.floats(classify ? "probs" : "pooled_mean")),
+              1e-4f)
+        << name;
   }
 }
 

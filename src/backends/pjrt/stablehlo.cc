@@ -235,6 +235,81 @@ Value Program::gather_rows(const Value& table, const Value& indices) {
   return v;
 }
 
+Value Program::index_first(const Value& stacked, const Value& index) {
+  expect(!stacked.dims.empty() && index.type == DType::kS32 && index.dims.empty(), "dynamic_slice",
+         index);
+  Dims sizes = stacked.dims;
+  sizes[0] = 1;
+  const Value zero = splat(0.0f, {}, DType::kS32);
+  std::string starts = index.name;
+  std::string start_types = index.tensor_type();
+  for (std::size_t i = 1; i < stacked.dims.size(); ++i) {
+    starts += ", " + zero.name;
+    start_types += ", " + zero.tensor_type();
+  }
+  Value row = next(sizes, stacked.type);
+  body_ += fmt::format("    {} = stablehlo.dynamic_slice {}, {}, sizes = [{}] : ({}, {}) -> {}\n",
+                       row.name, stacked.name, starts, list(sizes), stacked.tensor_type(),
+                       start_types, row.tensor_type());
+  return reshape(row, Dims(stacked.dims.begin() + 1, stacked.dims.end()));
+}
+
+Value Program::index_first(const Value& stacked, std::int64_t index) {
+  expect(!stacked.dims.empty(), "slice", stacked);
+  Dims start(stacked.dims.size(), 0), limit = stacked.dims;
+  start[0] = index;
+  limit[0] = index + 1;
+  return reshape(slice(stacked, start, limit), Dims(stacked.dims.begin() + 1, stacked.dims.end()));
+}
+
+std::vector<Value> Program::loop(std::int64_t trips, const std::vector<Value>& carried,
+                                 const LoopBody& body) {
+  // Loop-carried names: the trip index first, then the caller's values.
+  std::vector<Value> args;
+  args.push_back(next({}, DType::kS32));
+  for (const Value& c : carried) args.push_back(next(c.dims, c.type));
+  const Value start = splat(0.0f, {}, DType::kS32);
+  std::string inits, types;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    inits += fmt::format("{}{} = {}", i ? ", " : "", args[i].name,
+                         i == 0 ? start.name : carried[i - 1].name);
+    types += fmt::format("{}{}", i ? ", " : "", args[i].tensor_type());
+  }
+  std::string outer = std::move(body_);
+  body_.clear();
+  const Value limit = splat(static_cast<float>(trips), {}, DType::kS32);
+  const Value more = next({}, DType::kPred);
+  body_ += fmt::format("    {} = stablehlo.compare LT, {}, {}, SIGNED : ({}, {}) -> {}\n",
+                       more.name, args[0].name, limit.name, args[0].tensor_type(),
+                       limit.tensor_type(), more.tensor_type());
+  const std::string cond = std::move(body_);
+  body_.clear();
+  const std::vector<Value> results(body(args[0], std::vector<Value>(args.begin() + 1, args.end())));
+  if (results.size() != carried.size())
+    fail("internal: a loop body returned {} values, not {}", results.size(), carried.size());
+  const Value one = splat(1.0f, {}, DType::kS32);
+  const Value after = next({}, DType::kS32);
+  body_ += fmt::format("    {} = stablehlo.add {}, {} : {}\n", after.name, args[0].name, one.name,
+                       after.tensor_type());
+  std::string returned = after.name;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    expect(results[i].dims == carried[i].dims && results[i].type == carried[i].type, "while",
+           results[i]);
+    returned += ", " + results[i].name;
+  }
+  const std::string inner = std::move(body_);
+  body_ = std::move(outer);
+  const std::string name = fmt::format("%v{}", counter_++);
+  body_ += fmt::format(
+      "    {}:{} = stablehlo.while({}) : {}\n    cond {{\n{}    stablehlo.return {} : {}\n    }} "
+      "do {{\n{}    stablehlo.return {} : {}\n    }}\n",
+      name, args.size(), inits, types, cond, more.name, more.tensor_type(), inner, returned, types);
+  std::vector<Value> out;
+  for (std::size_t i = 1; i < args.size(); ++i)
+    out.push_back(Value{fmt::format("{}#{}", name, i), args[i].dims, args[i].type});
+  return out;
+}
+
 std::string Program::module(const std::vector<Value>& results) const {
   std::string params, types, names;
   for (std::size_t i = 0; i < parameters_.size(); ++i)

@@ -7,6 +7,7 @@
 // Not thread-safe; one Program per thread while it is written.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,18 @@ class Program {
             const Dims& contract_a, const Dims& contract_b, DType result);
   // Rows of `table` [rows, width] at `indices` (any dims, s32, in range): [indices..., width].
   Value gather_rows(const Value& table, const Value& indices);
+  // Entry `index` (s32 scalar, in range) of `stacked` along its first dimension: stacked[index].
+  Value index_first(const Value& stacked, const Value& index);
+  Value index_first(const Value& stacked, std::int64_t index);  // the same at a known index
+
+  // A counted loop (stablehlo.while): `body` runs `trips` times with the trip's index (s32
+  // scalar, from 0) and the carried values, and returns their next values (same dims and types);
+  // the result is the carried values after the last trip. The body may use only what it is given
+  // (values from outside are passed in as carried values, unchanged).
+  using LoopBody =
+      std::function<std::vector<Value>(const Value& index, const std::vector<Value>& carried)>;
+  std::vector<Value> loop(std::int64_t trips, const std::vector<Value>& carried,
+                          const LoopBody& body);
 
   // The module text, returning `results`.
   std::string module(const std::vector<Value>& results) const;
