@@ -102,8 +102,6 @@ void await_event(const Plugin& plugin, PJRT_Event* event, std::string_view what)
 
 }  // namespace
 
-std::size_t element_bytes(ElementType type) { return type == ElementType::kBf16 ? 2 : 4; }
-
 std::shared_ptr<const Plugin> Plugin::load(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))

@@ -57,7 +57,6 @@ class Plugin {
 };
 
 enum class ElementType { kF32, kBf16, kS32 };
-std::size_t element_bytes(ElementType type);
 
 // A buffer on one device; destroyed with its owner.
 class DeviceBuffer {

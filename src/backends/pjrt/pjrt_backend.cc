@@ -62,12 +62,6 @@ HostWeight host_weight(const WeightSlot& slot, std::vector<float> values, Precis
   return w;
 }
 
-std::int64_t elements(const Dims& dims) {
-  std::int64_t n = 1;
-  for (auto d : dims) n *= d;
-  return n;
-}
-
 // Everything a model's replicas share: the client, the weights on the host until every device
 // that runs a replica has its copy, the compiled programs by shape. Thread-safe.
 class ModelState {

@@ -98,13 +98,11 @@ Value Program::broadcast(const Value& a, const Dims& dims, const Dims& mapping) 
   return v;
 }
 
-namespace {
 std::int64_t elements(const Dims& dims) {
   std::int64_t n = 1;
   for (std::int64_t d : dims) n *= d;
   return n;
 }
-}  // namespace
 
 Value Program::reshape(const Value& a, const Dims& dims) {
   expect(elements(a.dims) == elements(dims), "reshape", a);

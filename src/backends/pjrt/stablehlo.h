@@ -27,6 +27,8 @@ inline constexpr EnumNames<DType, 4> kMlirTypeNames{{{
 
 using Dims = std::vector<std::int64_t>;
 
+std::int64_t elements(const Dims& dims);  // the product of the dimensions
+
 struct Value {
   std::string name;  // "%arg3", "%17"
   Dims dims;
