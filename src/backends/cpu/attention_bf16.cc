@@ -7,7 +7,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "backends/cpu/attention_amx.h"
+#include "backends/cpu/attention_fused.h"
 #include "backends/cpu/gemm_engine.h"
 #include "core/error.h"
 
@@ -41,11 +41,11 @@ struct Bf16Attention::Impl {
   std::unordered_map<std::int64_t, Products> products;  // by (heads · 1e6 + d) · 1e4 + L
   AlignedBuffer<Bf16> q, k, v, p, o;                    // [heads, L, d] / [heads, L, L]
   AlignedBuffer<float> s;                               // [heads, L, L]
-  bool amx = false;  // the fused AMX kernel may run (CPU, library cap, our cap)
-  AlignedBuffer<std::uint8_t> amx_scratch;  // [threads, amx_attention_scratch_bytes]
+  FusedAttention fused = FusedAttention::kNone;         // which fused kernel may run, if any
+  AlignedBuffer<std::uint8_t> fused_scratch;            // [threads, packed sequence + block]
 
-  void run_amx(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
-               std::int64_t hidden);
+  void run_fused(FusedAttention kernel, const Bf16* qkv, Bf16* ctx,
+                 std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden);
 
   const Products& for_shape(std::int64_t heads, std::int64_t d, std::int64_t len) {
     const std::int64_t key = (heads * 1000000 + d) * 10000 + len;
@@ -72,24 +72,29 @@ Bf16Attention::Bf16Attention(const GemmEngine& engine, const KernelTable& kernel
   impl_->stream = dnnl::stream(*impl_->engine);
   impl_->threads = threads < 1 ? 1 : threads;
   impl_->kernels = &kernels;
-  // The library's ISA cap (ONEDNN_MAX_CPU_ISA) and ours (MCINFER_MAX_ISA, which picks the
-  // kernel table) both step back from AMX: capped runs test the library path on AMX machines.
-  impl_->amx = fused_amx_for(kernels, 32);  // 32: any head size the kernel takes
+  impl_->fused = fused_for(kernels, 32);  // 32: any head size the kernels take
 }
 
-bool Bf16Attention::fused_amx_for(const KernelTable& kernels, std::int64_t head_size) {
-  return kernels.isa == Isa::kAvx512 && native_bf16_isa() == "amx_bf16" &&
-         amx_attention_usable(head_size);
+// The library's ISA cap (ONEDNN_MAX_CPU_ISA) and ours (MCINFER_MAX_ISA, which picks the kernel
+// table) both step back from the fused kernels: capped runs test the library path on machines
+// that have them (AVX2 table: the library; ONEDNN_MAX_CPU_ISA=avx512_core_bf16 on AMX: dots).
+FusedAttention Bf16Attention::fused_for(const KernelTable& kernels, std::int64_t head_size) {
+  if (kernels.isa != Isa::kAvx512) return FusedAttention::kNone;
+  const std::string native = native_bf16_isa();
+  if (native == "amx_bf16" && amx_attention_usable(head_size)) return FusedAttention::kAmx;
+  if (!native.empty() && dot_attention_usable(head_size)) return FusedAttention::kDot;
+  return FusedAttention::kNone;
 }
 
-bool Bf16Attention::fused_amx(std::int64_t head_size) const {
-  return impl_->amx && amx_attention_usable(head_size);
+FusedAttention Bf16Attention::fused(std::int64_t head_size) const {
+  return impl_->fused == FusedAttention::kNone ? FusedAttention::kNone
+                                               : fused_for(*impl_->kernels, head_size);
 }
 
 Bf16Attention::~Bf16Attention() = default;
 
 std::size_t Bf16Attention::workspace_bytes() const {
-  return impl_->amx_scratch.capacity_bytes() + impl_->q.capacity_bytes() +
+  return impl_->fused_scratch.capacity_bytes() + impl_->q.capacity_bytes() +
          impl_->k.capacity_bytes() + impl_->v.capacity_bytes() + impl_->p.capacity_bytes() +
          impl_->o.capacity_bytes() + impl_->s.capacity_bytes();
 }
@@ -100,9 +105,10 @@ std::uint64_t Bf16Attention::workspace_bytes_for(std::int64_t max_len, std::int6
   const auto h = static_cast<std::uint64_t>(hidden), n = static_cast<std::uint64_t>(heads);
   const std::uint64_t library = 4 * len * h * 2 + n * len * len * (2 + 4);
   // The fused kernel: per thread, one packed sequence and one block's scratch.
-  const std::uint64_t fused = static_cast<std::uint64_t>(threads < 1 ? 1 : threads) *
-                              static_cast<std::uint64_t>(amx_packed_bytes(max_len, hidden) +
-                                                         amx_block_bytes(max_len, hidden / heads));
+  const std::uint64_t fused =
+      static_cast<std::uint64_t>(threads < 1 ? 1 : threads) *
+      static_cast<std::uint64_t>(fused_packed_bytes(max_len, hidden) +
+                                 fused_block_bytes(max_len, hidden / heads));
   return std::max(library, fused);
 }
 
@@ -110,7 +116,9 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
                         int heads, std::int64_t hidden) {
   Impl& m = *impl_;
   const std::int64_t d = hidden / heads, ld = 3 * hidden;
-  if (fused_amx(d)) return m.run_amx(qkv, ctx, sequences, heads, hidden);
+  const FusedAttention kernel = fused(d);
+  if (kernel != FusedAttention::kNone)
+    return m.run_fused(kernel, qkv, ctx, sequences, heads, hidden);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const int threads = m.threads;
   for (const SequenceSpan& seq : sequences) {
@@ -171,28 +179,37 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
 // Many sequences: each thread takes whole sequences (packs one, runs its heads) with its own
 // scratch. Fewer sequences than threads (a replica with many threads on a few long rows): the
 // sequences go one at a time, packed by one thread, their heads shared among all.
-void Bf16Attention::Impl::run_amx(const Bf16* qkv, Bf16* ctx,
-                                  std::span<const SequenceSpan> sequences, int heads,
-                                  std::int64_t hidden) {
+void Bf16Attention::Impl::run_fused(FusedAttention kernel, const Bf16* qkv, Bf16* ctx,
+                                    std::span<const SequenceSpan> sequences, int heads,
+                                    std::int64_t hidden) {
   const std::int64_t d = hidden / heads, ld = 3 * hidden;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   std::int64_t max_len = 1;
   for (const SequenceSpan& seq : sequences) max_len = std::max(max_len, seq.length);
-  const auto packed_bytes = static_cast<std::size_t>(amx_packed_bytes(max_len, hidden));
-  const auto block_bytes = static_cast<std::size_t>(amx_block_bytes(max_len, d));
+  const auto packed_bytes = static_cast<std::size_t>(fused_packed_bytes(max_len, hidden));
+  const auto block_bytes = static_cast<std::size_t>(fused_block_bytes(max_len, d));
   const std::size_t per_thread = packed_bytes + block_bytes;
-  if (amx_scratch.size() < per_thread * static_cast<std::size_t>(threads))
-    amx_scratch.resize_zeroed(per_thread * static_cast<std::size_t>(threads));
-  std::uint8_t* const scratch = amx_scratch.data();
+  if (fused_scratch.size() < per_thread * static_cast<std::size_t>(threads))
+    fused_scratch.resize_zeroed(per_thread * static_cast<std::size_t>(threads));
+  std::uint8_t* const scratch = fused_scratch.data();
+  const bool amx = kernel == FusedAttention::kAmx;
   auto pack = [&](const SequenceSpan& seq, int thread) {
-    amx_pack_sequence(qkv + seq.offset * ld, ld, seq.length, hidden, heads,
-                      scratch + per_thread * static_cast<std::size_t>(thread));
+    fused_pack_sequence(qkv + seq.offset * ld, ld, seq.length, hidden, heads,
+                        scratch + per_thread * static_cast<std::size_t>(thread));
   };
   auto head = [&](const SequenceSpan& seq, int h, int packed_by, int thread) {
     std::uint8_t* mine = scratch + per_thread * static_cast<std::size_t>(thread);
-    amx_attention_head(scratch + per_thread * static_cast<std::size_t>(packed_by), seq.length,
-                       hidden, heads, h, scale, *kernels, mine + packed_bytes,
-                       ctx + seq.offset * hidden, hidden);
+    const std::uint8_t* packed = scratch + per_thread * static_cast<std::size_t>(packed_by);
+    if (amx) {
+      amx_attention_head(packed, seq.length, hidden, heads, h, scale, *kernels, mine + packed_bytes,
+                         ctx + seq.offset * hidden, hidden);
+    } else {
+      dot_attention_head(packed, seq.length, hidden, heads, h, scale, mine + packed_bytes,
+                         ctx + seq.offset * hidden, hidden);
+    }
+  };
+  auto release = [amx] {
+    if (amx) amx_release_tiles();
   };
   const auto count = static_cast<std::int64_t>(sequences.size());
   if (threads <= 1) {
@@ -200,7 +217,7 @@ void Bf16Attention::Impl::run_amx(const Bf16* qkv, Bf16* ctx,
       pack(seq, 0);
       for (int h = 0; h < heads; ++h) head(seq, h, 0, 0);
     }
-    amx_release_tiles();
+    release();
     return;
   }
   if (count >= threads) {
@@ -213,7 +230,7 @@ void Bf16Attention::Impl::run_amx(const Bf16* qkv, Bf16* ctx,
         pack(seq, thread);
         for (int h = 0; h < heads; ++h) head(seq, h, thread, thread);
       }
-      amx_release_tiles();
+      release();
     }
     return;
   }
@@ -224,7 +241,7 @@ void Bf16Attention::Impl::run_amx(const Bf16* qkv, Bf16* ctx,
       const int thread = omp_get_thread_num();
 #pragma omp for schedule(static)
       for (int h = 0; h < heads; ++h) head(seq, h, 0, thread);
-      amx_release_tiles();
+      release();
     }
   }
 }

@@ -112,8 +112,8 @@ void expect_bf16_matches_reference(int heads, std::int64_t hidden,
     rounded[i] = std::bit_cast<float>(static_cast<std::uint32_t>(qkv16[i]) << 16);
   auto want = reference(rounded, seqs, heads, hidden, tokens);
   GemmEngine engine;
-  // The best table takes the fused AMX kernel where the CPU has it; the AVX2 table keeps the
-  // library's products (as MCINFER_MAX_ISA=avx2 does), so both paths are checked on AMX CPUs.
+  // The best table takes a fused kernel where the CPU has one; the AVX2 table keeps the library's
+  // products (as MCINFER_MAX_ISA=avx2 does), so both paths are checked on such CPUs.
   std::vector<Isa> isas = {best_isa()};
   if (best_isa() == Isa::kAvx512) isas.push_back(Isa::kAvx2);
   for (Isa isa : isas) {
@@ -122,15 +122,25 @@ void expect_bf16_matches_reference(int heads, std::int64_t hidden,
       // One object for all calls, sequences of changing lengths: stale padding must never leak.
       Bf16Attention attention(engine, kernels_for(isa), threads);
       const std::int64_t d = hidden / heads;
-      const bool amx = native_bf16_isa() == "amx_bf16" && isa == Isa::kAvx512 && d % 32 == 0;
-      EXPECT_EQ(attention.fused_amx(d), amx) << "head size " << d;
-      EXPECT_EQ(Bf16Attention::fused_amx_for(kernels_for(isa), d), amx) << "head size " << d;
+      // What this CPU should run, from its flags (the library's ISA for AMX, as capped).
+      __builtin_cpu_init();
+      const bool fusable = isa == Isa::kAvx512 && d % 32 == 0;
+      const FusedAttention expected = !fusable                          ? FusedAttention::kNone
+                                      : native_bf16_isa() == "amx_bf16" ? FusedAttention::kAmx
+                                      : __builtin_cpu_supports("avx512bf16")
+                                          ? FusedAttention::kDot
+                                          : FusedAttention::kNone;
+      EXPECT_EQ(attention.fused(d), expected) << "head size " << d;
+      EXPECT_EQ(Bf16Attention::fused_for(kernels_for(isa), d), expected) << "head size " << d;
+      const char* path = expected == FusedAttention::kAmx   ? " (AMX kernel)"
+                         : expected == FusedAttention::kDot ? " (dot-product kernel)"
+                                                            : " (library)";
       attention.run(qkv16.data(), ctx.data(), seqs, heads, hidden);
       for (std::size_t i = 0; i < ctx.size(); ++i) {
         const float got = std::bit_cast<float>(static_cast<std::uint32_t>(ctx[i]) << 16);
         ASSERT_NEAR(got, want[i], 4e-3 * (1 + std::fabs(want[i])))
-            << "hidden " << hidden << " threads " << threads << " isa " << isa_name(isa)
-            << (amx ? " (AMX kernel)" : " (library)") << " at " << i;
+            << "hidden " << hidden << " threads " << threads << " isa " << isa_name(isa) << path
+            << " at " << i;
       }
     }
   }

@@ -88,7 +88,11 @@ struct Simd {
     const U nan = (u >> 16) | 0x40u;
     const U is_nan = (U)((u & 0x7FFFFFFFu) > 0x7F800000u);  // all ones or zero per lane
     const H h = __builtin_convertvector((nan & is_nan) | (rounded & ~is_nan), H);
-    std::memcpy(p, &h, static_cast<std::size_t>(n) * sizeof(Bf16));
+    if (n == W) {
+      std::memcpy(p, &h, sizeof(H));  // one store (see Int8Simd::store)
+    } else {
+      std::memcpy(p, &h, static_cast<std::size_t>(n) * sizeof(Bf16));
+    }
   }
   // Loads n < W floats, the rest zero.
   static F load_partial(const float* p, std::int64_t n) {
@@ -173,6 +177,45 @@ struct Simd {
     return x;
   }
 };
+
+// row[:cols] = act(row[:cols]) for one activation, four vectors per step: one GELU is a chain of
+// ~40 dependent operations (a division, the exponential's polynomial), and a loop over single
+// vectors with the choice of activation inside left the CPU waiting on that chain (int8 epilogue
+// of a [64, 1536] block on AMD Zen 4: 1.12 ns per element with GELU, 0.48 without).
+template <int W, Activation kAct>
+void activate_row(float* row, std::int64_t cols) {
+  using S = Simd<W>;
+  std::int64_t c = 0;
+  for (; c + 4 * W <= cols; c += 4 * W) {
+    const typename S::F a = S::activate(S::load(row + c), kAct);
+    const typename S::F b = S::activate(S::load(row + c + W), kAct);
+    const typename S::F d = S::activate(S::load(row + c + 2 * W), kAct);
+    const typename S::F e = S::activate(S::load(row + c + 3 * W), kAct);
+    S::store(row + c, a);
+    S::store(row + c + W, b);
+    S::store(row + c + 2 * W, d);
+    S::store(row + c + 3 * W, e);
+  }
+  for (; c + W <= cols; c += W) S::store(row + c, S::activate(S::load(row + c), kAct));
+  if (c < cols)
+    S::store_partial(row + c, S::activate(S::load_partial(row + c, cols - c), kAct), cols - c);
+}
+
+template <int W>
+void activate_row(float* row, std::int64_t cols, Activation act) {
+  switch (act) {
+    case Activation::kNone:
+      return;
+    case Activation::kGeluErf:
+      return activate_row<W, Activation::kGeluErf>(row, cols);
+    case Activation::kGeluTanh:
+      return activate_row<W, Activation::kGeluTanh>(row, cols);
+    case Activation::kRelu:
+      return activate_row<W, Activation::kRelu>(row, cols);
+    case Activation::kTanh:
+      return activate_row<W, Activation::kTanh>(row, cols);
+  }
+}
 
 template <int W>
 void bias_activation(float* y, std::int64_t rows, std::int64_t cols, std::int64_t ld,

@@ -42,9 +42,15 @@ struct Int8Simd {
     const F rounded = (v + magic) - magic;
     return __builtin_convertvector(__builtin_convertvector(rounded, I), C);
   }
+  // A whole vector by one fixed-size copy: a copy of n bytes compiles to byte loops through the
+  // stack, which cost a third of an s8 row's quantization.
   static void store(std::int8_t* q, F v, std::int64_t n) {
     const C c = to_bytes(v);
-    std::memcpy(q, &c, static_cast<std::size_t>(n));
+    if (n == W) {
+      std::memcpy(q, &c, sizeof(C));
+    } else {
+      std::memcpy(q, &c, static_cast<std::size_t>(n));
+    }
   }
   static F load_acc(const std::int32_t* p) {
     I v;
@@ -114,8 +120,8 @@ void quantize_bf16_rows(const Bf16* x, std::int64_t rows, std::int64_t cols, con
 }
 
 // out[r, :] = act(acc[r, :] · row_scales[r] · col_scales + bias), written as out.type says.
-// For an s8 output the f32 values go back into acc's row first (same size: the row is in L1
-// while it is quantized), then the row is quantized like any activation.
+// The scaled sums go to f32 in place of the row's s32 sums (same size; the row is in L1), the
+// activation runs over the row (activate_row), then the row is stored or quantized.
 template <int W>
 void int8_epilogue(std::int32_t* acc, std::int64_t rows, std::int64_t cols, const float* row_scales,
                    const float* col_scales, const float* bias, Activation act, Int8Output out) {
@@ -125,35 +131,33 @@ void int8_epilogue(std::int32_t* acc, std::int64_t rows, std::int64_t cols, cons
   for (std::int64_t r = 0; r < rows; ++r) {
     std::int32_t* a = acc + r * cols;
     const F rs = S::splat(row_scales[r]);
-    float* as_float = reinterpret_cast<float*>(a);
+    // Straight into an f32 output's row; else into the s32 row's place.
+    float* row = out.type == Int8Output::kF32 ? out.f32 + r * cols : reinterpret_cast<float*>(a);
     for (std::int64_t c = 0; c < cols; c += W) {
       const std::int64_t n = cols - c < W ? cols - c : W;
       F v = (n == W ? Q::load_acc(a + c) : Q::load_acc_partial(a + c, n)) * rs *
             load_any<W>(col_scales + c, n);
       if (bias) v += load_any<W>(bias + c, n);
-      v = S::activate(v, act);
-      switch (out.type) {
-        case Int8Output::kF32:
-          if (n == W) {
-            S::store(out.f32 + r * cols + c, v);
-          } else {
-            S::store_partial(out.f32 + r * cols + c, v, n);
-          }
-          break;
-        case Int8Output::kBf16:
-          S::store_bf16(out.bf16 + r * cols + c, v, n);
-          break;
-        case Int8Output::kS8:
-          if (n == W) {
-            S::store(as_float + c, v);
-          } else {
-            S::store_partial(as_float + c, v, n);
-          }
-          break;
+      if (n == W) {
+        S::store(row + c, v);
+      } else {
+        S::store_partial(row + c, v, n);
       }
     }
-    if (out.type == Int8Output::kS8)
-      quantize_row<W>(as_float, cols, out.s8_multiplier, out.s8 + r * cols, out.s8_scales + r);
+    activate_row<W>(row, cols, act);
+    switch (out.type) {
+      case Int8Output::kF32:
+        break;
+      case Int8Output::kBf16:
+        for (std::int64_t c = 0; c < cols; c += W) {
+          const std::int64_t n = cols - c < W ? cols - c : W;
+          S::store_bf16(out.bf16 + r * cols + c, load_any<W>(row + c, n), n);
+        }
+        break;
+      case Int8Output::kS8:
+        quantize_row<W>(row, cols, out.s8_multiplier, out.s8 + r * cols, out.s8_scales + r);
+        break;
+    }
   }
 }
 

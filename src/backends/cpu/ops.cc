@@ -40,11 +40,20 @@ std::unique_ptr<Device> Device::cpu(std::optional<cpu::Isa> isa) {
 }
 
 std::string Device::description() const {
-  // Our own AMX kernel does not show in oneDNN's verbose log: say here that it runs.
-  const bool fused = cpu::Bf16Attention::fused_amx_for(*kernels_, 64);
+  // Our own attention kernels do not show in oneDNN's verbose log: say here which runs.
+  const char* fused = "";
+  switch (cpu::Bf16Attention::fused_for(*kernels_, 64)) {
+    case cpu::FusedAttention::kAmx:
+      fused = ", bf16 attention on AMX tiles (ours, head sizes 32-128)";
+      break;
+    case cpu::FusedAttention::kDot:
+      fused = ", bf16 attention on avx512_bf16 dot products (ours, head sizes 32-128)";
+      break;
+    case cpu::FusedAttention::kNone:
+      break;
+  }
   return fmt::format("cpu ({} kernels, oneDNN GEMM up to {}{})", cpu::isa_name(isa()),
-                     cpu::gemm_isa_name(),
-                     fused ? ", bf16 attention on AMX tiles (ours, head sizes 32-128)" : "");
+                     cpu::gemm_isa_name(), fused);
 }
 
 Precision int8_fallback_precision() {

@@ -1,4 +1,4 @@
-#include "backends/cpu/attention_amx.h"
+#include "backends/cpu/attention_fused.h"
 
 #include <cpuid.h>
 #include <immintrin.h>
@@ -31,6 +31,18 @@ bool cpu_has_amx_bf16() {
   unsigned lo = 0, hi = 0;
   __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return (lo & (3u << 17)) == (3u << 17);  // the OS saves TILECFG and TILEDATA
+}
+
+bool cpu_has_avx512_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const unsigned avx512 = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31);  // F, DQ, BW, VL
+  if ((b & avx512) != avx512) return false;
+  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return false;  // AVX512_BF16
+  unsigned lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0xE6u) == 0xE6u;  // the OS saves SSE, AVX and the three AVX-512 states
 }
 
 // Palette 1, the eight tiles all 16 rows × 64 bytes: 16 × 16 f32, or 16 × 32 bf16.
@@ -279,7 +291,61 @@ void tile_products(std::int64_t blocks, const Bf16* a, std::int64_t a_stride,
   }
 }
 
+// One row of an 8 × 32 block of f32 sums, named rather than an array: GCC 12 keeps arrays of
+// accumulators in memory around each dot-product instruction (seen in its output for VPDPBUSD).
+struct PairRow {
+  __m512 v0, v1;
+};
+
+__attribute__((always_inline)) inline void pair_step(PairRow& sums, __m512bh b0, __m512bh b1,
+                                                     const std::uint32_t* a) {
+  std::uint32_t pair;
+  std::memcpy(&pair, a, sizeof pair);
+  const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
+  sums.v0 = _mm512_dpbf16_ps(sums.v0, x, b0);
+  sums.v1 = _mm512_dpbf16_ps(sums.v1, x, b1);
+}
+
+__attribute__((always_inline)) inline void store_row(const PairRow& sums, float* c) {
+  _mm512_storeu_ps(c, sums.v0);
+  _mm512_storeu_ps(c + 16, sums.v1);
+}
+
+// c[r, 0:32] = Σ_s a[r][s] · b[s·b_step + 0:32] for the 8 rows a[r] (row r of c at c + r·ldc),
+// where each a[r][s] and each b word is a pair of bf16 and a product adds both pairs' products.
+void pair_products(const std::uint32_t* const a[8], const std::uint32_t* b, std::int64_t b_step,
+                   std::int64_t steps, float* c, std::int64_t ldc) {
+  const __m512 zero = _mm512_setzero_ps();
+  PairRow s0{zero, zero}, s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+  const std::uint32_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
+  const std::uint32_t *a4 = a[4], *a5 = a[5], *a6 = a[6], *a7 = a[7];
+  for (std::int64_t s = 0; s < steps; ++s, b += b_step) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16);
+    pair_step(s0, b0, b1, a0 + s);
+    pair_step(s1, b0, b1, a1 + s);
+    pair_step(s2, b0, b1, a2 + s);
+    pair_step(s3, b0, b1, a3 + s);
+    pair_step(s4, b0, b1, a4 + s);
+    pair_step(s5, b0, b1, a5 + s);
+    pair_step(s6, b0, b1, a6 + s);
+    pair_step(s7, b0, b1, a7 + s);
+  }
+  store_row(s0, c);
+  store_row(s1, c + ldc);
+  store_row(s2, c + 2 * ldc);
+  store_row(s3, c + 3 * ldc);
+  store_row(s4, c + 4 * ldc);
+  store_row(s5, c + 5 * ldc);
+  store_row(s6, c + 6 * ldc);
+  store_row(s7, c + 7 * ldc);
+}
+
 }  // namespace
+
+bool dot_attention_usable(std::int64_t d) {
+  static const bool available = cpu_has_avx512_bf16();
+  return available && d > 0 && d % 32 == 0 && d <= kMaxHead;
+}
 
 bool amx_attention_usable(std::int64_t d) {
   static const bool available =
@@ -287,18 +353,18 @@ bool amx_attention_usable(std::int64_t d) {
   return available && d > 0 && d % 32 == 0 && d <= kMaxHead;
 }
 
-std::int64_t amx_packed_bytes(std::int64_t max_len, std::int64_t hidden) {
+std::int64_t fused_packed_bytes(std::int64_t max_len, std::int64_t hidden) {
   return Packed::bytes(max_len < 1 ? 1 : max_len, hidden);
 }
 
-std::int64_t amx_block_bytes(std::int64_t max_len, std::int64_t d) {
+std::int64_t fused_block_bytes(std::int64_t max_len, std::int64_t d) {
   return Block::bytes(round_up(max_len < 1 ? 1 : max_len, 32), d);
 }
 
 void amx_release_tiles() { _tile_release(); }
 
-void amx_pack_sequence(const Bf16* qkv, std::int64_t ld, std::int64_t len, std::int64_t hidden,
-                       std::int64_t heads, void* packed) {
+void fused_pack_sequence(const Bf16* qkv, std::int64_t ld, std::int64_t len, std::int64_t hidden,
+                         std::int64_t heads, void* packed) {
   const Packed m(packed, len, hidden, heads);
   const std::int64_t d = m.d;
   const Interleave order;
@@ -360,6 +426,44 @@ void amx_attention_head(const void* packed, std::int64_t len, std::int64_t hidde
       softmax_row(b.s + r * lp32, b.p + r * lp32, len, lp32, scale);
     // Context [16, d]: A = P, B = V, lp32 / 32 steps.
     tile_products(d / 16, b.p, lp32 * 2, vv, d * 4, 16 * d, lp32 / 32, b.o, d * 4);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      Bf16* dst = out + (i0 + r) * ld_out + h * d;
+      for (std::int64_t c = 0; c < d; c += 16)
+        store_bf16(dst + c, _mm512_loadu_ps(b.o + r * d + c));
+    }
+  }
+}
+
+void dot_attention_head(const void* packed, std::int64_t len, std::int64_t hidden,
+                        std::int64_t heads, std::int64_t h, float scale, void* block, Bf16* out,
+                        std::int64_t ld_out) {
+  if (len <= 0) return;
+  constexpr std::int64_t kRows = 8;
+  const Packed m(const_cast<void*>(packed), len, hidden, heads);
+  const std::int64_t d = m.d, lp32 = m.lp32;
+  const Block b(block, lp32);  // room for 16 queries; 8 are used
+  const Bf16* q = m.q_head(h);
+  const std::uint32_t* kt = m.kt_head(h);
+  const std::uint32_t* vv = m.vv_head(h);
+  // Pairs of keys with a probability: P is zero from len to lp32, and so are V's rows there.
+  const std::int64_t key_pairs = (len + 1) / 2;
+  for (std::int64_t i0 = 0; i0 < len; i0 += kRows) {
+    const std::int64_t rows = len - i0 < kRows ? len - i0 : kRows;
+    // Scores [8, keys]: queries past len are zero rows of the packed Q (lp32 is a multiple of
+    // 32), and their scores are never used.
+    const std::uint32_t* qa[kRows];
+    for (std::int64_t r = 0; r < kRows; ++r)
+      qa[r] = reinterpret_cast<const std::uint32_t*>(q + (i0 + r) * d);
+    for (std::int64_t j0 = 0; j0 < len; j0 += 32)
+      pair_products(qa, kt + j0, lp32, d / 2, b.s + j0, lp32);
+    for (std::int64_t r = 0; r < rows; ++r)
+      softmax_row(b.s + r * lp32, b.p + r * lp32, len, lp32, scale);
+    // Context [8, d]: rows past `rows` repeat the last real row's probabilities.
+    const std::uint32_t* pa[kRows];
+    for (std::int64_t r = 0; r < kRows; ++r)
+      pa[r] = reinterpret_cast<const std::uint32_t*>(b.p + (r < rows ? r : rows - 1) * lp32);
+    for (std::int64_t n0 = 0; n0 < d; n0 += 32)
+      pair_products(pa, vv + n0, d, key_pairs, b.o + n0, d);
     for (std::int64_t r = 0; r < rows; ++r) {
       Bf16* dst = out + (i0 + r) * ld_out + h * d;
       for (std::int64_t c = 0; c < d; c += 16)
