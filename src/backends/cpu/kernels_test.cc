@@ -316,8 +316,10 @@ TEST_P(KernelsTest, QuantizeRowsMatchesDefinition) {
 }
 
 // The epilogue of an int8 GEMM from its definition, into each output type.
+// Widths cover every step of the row's activation pass: blocks of four vectors, single vectors
+// and a partial one, at every vector width.
 TEST_P(KernelsTest, Int8EpilogueMatchesDefinition) {
-  for (std::int64_t cols : {1, 7, 16, 37, 100}) {
+  for (std::int64_t cols : {1, 7, 16, 37, 100, 200}) {
     const std::int64_t rows = 3;
     std::vector<std::int32_t> acc(static_cast<std::size_t>(rows * cols));
     std::mt19937 rng(5);
@@ -325,7 +327,8 @@ TEST_P(KernelsTest, Int8EpilogueMatchesDefinition) {
     auto rs = random_vector(static_cast<std::size_t>(rows), 1e-4f, 6);
     auto cs = random_vector(static_cast<std::size_t>(cols), 1e-2f, 7);
     auto bias = random_vector(static_cast<std::size_t>(cols), 1.0f, 8);
-    for (Activation act : {Activation::kNone, Activation::kGeluErf}) {
+    for (Activation act : {Activation::kNone, Activation::kGeluErf, Activation::kGeluTanh,
+                           Activation::kRelu, Activation::kTanh}) {
       std::vector<float> want(acc.size());
       for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c)
