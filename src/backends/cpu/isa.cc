@@ -55,10 +55,6 @@ std::vector<Isa> supported_isas() {
   return out;
 }
 
-bool attention_bf16_available() {
-  return max_isa_level() >= 3 && best_isa() == Isa::kAvx512 && __builtin_cpu_supports("avx512bf16");
-}
-
 Isa best_isa() { return supported_isas().back(); }
 
 }  // namespace mcinfer::cpu
