@@ -2,6 +2,7 @@
 // classification fixture, a bf16 checkpoint quantized from its own bits, real all-MiniLM-L6-v2 on
 // the 5,283-line tokenizer corpus), every GEMM path by capping the ISA (AMX-INT8, avx512_vnni,
 // avx2_vnni; refused without VNNI), `--int8-keep`, and the GEMMs chosen on the check rows.
+#include <cpuid.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,13 +55,15 @@ const IsaCap kCaps[] = {
     {"avx512_vnni", {"ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI"}, "avx512vnni"},
     {"avx2_vnni", {"ONEDNN_MAX_CPU_ISA=AVX2_VNNI", "MCINFER_MAX_ISA=avx2"}, "avxvnni"}};
 
-// From the CPU's flags, not from mcinfer: a capped path whose instructions the CPU has must run
-// (a guest may have avx512_vnni without avx_vnni, as one AMD Zen 4 VM here did).
+// From the CPU's flags (cpuid: clang 14's __builtin_cpu_supports has no avxvnni), not from
+// mcinfer: a capped path whose instructions the CPU has must run (a guest may have avx512_vnni
+// without avx_vnni, as one AMD Zen 4 VM here did).
 bool cap_runs_here(const IsaCap& cap) {
-  __builtin_cpu_init();
   if (cap.cpu_flag == nullptr) return true;
-  return std::string_view(cap.cpu_flag) == "avx512vnni" ? __builtin_cpu_supports("avx512vnni")
-                                                        : __builtin_cpu_supports("avxvnni");
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (std::string_view(cap.cpu_flag) == "avx512vnni")
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));  // AVX512_VNNI
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));     // AVX-VNNI
 }
 
 Json run_int8_fixture(const std::string& model, const fs::path& dir, const IsaCap& cap,
