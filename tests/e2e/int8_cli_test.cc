@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <string_view>
 
 #include "core/json.h"
 #include "support/cli.h"
@@ -48,22 +47,24 @@ bool cpu_has_native_int8() {
 struct IsaCap {
   const char* name;
   std::vector<std::string> env;
-  const char* cpu_flag;  // what the capped path needs from the CPU; null: nothing more
+  // What the capped path needs from the CPU, as cpuid leaf 7 reports it (clang 14's
+  // __builtin_cpu_supports has no avxvnni): subleaf, register (EAX 0, ECX 2), bit; best: none.
+  int subleaf = -1, reg = 0, bit = 0;
 };
 const IsaCap kCaps[] = {
-    {"best", {}, nullptr},
-    {"avx512_vnni", {"ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI"}, "avx512vnni"},
-    {"avx2_vnni", {"ONEDNN_MAX_CPU_ISA=AVX2_VNNI", "MCINFER_MAX_ISA=avx2"}, "avxvnni"}};
+    {"best", {}},
+    {"avx512_vnni", {"ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI"}, 0, 2, 11},
+    {"avx2_vnni", {"ONEDNN_MAX_CPU_ISA=AVX2_VNNI", "MCINFER_MAX_ISA=avx2"}, 1, 0, 4}};
 
-// From the CPU's flags (cpuid: clang 14's __builtin_cpu_supports has no avxvnni), not from
-// mcinfer: a capped path whose instructions the CPU has must run (a guest may have avx512_vnni
-// without avx_vnni, as one AMD Zen 4 VM here did).
+// From the CPU's flags, not from mcinfer: a capped path whose instructions the CPU has must run
+// (a guest may have avx512_vnni without avx_vnni, as one AMD Zen 4 VM here did).
 bool cap_runs_here(const IsaCap& cap) {
-  if (cap.cpu_flag == nullptr) return true;
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (std::string_view(cap.cpu_flag) == "avx512vnni")
-    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 11));  // AVX512_VNNI
-  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));     // AVX-VNNI
+  if (cap.subleaf < 0) return true;
+  unsigned regs[4] = {};
+  if (!__get_cpuid_count(7, static_cast<unsigned>(cap.subleaf), &regs[0], &regs[1], &regs[2],
+                         &regs[3]))
+    return false;
+  return (regs[cap.reg] >> cap.bit) & 1u;
 }
 
 Json run_int8_fixture(const std::string& model, const fs::path& dir, const IsaCap& cap,
@@ -89,7 +90,7 @@ TEST_P(Int8Classifier, WithinTheGatesOfTransformersFp32) {
   NEED_NATIVE_INT8();
   const auto& [model, cap_index] = GetParam();
   const IsaCap& cap = kCaps[cap_index];
-  if (!cap_runs_here(cap)) GTEST_SKIP() << "this CPU lacks " << cap.cpu_flag;
+  if (!cap_runs_here(cap)) GTEST_SKIP() << "this CPU lacks the " << cap.name << " instructions";
   auto dir = testing::scratch_dir("int8_" + model + "_" + cap.name);
   Json report = run_int8_fixture(model, dir, cap);
   ASSERT_TRUE(report.is_object());

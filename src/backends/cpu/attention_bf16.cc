@@ -41,7 +41,6 @@ struct Bf16Attention::Impl {
   std::unordered_map<std::int64_t, Products> products;  // by (heads · 1e6 + d) · 1e4 + L
   AlignedBuffer<Bf16> q, k, v, p, o;                    // [heads, L, d] / [heads, L, L]
   AlignedBuffer<float> s;                               // [heads, L, L]
-  FusedAttention fused = FusedAttention::kNone;         // which fused kernel may run, if any
   AlignedBuffer<std::uint8_t> fused_scratch;            // [threads, packed sequence + block]
 
   void run_fused(FusedAttention kernel, const Bf16* qkv, Bf16* ctx,
@@ -72,7 +71,6 @@ Bf16Attention::Bf16Attention(const GemmEngine& engine, const KernelTable& kernel
   impl_->stream = dnnl::stream(*impl_->engine);
   impl_->threads = threads < 1 ? 1 : threads;
   impl_->kernels = &kernels;
-  impl_->fused = fused_for(kernels, 32);  // 32: any head size the kernels take
 }
 
 // The library's ISA cap (ONEDNN_MAX_CPU_ISA) and ours (MCINFER_MAX_ISA, which picks the kernel
@@ -87,8 +85,7 @@ FusedAttention Bf16Attention::fused_for(const KernelTable& kernels, std::int64_t
 }
 
 FusedAttention Bf16Attention::fused(std::int64_t head_size) const {
-  return impl_->fused == FusedAttention::kNone ? FusedAttention::kNone
-                                               : fused_for(*impl_->kernels, head_size);
+  return fused_for(*impl_->kernels, head_size);
 }
 
 Bf16Attention::~Bf16Attention() = default;

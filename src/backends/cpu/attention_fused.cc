@@ -22,17 +22,6 @@ constexpr long kXfeatureXtileData = 18;
 
 constexpr std::int64_t kMaxHead = 128;
 
-bool cpu_has_amx_bf16() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  if (!(d & (1u << 24)) || !(d & (1u << 22))) return false;  // AMX-TILE, AMX-BF16
-  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return false;  // AVX512_BF16
-  unsigned lo = 0, hi = 0;
-  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (lo & (3u << 17)) == (3u << 17);  // the OS saves TILECFG and TILEDATA
-}
-
 bool cpu_has_avx512_bf16() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return false;  // OSXSAVE
@@ -43,6 +32,16 @@ bool cpu_has_avx512_bf16() {
   unsigned lo = 0, hi = 0;
   __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return (lo & 0xE6u) == 0xE6u;  // the OS saves SSE, AVX and the three AVX-512 states
+}
+
+bool cpu_has_amx_bf16() {
+  if (!cpu_has_avx512_bf16()) return false;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __get_cpuid_count(7, 0, &a, &b, &c, &d);
+  if (!(d & (1u << 24)) || !(d & (1u << 22))) return false;  // AMX-TILE, AMX-BF16
+  unsigned lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & (3u << 17)) == (3u << 17);  // the OS saves TILECFG and TILEDATA
 }
 
 // Palette 1, the eight tiles all 16 rows × 64 bytes: 16 × 16 f32, or 16 × 32 bf16.

@@ -42,15 +42,9 @@ struct Int8Simd {
     const F rounded = (v + magic) - magic;
     return __builtin_convertvector(__builtin_convertvector(rounded, I), C);
   }
-  // A whole vector by one fixed-size copy: a copy of n bytes compiles to byte loops through the
-  // stack, which cost a third of an s8 row's quantization.
   static void store(std::int8_t* q, F v, std::int64_t n) {
     const C c = to_bytes(v);
-    if (n == W) {
-      std::memcpy(q, &c, sizeof(C));
-    } else {
-      std::memcpy(q, &c, static_cast<std::size_t>(n));
-    }
+    std::memcpy(q, &c, static_cast<std::size_t>(n));
   }
   static F load_acc(const std::int32_t* p) {
     I v;
@@ -149,10 +143,7 @@ void int8_epilogue(std::int32_t* acc, std::int64_t rows, std::int64_t cols, cons
       case Int8Output::kF32:
         break;
       case Int8Output::kBf16:
-        for (std::int64_t c = 0; c < cols; c += W) {
-          const std::int64_t n = cols - c < W ? cols - c : W;
-          S::store_bf16(out.bf16 + r * cols + c, load_any<W>(row + c, n), n);
-        }
+        to_bf16<W>(row, out.bf16 + r * cols, cols);
         break;
       case Int8Output::kS8:
         quantize_row<W>(row, cols, out.s8_multiplier, out.s8 + r * cols, out.s8_scales + r);
