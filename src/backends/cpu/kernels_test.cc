@@ -358,6 +358,15 @@ TEST_P(KernelsTest, Int8EpilogueMatchesDefinition) {
       ASSERT_EQ(y16, want16);
       ASSERT_EQ(y8, want8);
       ASSERT_EQ(y8s, want8s);
+      // s8 for a smoothed next GEMM: each column multiplied before the row is quantized.
+      const auto mul = random_vector(static_cast<std::size_t>(cols), 1.0f, 9);
+      scratch = acc;
+      k.int8_epilogue(
+          scratch.data(), rows, cols, rs.data(), cs.data(), bias.data(), act,
+          Int8Output{Int8Output::kS8, nullptr, nullptr, y8.data(), y8s.data(), mul.data()});
+      k.quantize_rows(y.data(), rows, cols, mul.data(), want8.data(), want8s.data());
+      ASSERT_EQ(y8, want8) << "smoothed, cols " << cols;
+      ASSERT_EQ(y8s, want8s) << "smoothed, cols " << cols;
     }
   }
 }
