@@ -40,8 +40,9 @@ double time_chains(V seed, V increment, long iterations, Step step) {
   for (long i = 0; i < iterations; ++i) {
     a0 = step(a0), a1 = step(a1), a2 = step(a2), a3 = step(a3), a4 = step(a4), a5 = step(a5);
     a6 = step(a6), a7 = step(a7), a8 = step(a8), a9 = step(a9), a10 = step(a10), a11 = step(a11);
-    __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6),
-                     "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));
+    __asm__ volatile(""
+                     : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6),
+                       "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -52,27 +53,24 @@ constexpr double kChains = 12;
 double fp32_gflops() {
   typedef float V __attribute__((vector_size(64)));
   const __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(1e-7f);
-  const double s = time_chains<V>(V{} + 1.0f, V{} + 1.0f, kIterations, [&](V a) {
-    return (V)_mm512_fmadd_ps((__m512)a, x, y);
-  });
+  const double s = time_chains<V>(V{} + 1.0f, V{} + 1.0f, kIterations,
+                                  [&](V a) { return (V)_mm512_fmadd_ps((__m512)a, x, y); });
   return kIterations * kChains * 16 * 2 / s * 1e-9;
 }
 
 double bf16_gflops() {
   typedef float V __attribute__((vector_size(64)));
   const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3F80), y = (__m512bh)_mm512_set1_epi16(0x3380);
-  const double s = time_chains<V>(V{} + 1.0f, V{} + 1.0f, kIterations, [&](V a) {
-    return (V)_mm512_dpbf16_ps((__m512)a, x, y);
-  });
+  const double s = time_chains<V>(V{} + 1.0f, V{} + 1.0f, kIterations,
+                                  [&](V a) { return (V)_mm512_dpbf16_ps((__m512)a, x, y); });
   return kIterations * kChains * 32 * 2 / s * 1e-9;
 }
 
 double vnni_gops() {
   typedef int V __attribute__((vector_size(64)));
   const __m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(2);
-  const double s = time_chains<V>(V{} + 1, V{} + 1, kIterations, [&](V a) {
-    return (V)_mm512_dpbusd_epi32((__m512i)a, x, y);
-  });
+  const double s = time_chains<V>(V{} + 1, V{} + 1, kIterations,
+                                  [&](V a) { return (V)_mm512_dpbusd_epi32((__m512i)a, x, y); });
   return kIterations * kChains * 64 * 2 / s * 1e-9;
 }
 
