@@ -20,7 +20,9 @@ int main(int argc, char** argv) {
   // blocks of that size come from the heap and stay resident as holes once freed: the weight
   // loader's and the precision check's transient buffers did that. A fixed 128 KiB threshold
   // returns every large block on free. Measured (MiniLM bf16, 2 replicas, 4,000 rows, Zen 4):
-  // peak RSS 172 -> 166 MiB; ~2 more mmap calls per batch, no change in compute time.
+  // peak RSS 172 -> 166 MiB; ~2 more mmap calls per batch (strace), compute time within the
+  // noise of paired runs. The library leaves this policy to its host program; the precision
+  // check's own malloc_trim calls cover hosts that do not set it.
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 
   CLI::App app{"mcinfer: run Hugging Face encoder models over whole datasets on every core"};
