@@ -23,8 +23,12 @@ Also writes tests/fixtures/tokenizer_dirs/<name>/ (issue 11 item 5): what AutoTo
 writes for a tokenizer alone, with no config.json or a partial one, plus texts.txt and expected.jsonl
 (the ids of each line by the same AutoTokenizer, truncation=True, max_length=32).
 
-Regenerate: tools/venv.sh && .venv/bin/python tools/gen_st_fixtures.py
-Idempotent: deletes and rewrites tests/fixtures/st/ and tests/fixtures/tokenizer_dirs/ (README.md kept).
+Written by the legacy reference stack (sentence-transformers 3.3.1, transformers 4.46.3: directories
+as versions before 5.4 save them, and what those versions compute); tools/gen_st6_fixtures.py
+writes the current stack's st6_*/ and tf5_*/ beside them.
+Regenerate: tools/venv.sh --legacy && .venv-legacy/bin/python tools/gen_st_fixtures.py
+Idempotent: deletes and rewrites tests/fixtures/st/ and tests/fixtures/tokenizer_dirs/ (README.md,
+st6_*/ and tf5_*/ kept).
 """
 import csv
 import io
@@ -235,7 +239,8 @@ def main():
     for d in (OUT, TOKDIRS):
         d.mkdir(parents=True, exist_ok=True)
         for child in d.iterdir():
-            if child.name != "README.md":  # written by hand: it describes what this script makes
+            # README.md is written by hand; st6_* and tf5_* are tools/gen_st6_fixtures.py's.
+            if child.name != "README.md" and not child.name.startswith(("st6_", "tf5_")):
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
     gen = torch.Generator().manual_seed(SEED)
     # models.Transformer loads the base model with a freshly initialised BERT pooler (unused, and

@@ -33,6 +33,10 @@ struct ModelOptions {
   // normalisation; default: the sentence-transformers modules, else mean without.
   std::string pooling;
   std::optional<bool> normalize;
+  // A prompt prepended to every text, by text or by name (`mcinfer run --prompt`,
+  // `--prompt-name`); neither: the model's default prompt, if any.
+  std::optional<std::string> prompt, prompt_name;
+  std::string tokenizer_compat = "auto";  // auto, file or transformers5 (`--tokenizer-compat`)
 };
 
 // Row-major outputs: rows × columns, one row per input, in input order.

@@ -25,6 +25,9 @@ struct RunOptions : RunSettings {
   std::string long_input = "truncate";
   std::string chunk_reduce = "mean";    // chunk: mean, max, first or token-weighted
   std::string chunk_values = "logits";  // chunk, classifiers: reduce logits or probs
+  // How the tokenizer is built: auto (transformers 5's way when config.json was written by
+  // transformers 5, else as the files say), file, or transformers5.
+  std::string tokenizer_compat = "auto";
 };
 
 // Runs the job and returns its report (JSON text, as --report writes it). Throws Error, with

@@ -22,6 +22,10 @@ struct RunSettings {
   // Default: the sentence-transformers modules, else no normalisation.
   std::optional<bool> normalize;
   std::optional<std::size_t> max_len;  // tokens per sequence; default: the model's
+  // A prompt prepended to every text, by its text or by its name in the model's
+  // config_sentence_transformers.json (sentence-transformers' encode(prompt=, prompt_name=));
+  // neither: the model's default_prompt_name, if any.
+  std::optional<std::string> prompt, prompt_name;
   // --long-input chunk: tokens each window shares with the one before (Hugging Face's stride).
   std::size_t stride = 0;
   // Several outputs of one pass, in this order, e.g. "probs,cls" (model::OutputKind names:

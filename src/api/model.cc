@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "model/model_dir.h"
 #include "sched/replica_pool.h"
+#include "sched/row_feeder.h"
 #include "sched/run_plan.h"
 
 namespace mcinfer {
@@ -24,7 +25,6 @@ struct Model::Impl {
   sched::TaskPlan plan;
   std::shared_ptr<const backend::PreparedModel> prepared;
   std::unique_ptr<sched::ReplicaPool> pool;
-  bool strip_text = false;
 
   Matrix run(const std::vector<std::vector<std::int32_t>>& ids,
              const std::vector<std::vector<std::int32_t>>& types) const;
@@ -47,13 +47,21 @@ Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& op
   }
   request.max_len = options.max_len;
   request.normalize = options.normalize;
+  request.prompt = options.prompt;
+  request.prompt_name = options.prompt_name;
+  if (options.tokenizer_compat != "auto") {
+    request.tokenizer_compat = tokenizer::kCompatNames.parse(options.tokenizer_compat);
+    if (!request.tokenizer_compat) {
+      fail_usage("tokenizer_compat must be auto, {}, not '{}'", tokenizer::kCompatNames.choices(),
+                 options.tokenizer_compat);
+    }
+  }
   if (!options.pooling.empty()) {
     const auto pooling = model::parse_pooling(options.pooling);
     if (!pooling) fail_usage("pooling '{}' is not a pooling mode", options.pooling);
     request.pooling = model::PoolingModes(*pooling);
   }
   impl->plan = sched::plan_task(*impl->dir, request);
-  impl->strip_text = impl->dir->strips_text();
   const auto precision = model::parse_precision(options.precision);
   if (!precision)
     fail_usage("precision must be {}, not '{}'", model::kPrecisionNames.choices(),
@@ -86,14 +94,14 @@ Matrix Model::predict(const std::vector<std::string>& texts,
     fail_usage("{} texts but {} pairs: give one pair per text, or none", texts.size(),
                pairs.size());
   std::vector<std::vector<std::int32_t>> ids(texts.size()), types(texts.size());
+  const sched::TaskPlan& plan = impl_->plan;
+  std::string buffer;
   for (std::size_t i = 0; i < texts.size(); ++i) {
-    std::string_view text = texts[i];
+    const std::string_view text =
+        sched::prepare_text(texts[i], plan.prompt.value, plan.strip_text, buffer);
     std::optional<std::string_view> pair;
     if (!pairs.empty()) pair = pairs[i];
-    if (impl_->strip_text) {
-      text = model::strip_python_whitespace(text);
-      if (pair) pair = model::strip_python_whitespace(*pair);
-    }
+    if (pair && plan.strip_text) pair = model::strip_python_whitespace(*pair);
     tokenizer::Encoding enc = tok->encode(text, pair, impl_->plan.max_len);
     ids[i] = std::move(enc.ids);
     types[i] = std::move(enc.type_ids);

@@ -32,6 +32,10 @@ sched::RunOptions to_sched(const RunOptions& o) {
   s.chunk = {.mode = parse_flag(sched::kLongInputNames, o.long_input, "--long-input"),
              .reduce = parse_flag(sched::kChunkReduceNames, o.chunk_reduce, "--chunk-reduce"),
              .values = parse_flag(sched::kChunkValuesNames, o.chunk_values, "--chunk-values")};
+  if (o.tokenizer_compat != "auto") {
+    s.tokenizer_compat =
+        parse_flag(tokenizer::kCompatNames, o.tokenizer_compat, "--tokenizer-compat (or auto)");
+  }
   return s;
 }
 

@@ -287,7 +287,9 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
     obj.fail_field("max_position_embeddings",
                    fmt::format("{} leaves no room for a sequence", c.max_position_embeddings));
   }
-  c.torch_dtype = obj.opt_string("torch_dtype").value_or("");
+  // transformers 5 writes "dtype"; 4.x wrote "torch_dtype" (and 5 still reads it).
+  c.torch_dtype = obj.opt_string("dtype").value_or(obj.opt_string("torch_dtype").value_or(""));
+  c.transformers_version = obj.opt_string("transformers_version");
 
   if (c.head == Head::kSequenceClassification) read_labels(obj, c);
   return c;

@@ -39,7 +39,9 @@ struct ModelConfig {
   std::int64_t num_labels = 0;
   std::vector<std::string> labels;  // id2label in id order
   ProblemType problem_type = ProblemType::kSingleLabel;
-  std::string torch_dtype;  // informational
+  std::string torch_dtype;  // informational: "dtype" (transformers 5) or "torch_dtype" (4.x)
+  // The transformers that saved config.json (decides --tokenizer-compat auto).
+  std::optional<std::string> transformers_version;
 
   static ModelConfig load(const std::filesystem::path& config_json);
   // Well-known shapes for benchmarks without files: bert-base, bert-large, xlm-r-base,

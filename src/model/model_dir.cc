@@ -14,221 +14,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::int64_t kMaxDenseFeatures = 1'000'000;
-
 bool file_exists(const fs::path& p) {
   std::error_code ec;
   return fs::exists(p, ec);
-}
-
-// The file names sentence-transformers looks for, first found wins (SentenceTransformer
-// ._load_sbert_model).
-constexpr const char* kStConfigNames[] = {
-    "sentence_bert_config.json",       "sentence_roberta_config.json",
-    "sentence_distilbert_config.json", "sentence_camembert_config.json",
-    "sentence_albert_config.json",     "sentence_xlm-roberta_config.json",
-    "sentence_xlnet_config.json"};
-
-constexpr std::string_view kTypePrefix = "sentence_transformers.models.";
-
-std::optional<StModule::Kind> module_kind(std::string_view type) {
-  if (type.substr(0, kTypePrefix.size()) != kTypePrefix) return std::nullopt;
-  const std::string_view cls = type.substr(kTypePrefix.size());
-  if (cls == "Transformer") return StModule::Kind::kTransformer;
-  if (cls == "Pooling") return StModule::Kind::kPooling;
-  if (cls == "Dense") return StModule::Kind::kDense;
-  if (cls == "Normalize") return StModule::Kind::kNormalize;
-  return std::nullopt;
-}
-
-// A module folder named in modules.json: relative, inside the directory.
-void check_module_path(const JsonObject& module, const std::string& path) {
-  const fs::path p(path);
-  bool bad = p.is_absolute();
-  for (const auto& part : p) bad = bad || part == "..";
-  if (bad)
-    module.fail_field("path", fmt::format("'{}' is not a folder inside the directory", path));
-}
-
-StPooling read_pooling(const fs::path& dir, const std::string& folder) {
-  StPooling p;
-  p.source = folder + "/config.json";
-  const fs::path file = dir / p.source;
-  if (!file_exists(file)) fail("{}: missing (the Pooling module's configuration)", file.string());
-  Json json = read_json_file(file, 1u << 20);
-  JsonObject obj(json, file.string());
-  p.word_embedding_dimension = obj.get_int("word_embedding_dimension");
-  if (p.word_embedding_dimension < 1)
-    obj.fail_field("word_embedding_dimension", "must be positive");
-  p.include_prompt = obj.opt_bool("include_prompt").value_or(true);
-  // sentence-transformers' flags, in its concatenation order; pooling_mode (a name) overrides.
-  static constexpr std::pair<const char*, Pooling> kFlags[] = {
-      {"pooling_mode_cls_token", Pooling::kCls},
-      {"pooling_mode_max_tokens", Pooling::kMax},
-      {"pooling_mode_mean_tokens", Pooling::kMean},
-      {"pooling_mode_mean_sqrt_len_tokens", Pooling::kMeanSqrtLen},
-      {"pooling_mode_weightedmean_tokens", Pooling::kWeightedMean},
-      {"pooling_mode_lasttoken", Pooling::kLastToken}};
-  std::vector<Pooling> modes;
-  if (auto name = obj.opt_string("pooling_mode")) {
-    std::string mode = *name;
-    std::transform(mode.begin(), mode.end(), mode.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (mode == "mean_sqrt_len_tokens") mode = "mean_sqrt_len";
-    auto parsed = parse_pooling(mode);
-    if (!parsed) {
-      obj.fail_field(
-          "pooling_mode",
-          fmt::format("'{}' is not a pooling mode (cls, max, mean, mean_sqrt_len_tokens, "
-                      "weightedmean, lasttoken)",
-                      *name));
-    }
-    modes.push_back(*parsed);
-  } else {
-    for (const auto& [key, mode] : kFlags) {
-      if (obj.opt_bool(key).value_or(false)) modes.push_back(mode);
-    }
-  }
-  if (modes.empty()) fail("{}: no pooling_mode_* flag is true", file.string());
-  p.modes = PoolingModes(std::move(modes));
-  return p;
-}
-
-DenseActivation parse_dense_activation(const JsonObject& obj, const std::string& name) {
-  static constexpr std::pair<std::string_view, DenseActivation> kKnown[] = {
-      {"torch.nn.modules.linear.Identity", DenseActivation::kIdentity},
-      {"torch.nn.modules.activation.Tanh", DenseActivation::kTanh},
-      {"torch.nn.modules.activation.ReLU", DenseActivation::kRelu},
-      {"torch.nn.modules.activation.Sigmoid", DenseActivation::kSigmoid},
-      {"torch.nn.modules.activation.GELU", DenseActivation::kGelu}};
-  for (const auto& [known, act] : kKnown) {
-    if (name == known) return act;
-  }
-  obj.fail_field(
-      "activation_function",
-      fmt::format("'{}' is not supported (torch.nn Identity, Tanh, ReLU, Sigmoid, GELU)", name));
-}
-
-StDense read_dense(const fs::path& dir, const std::string& folder) {
-  StDense d;
-  d.module = folder;
-  d.source = folder + "/config.json";
-  const fs::path file = dir / d.source;
-  if (!file_exists(file)) fail("{}: missing (the Dense module's configuration)", file.string());
-  Json json = read_json_file(file, 1u << 20);
-  JsonObject obj(json, file.string());
-  for (const char* key : {"in_features", "out_features"}) {
-    const std::int64_t v = obj.get_int(key);
-    if (v < 1 || v > kMaxDenseFeatures)
-      obj.fail_field(key, fmt::format("{} is outside [1, {}]", v, kMaxDenseFeatures));
-    (std::string_view(key) == "in_features" ? d.in_features : d.out_features) = v;
-  }
-  d.bias = obj.opt_bool("bias").value_or(true);
-  // Dense's constructor default, which its saved config always spells out.
-  d.activation_function =
-      obj.opt_string("activation_function").value_or("torch.nn.modules.activation.Tanh");
-  d.activation = parse_dense_activation(obj, d.activation_function);
-  d.weights = folder + "/model.safetensors";
-  if (!file_exists(dir / d.weights)) {
-    const fs::path bin = dir / folder / "pytorch_model.bin";
-    if (file_exists(bin)) {
-      fail(
-          "{}: the Dense module's weights are a pickle, which mcinfer does not load (unpickling "
-          "runs code); save the model with safe_serialization=True to get {}",
-          bin.string(), (dir / d.weights).string());
-    }
-    fail("{}: missing (the Dense module's weights)", (dir / d.weights).string());
-  }
-  return d;
-}
-
-// Refuses what would make encode() differ from what mcinfer computes: lower-casing before the
-// tokenizer and default prompts.
-void check_transformer_settings(const fs::path& dir, const std::string& st_config_name) {
-  if (!st_config_name.empty()) {
-    const fs::path file = dir / st_config_name;
-    Json json = read_json_file(file, 1u << 20);
-    JsonObject obj(json, file.string());
-    if (obj.opt_bool("do_lower_case").value_or(false)) {
-      obj.fail_field("do_lower_case",
-                     "true is not supported (sentence-transformers lower-cases each text before "
-                     "the tokenizer)");
-    }
-  }
-  const fs::path config = dir / "config_sentence_transformers.json";
-  if (file_exists(config)) {
-    Json json = read_json_file(config, 16u << 20);
-    JsonObject obj(json, config.string());
-    if (auto prompt = obj.opt_string("default_prompt_name")) {
-      obj.fail_field(
-          "default_prompt_name",
-          fmt::format("'{}' is not supported (encode() would prepend that prompt)", *prompt));
-    }
-  }
-}
-
-StModules read_modules(const fs::path& dir, const std::string& st_config_name) {
-  const fs::path file = dir / "modules.json";
-  Json json = read_json_file(file, 1u << 20);
-  if (!json.is_array() || json.empty())
-    fail("{}: expected a non-empty list of modules", file.string());
-  StModules st;
-  for (std::size_t i = 0; i < json.size(); ++i) {
-    JsonObject module(json[i], fmt::format("{}: module {}", file.string(), i));
-    StModule m;
-    m.type = module.get_string("type");
-    m.path = module.get_string("path");
-    m.name = module.opt_string("name").value_or(std::to_string(i));
-    check_module_path(module, m.path);
-    auto kind = module_kind(m.type);
-    if (!kind) {
-      module.fail_field("type",
-                        fmt::format("module '{}' ({}) has type '{}', which mcinfer does "
-                                    "not implement (sentence_transformers.models."
-                                    "Transformer, Pooling, Dense, Normalize)",
-                                    m.name, m.path.empty() ? "the directory" : m.path, m.type));
-    }
-    m.kind = *kind;
-    // The only order encode() can run them in that mcinfer implements.
-    const bool first = st.modules.empty();
-    const StModule::Kind last = first ? StModule::Kind::kTransformer : st.modules.back().kind;
-    const bool in_order =
-        m.kind == StModule::Kind::kTransformer
-            ? first
-            : !first && (m.kind == StModule::Kind::kPooling ? last == StModule::Kind::kTransformer
-                                                            : (last == StModule::Kind::kPooling ||
-                                                               last == StModule::Kind::kDense));
-    if (!in_order) {
-      module.fail_field("type", fmt::format("module '{}' ({}) is out of place: mcinfer runs "
-                                            "Transformer, Pooling, then Dense modules, then "
-                                            "Normalize",
-                                            m.name, m.type.substr(kTypePrefix.size())));
-    }
-    switch (m.kind) {
-      case StModule::Kind::kTransformer:
-        if (!m.path.empty()) {
-          module.fail_field("path",
-                            fmt::format("the Transformer is in folder '{}'; mcinfer reads it only "
-                                        "from the directory itself (path \"\")",
-                                        m.path));
-        }
-        break;
-      case StModule::Kind::kPooling:
-        st.pooling = read_pooling(dir, m.path);
-        break;
-      case StModule::Kind::kDense:
-        st.dense.push_back(read_dense(dir, m.path));
-        break;
-      case StModule::Kind::kNormalize:
-        st.normalize = "modules.json: " + (m.path.empty() ? m.name : m.path);
-        break;
-    }
-    st.modules.push_back(std::move(m));
-  }
-  if (st.pooling.source.empty())
-    fail("{}: no Pooling module (encode() would have no sentence embedding)", file.string());
-  check_transformer_settings(dir, st_config_name);
-  return st;
 }
 
 }  // namespace
@@ -245,10 +33,12 @@ ModelDir ModelDir::open(const fs::path& dir, Use use) {
   } else if (use == Use::kRun) {
     m.config_ = ModelConfig::load(config);
     m.model_type_ = m.config_->model_type;
+    m.transformers_version_ = m.config_->transformers_version;
   } else {
     Json json = read_json_file(config, 16u << 20);
     JsonObject obj(json, config.string());
     m.model_type_ = obj.opt_string("model_type");
+    m.transformers_version_ = obj.opt_string("transformers_version");
     // Tokenizing needs no dimensions; a config that has them is read (and checked) whole.
     if (obj.has("hidden_size") || obj.has("dim")) {
       m.config_ = ModelConfig::load(config);
@@ -260,25 +50,13 @@ ModelDir ModelDir::open(const fs::path& dir, Use use) {
        {"tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model"}) {
     if (file_exists(dir / name)) m.tokenizer_files_.emplace_back(name);
   }
-  for (const char* name : kStConfigNames) {
-    if (file_exists(dir / name)) {
-      m.st_config_name_ = name;
-      break;
-    }
-  }
-  if (!m.st_config_name_.empty()) {
-    const fs::path file = dir / m.st_config_name_;
-    Json json = read_json_file(file, 1u << 20);
-    JsonObject obj(json, file.string());
-    // Below 2 there is no room for the special tokens: ignored, as mcinfer always did.
-    if (auto n = obj.opt_int("max_seq_length"); n && *n >= 2) m.st_max_seq_length_ = *n;
-  }
+  m.st_ = StFiles::read(dir, use == Use::kRun);
   m.has_modules_ = file_exists(dir / "modules.json");
-  if (m.has_modules_ && use == Use::kRun) m.st_ = read_modules(dir, m.st_config_name_);
-  if (m.st_ && m.config_ && m.st_->pooling.word_embedding_dimension != m.config_->hidden_size) {
-    fail("{}: field 'word_embedding_dimension': {} differs from the model's hidden size {}",
-         (dir / m.st_->pooling.source).string(), m.st_->pooling.word_embedding_dimension,
-         m.config_->hidden_size);
+  const auto& st = m.st_.modules;
+  if (st && m.config_ && st->pooling.embedding_dimension != m.config_->hidden_size) {
+    fail("{}: field '{}': {} differs from the model's hidden size {}",
+         (dir / st->pooling.source).string(), st->pooling.dimension_field,
+         st->pooling.embedding_dimension, m.config_->hidden_size);
   }
   return m;
 }
@@ -290,8 +68,8 @@ const ModelConfig& ModelDir::config() const {
 
 std::vector<fs::path> ModelDir::module_dirs() const {
   std::vector<fs::path> out;
-  if (!st_) return out;
-  for (const auto& m : st_->modules) {
+  if (!st_.modules) return out;
+  for (const auto& m : st_.modules->modules) {
     // Normalize has no files (its folder may not exist: git keeps no empty folders).
     if (m.kind == StModule::Kind::kPooling || m.kind == StModule::Kind::kDense)
       out.push_back(dir_ / m.path);
@@ -323,10 +101,39 @@ Sourced<std::size_t> ModelDir::max_len(std::optional<std::size_t> tokenizer_limi
   }
   if (tokenizer_limit) consider(*tokenizer_limit, "tokenizer_config.json: model_max_length");
   // A sentence-transformers model truncates at its own max_seq_length (256 for all-MiniLM-L6-v2).
-  if (st_max_seq_length_) {
-    consider(static_cast<std::size_t>(*st_max_seq_length_), st_config_name_ + ": max_seq_length");
+  if (st_.max_seq_length) {
+    consider(static_cast<std::size_t>(*st_.max_seq_length), st_.config_name + ": max_seq_length");
   }
   return out;
+}
+
+Sourced<std::string> ModelDir::prompt(const std::optional<std::string>& text,
+                                      const std::optional<std::string>& name) const {
+  if (text && name) {
+    fail_usage("--prompt and --prompt-name both given: say the prompt by its text or by its name");
+  }
+  if (text) return {*text, "--prompt"};
+  const StPrompts& p = st_.prompts;
+  auto names = [&] {
+    std::vector<std::string> out;
+    for (const auto& [key, value] : p.prompts) out.push_back(fmt::format("'{}'", key));
+    return out.empty() ? std::string("none") : fmt::format("{}", fmt::join(out, ", "));
+  };
+  if (name) {
+    auto it = p.prompts.find(*name);
+    if (it == p.prompts.end()) {
+      fail_usage("--prompt-name '{}': {} has no such prompt (its prompts: {})", *name,
+                 (dir_ / "config_sentence_transformers.json").string(), names());
+    }
+    return {it->second,
+            fmt::format("config_sentence_transformers.json: prompts.{} (--prompt-name)", *name)};
+  }
+  if (p.default_name) {
+    return {p.prompts.at(*p.default_name),
+            fmt::format("config_sentence_transformers.json: default_prompt_name '{}'",
+                        *p.default_name)};
+  }
+  return {"", "none"};
 }
 
 Json EmbeddingPlan::to_json() const {
@@ -346,7 +153,7 @@ Json EmbeddingPlan::to_json() const {
 }
 
 Sourced<TaskKind> ModelDir::default_task() const {
-  if (st_) return {TaskKind::kEmbed, "modules.json"};
+  if (st_.modules) return {TaskKind::kEmbed, "modules.json"};
   if (config().head == Head::kSequenceClassification)
     return {TaskKind::kClassify, "config.json: architectures"};
   return {TaskKind::kEmbed, "config.json: no classification head"};
@@ -355,10 +162,10 @@ Sourced<TaskKind> ModelDir::default_task() const {
 EmbeddingPlan ModelDir::embedding_plan(std::optional<PoolingModes> pooling,
                                        std::optional<bool> normalize) const {
   EmbeddingPlan plan;
-  if (st_) {
-    plan.pooling = {st_->pooling.modes, st_->pooling.source};
-    if (st_->normalize) plan.normalize = {true, *st_->normalize};
-    plan.dense = st_->dense;
+  if (const auto& st = st_.modules) {
+    plan.pooling = {st->pooling.modes, st->pooling.source};
+    if (st->normalize) plan.normalize = {true, *st->normalize};
+    plan.dense = st->dense;
   }
   if (pooling) plan.pooling = {*pooling, "--pooling"};
   if (normalize) plan.normalize = {*normalize, *normalize ? "--normalize" : "--no-normalize"};
@@ -448,22 +255,6 @@ std::string_view strip_python_whitespace(std::string_view text) {
     end = start;
   }
   return text.substr(begin, end - begin);
-}
-
-std::string_view dense_activation_name(DenseActivation activation) {
-  switch (activation) {
-    case DenseActivation::kIdentity:
-      return "identity";
-    case DenseActivation::kTanh:
-      return "tanh";
-    case DenseActivation::kRelu:
-      return "relu";
-    case DenseActivation::kSigmoid:
-      return "sigmoid";
-    case DenseActivation::kGelu:
-      return "gelu";
-  }
-  return "?";
 }
 
 }  // namespace mcinfer::model

@@ -17,6 +17,7 @@
 #include "core/json.h"
 #include "model/config.h"
 #include "model/pooling.h"
+#include "model/st_modules.h"
 #include "model/task.h"
 
 namespace mcinfer::model {
@@ -27,40 +28,6 @@ template <class T>
 struct Sourced {
   T value;
   std::string source;
-};
-
-struct StModule {
-  enum class Kind { kTransformer, kPooling, kDense, kNormalize };
-  Kind kind = Kind::kTransformer;
-  std::string name;  // modules.json "name"
-  std::string path;  // its folder, "" for the directory itself
-  std::string type;  // as written, e.g. "sentence_transformers.models.Pooling"
-};
-
-struct StPooling {
-  PoolingModes modes = Pooling::kMean;
-  std::int64_t word_embedding_dimension = 0;
-  bool include_prompt = true;  // matters only with prompts, which mcinfer refuses
-  std::string source;          // "1_Pooling/config.json"
-};
-
-struct StDense {
-  std::string module;  // its folder, e.g. "2_Dense"
-  std::int64_t in_features = 0;
-  std::int64_t out_features = 0;
-  bool bias = true;
-  std::string activation_function;  // as written: "torch.nn.modules.activation.Tanh"
-  DenseActivation activation = DenseActivation::kTanh;
-  std::string weights;  // "2_Dense/model.safetensors"
-  std::string source;   // "2_Dense/config.json"
-};
-
-// What SentenceTransformer(dir) loads and encode() runs after the transformer.
-struct StModules {
-  std::vector<StModule> modules;  // in modules.json order
-  StPooling pooling;
-  std::vector<StDense> dense;            // applied in order after pooling
-  std::optional<std::string> normalize;  // "modules.json: 2_Normalize" when listed
 };
 
 // What an embedding run applies after the encoder, each choice with its source.
@@ -90,16 +57,28 @@ class ModelDir {
   // Throws Error naming config.json (and the missing field) when there is no whole config.
   const ModelConfig& config() const;
   const std::optional<std::string>& model_type() const { return model_type_; }
+  // config.json's transformers_version: the transformers that saved the directory.
+  const std::optional<std::string>& transformers_version() const { return transformers_version_; }
 
   // Tokenizer files present, in the order Tokenizer::load prefers them.
   const std::vector<std::string>& tokenizer_files() const { return tokenizer_files_; }
   bool has_tokenizer() const { return !tokenizer_files_.empty(); }
 
   // Present when the directory has modules.json (kRun only: tokenizing reads no module).
-  const std::optional<StModules>& sentence_transformers() const { return st_; }
-  // A sentence-transformers model: its Transformer.tokenize strips every text (Python's
-  // str.strip) before the tokenizer.
-  bool strips_text() const { return has_modules_; }
+  const std::optional<StModules>& sentence_transformers() const { return st_.modules; }
+  // What the sentence-transformers version that saved the directory does (see StBehaviour).
+  const StBehaviour& st_behaviour() const { return st_.behaviour; }
+  // A sentence-transformers model saved before 5.4: its Transformer.tokenize strips every text
+  // (Python's str.strip) before the tokenizer.
+  bool strips_text() const { return has_modules_ && st_.behaviour.strips_text; }
+  // The prompt prepended to every text: `text` (--prompt), else the prompt named `name`
+  // (--prompt-name), else config_sentence_transformers.json's default_prompt_name, else none
+  // (value ""). An empty prompt is no prompt, as in encode(). Throws UsageError for both flags
+  // or an unknown name (listing the names).
+  Sourced<std::string> prompt(const std::optional<std::string>& text,
+                              const std::optional<std::string>& name) const;
+  // The Pooling module's include_prompt (true without one).
+  bool pools_prompt() const { return !st_.modules || st_.modules->pooling.include_prompt; }
   // The Pooling and Dense modules' folders, whose files the results depend on (for the resume
   // fingerprint).
   std::vector<std::filesystem::path> module_dirs() const;
@@ -127,16 +106,13 @@ class ModelDir {
   std::optional<ModelConfig> config_;
   std::string config_problem_;  // why config() is unavailable
   std::optional<std::string> model_type_;
+  std::optional<std::string> transformers_version_;
   std::vector<std::string> tokenizer_files_;
-  std::optional<StModules> st_;
+  StFiles st_;
   bool has_modules_ = false;
-  std::optional<std::int64_t> st_max_seq_length_;
-  std::string st_config_name_;  // "sentence_bert_config.json", or another name ST reads
 };
 
 // Python's str.strip() on UTF-8 text (the characters for which str.isspace() is true).
 std::string_view strip_python_whitespace(std::string_view text);
-
-std::string_view dense_activation_name(DenseActivation activation);
 
 }  // namespace mcinfer::model

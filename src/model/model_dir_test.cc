@@ -39,7 +39,7 @@ TEST(ModelDir, SentenceTransformersModulesInOrder) {
   EXPECT_EQ(st.modules[2].kind, StModule::Kind::kDense);
   EXPECT_EQ(st.modules[3].kind, StModule::Kind::kNormalize);
   EXPECT_EQ(st.pooling.modes, PoolingModes(Pooling::kCls));
-  EXPECT_EQ(st.pooling.word_embedding_dimension, 16);
+  EXPECT_EQ(st.pooling.embedding_dimension, 16);
   EXPECT_EQ(st.pooling.source, "1_Pooling/config.json");
   ASSERT_EQ(st.dense.size(), 1u);
   EXPECT_EQ(st.dense[0].in_features, 16);

@@ -47,6 +47,13 @@ PoolingModes::PoolingModes(std::vector<Pooling> list) : modes(std::move(list)) {
     fail("internal: a pooling mode given twice");
 }
 
+PoolingModes PoolingModes::in_given_order(std::vector<Pooling> list) {
+  std::vector<Pooling> sorted = list;
+  PoolingModes checked(std::move(sorted));  // the same checks
+  checked.modes = std::move(list);
+  return checked;
+}
+
 std::string PoolingModes::name() const {
   std::string out;
   for (Pooling mode : modes) {

@@ -30,6 +30,9 @@ struct PoolingModes {
   PoolingModes(Pooling mode) : modes{mode} {}  // NOLINT(google-explicit-constructor): a single mode
   // Sorted into the concatenation order; at least one mode, none twice.
   explicit PoolingModes(std::vector<Pooling> list);
+  // Concatenated in the order given (sentence-transformers 6's pooling_mode list); at least one
+  // mode, none twice.
+  static PoolingModes in_given_order(std::vector<Pooling> list);
 
   std::vector<Pooling> modes;
 

@@ -86,6 +86,12 @@ struct TaskSpec {
   std::shared_ptr<const std::vector<DenseLayer>> dense;
   // Several outputs, concatenated per sequence in this order; empty: the one output above.
   std::vector<OutputKind> outputs;
+  // Embeddings: the first `pool_skip` positions of every sequence (a prompt's tokens, with its
+  // special token in front) are left out of the pooling (sentence-transformers' Pooling with
+  // include_prompt false). CLS pooling then takes the first token after them when
+  // `cls_after_skip` (sentence-transformers 5.5 and later), else token 0 all the same.
+  std::int64_t pool_skip = 0;
+  bool cls_after_skip = true;
 };
 
 // The activation `auto` means for this model (from problem_type).

@@ -31,8 +31,9 @@ void pool(const ModelConfig& config, const TaskSpec& task, std::span<const Seque
   }
   std::vector<float> stage(dense ? static_cast<std::size_t>(2 * widest) : 0);
   std::vector<std::int32_t> index;
+  const bool skips = task.pool_skip > 0;
   for (std::size_t s = 0; s < spans.size(); ++s) {
-    if (task.pooling.has(Pooling::kWeightedMean)) {
+    if (task.pooling.has(Pooling::kWeightedMean) || skips) {
       // Each kept token's position in the row as given (attention-mask zeros were dropped).
       index.clear();
       const auto& mask = batch[s].attention_mask;
@@ -40,9 +41,28 @@ void pool(const ModelConfig& config, const TaskSpec& task, std::span<const Seque
         if (mask.empty() || mask[i] != 0) index.push_back(static_cast<std::int32_t>(i));
       }
     }
+    // The kept tokens before position pool_skip are left out; the plan leaves at least the
+    // closing special token after them.
+    std::int64_t first = 0;
+    while (skips && first < spans[s].length &&
+           index[static_cast<std::size_t>(first)] < task.pool_skip)
+      ++first;
+    if (first == spans[s].length) fail("internal: pooling leaves out every token of a sequence");
+    const float* rows = hidden + (spans[s].offset + first) * h;
     float* o = out + static_cast<std::int64_t>(s) * stride;
-    pool_sequence(task.pooling, hidden + spans[s].offset * h, spans[s].length, h, index,
-                  dense ? stage.data() : o);
+    float* pooled_out = dense ? stage.data() : o;
+    pool_sequence(task.pooling, rows, spans[s].length - first, h,
+                  std::span<const std::int32_t>(index).subspan(
+                      std::min<std::size_t>(static_cast<std::size_t>(first), index.size())),
+                  pooled_out);
+    if (first > 0 && !task.cls_after_skip && task.pooling.has(Pooling::kCls)) {
+      // Before sentence-transformers 5.5, CLS pooling took token 0 even with the prompt left out.
+      const auto slot =
+          std::find(task.pooling.modes.begin(), task.pooling.modes.end(), Pooling::kCls) -
+          task.pooling.modes.begin();
+      const float* cls = hidden + spans[s].offset * h;
+      std::copy(cls, cls + h, pooled_out + slot * h);
+    }
     if (dense) {
       float* cur = stage.data();
       float* next = stage.data() + widest;
@@ -63,7 +83,10 @@ void write_output(const ModelConfig& config, const TaskSpec& task, OutputKind ki
                   const float* hidden, const float* logits, float* out, std::int64_t stride) {
   const auto n = static_cast<std::int64_t>(batch.size());
   auto pooled = [&](Pooling mode) {
-    pool(config, TaskSpec(TaskKind::kEmbed, mode), batch, spans, hidden, out, stride);
+    TaskSpec one(TaskKind::kEmbed, mode);
+    one.pool_skip = task.pool_skip;  // a prompt left out of the pooling is left out of each
+    one.cls_after_skip = task.cls_after_skip;
+    pool(config, one, batch, spans, hidden, out, stride);
   };
   switch (kind) {
     case OutputKind::kProbs:

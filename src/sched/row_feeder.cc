@@ -7,6 +7,16 @@
 
 namespace mcinfer::sched {
 
+std::string_view prepare_text(std::string_view text, const std::string& prompt, bool strip,
+                              std::string& buffer) {
+  if (!prompt.empty()) {
+    buffer.assign(prompt);
+    buffer += text;
+    text = buffer;
+  }
+  return strip ? model::strip_python_whitespace(text) : text;
+}
+
 void Batch::add(WorkItem item) {
   const auto length = static_cast<std::int64_t>(item.ids.size());
   real_tokens += length;
@@ -80,13 +90,11 @@ void RowFeeder::to_item(data::Row& row, WorkItem& item) {
     fail("{}: the model directory has no tokenizer files, so rows must carry input_ids (JSONL)",
          options_.input.string());
   }
-  std::string_view text = row.text;
+  const std::string_view text =
+      prepare_text(row.text, options_.prompt, options_.strip_text, prompted_);
   std::optional<std::string_view> pair;
   if (row.text_pair) pair = *row.text_pair;
-  if (options_.strip_text) {
-    text = model::strip_python_whitespace(text);
-    if (pair) pair = model::strip_python_whitespace(*pair);
-  }
+  if (pair && options_.strip_text) pair = model::strip_python_whitespace(*pair);
   std::vector<tokenizer::Encoding> windows = encode(text, pair);
   const auto count = static_cast<std::uint32_t>(windows.size());
   if (count > 1) ++stats_.chunked;

@@ -27,13 +27,21 @@ struct FeedOptions {
   std::int64_t vocab_size = 0;  // for checking pre-tokenised ids
   std::int64_t type_vocab_size = 0;
   bool tokenize = true;  // false: validate and count only (the precision check counts rows)
-  // Strip each text (Python's str.strip) before tokenising, as sentence-transformers does.
+  // Prepended to every text (to the first of a pair), before the strip below.
+  std::string prompt;
+  // Strip each text (Python's str.strip) before tokenising, as sentence-transformers before 5.4
+  // does (the prompt and the text together: it strips what encode() hands the tokenizer).
   bool strip_text = false;
   // Text rows longer than max_len: truncated, or cut into windows (one work item per window)
   // that share `stride` tokens. Pre-tokenised rows never are: they must fit.
   LongInput long_input = LongInput::kTruncate;
   std::size_t stride = 0;
 };
+
+// The text the tokenizer gets for a row's first text: `prompt` + `text`, stripped (Python's
+// str.strip) when `strip`; `buffer` holds it when it is not a part of `text`.
+std::string_view prepare_text(std::string_view text, const std::string& prompt, bool strip,
+                              std::string& buffer);
 
 struct BadRowRecord {
   std::uint64_t line = 0;
@@ -101,6 +109,7 @@ class RowFeeder {
   const tokenizer::Tokenizer* tokenizer_;
   std::unique_ptr<data::RowReader> reader_;
   data::Row row_;
+  std::string prompted_;  // prompt + text, reused
   FeedStats stats_;
   std::vector<BadRowRecord> bad_rows_;
   std::vector<data::RowId> ids_;

@@ -113,7 +113,7 @@ Json run_fingerprint(const RunOptions& o, const RunPlan& plan, const model::Mode
       {"backend", o.backend},
       {"task", model::task_name(plan.task.kind)},
       {"max_len", plan.max_len},
-      {"strip_text", dir.strips_text()},
+      {"strip_text", plan.strip_text},
       {"id_col", o.id_col},
       {"text_col", o.text_col},
       {"text_pair_col", o.text_pair_col.value_or("")},
@@ -124,6 +124,13 @@ Json run_fingerprint(const RunOptions& o, const RunPlan& plan, const model::Mode
       {"precision", model::precision_name(prepared.model->precision())},
   };
   if (prepared.int8_plan) flags["int8_plan"] = prepared.int8_plan->to_json()["kept"];
+  // Recorded only when in use, so that runs recorded before these existed still resume.
+  if (!plan.prompt.value.empty()) {
+    flags["prompt"] = plan.prompt.value;
+    flags["prompt_tokens_not_pooled"] = plan.task.pool_skip;
+  }
+  if (plan.tokenizer_compat.value != tokenizer::Compat::kFile)
+    flags["tokenizer_compat"] = tokenizer::kCompatNames.name(plan.tokenizer_compat.value);
   if (!plan.task.outputs.empty()) {
     Json outputs = Json::array();
     for (model::OutputKind kind : plan.task.outputs)
@@ -370,7 +377,10 @@ Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
   const model::ModelDir dir = model::ModelDir::open(o.model_dir);
   const RunPlan plan = plan_run(o, dir, *backend, rank);
   const model::PrecisionChoice precision = backend->resolve_precision(o.precision);
-  if (!o.quiet) fmt::print(stderr, "mcinfer: {}\n", precision.reason);
+  if (!o.quiet) {
+    fmt::print(stderr, "mcinfer: {}\n", describe_text_plan(plan));
+    fmt::print(stderr, "mcinfer: {}\n", precision.reason);
+  }
 
   std::vector<std::string> warnings;
   const PreparedRun prepared = prepare_model(o, plan, dir, *backend, precision.precision, warnings);

@@ -13,6 +13,7 @@
 #include "model/task.h"
 #include "sched/chunking.h"
 #include "sched/sources.h"
+#include "tokenizer/tokenizer.h"
 
 namespace mcinfer::sched {
 
@@ -30,6 +31,8 @@ struct RunOptions : RunSettings {
   Schedule schedule = Schedule::kDynamic;
   std::size_t window_rows = 8192;  // dynamic: rows read, sorted by length and cut at a time
   ChunkOptions chunk;              // rows longer than max_len
+  // nullopt: auto (see sched::resolve_tokenizer_compat).
+  std::optional<tokenizer::Compat> tokenizer_compat;
 
   data::ColumnSpec columns() const { return {id_col, text_col, text_pair_col}; }
 };

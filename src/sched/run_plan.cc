@@ -1,5 +1,6 @@
 #include "sched/run_plan.h"
 
+#include <charconv>
 #include <set>
 
 #include "core/system.h"
@@ -90,6 +91,13 @@ void check_chunking(const RunOptions& o, const TaskPlan& plan) {
     if (o.stride != 0) fail_usage("--stride applies to --long-input chunk");
     return;
   }
+  if (plan.task.pool_skip > 0) {
+    fail_usage(
+        "--long-input chunk with a prompt left out of the pooling (include_prompt false, {}): "
+        "only a row's first window holds the prompt, so what its windows leave out is not "
+        "defined; use --long-input truncate, as sentence-transformers does",
+        plan.prompt.source);
+  }
   if (!plan.tokenizer) return;  // rows must carry input_ids, which must fit: nothing to cut
   const std::size_t specials = plan.tokenizer->special_tokens(o.text_pair_col.has_value());
   if (plan.max_len <= specials + o.stride) {
@@ -102,10 +110,70 @@ void check_chunking(const RunOptions& o, const TaskPlan& plan) {
 
 }  // namespace
 
+model::Sourced<tokenizer::Compat> resolve_tokenizer_compat(
+    const model::ModelDir& dir, std::optional<tokenizer::Compat> requested) {
+  if (requested) return {*requested, "--tokenizer-compat"};
+  const std::optional<std::string>& version = dir.transformers_version();
+  if (!version)
+    return {tokenizer::Compat::kFile, "auto: config.json records no transformers_version"};
+  int major = 0;
+  std::from_chars(version->data(), version->data() + version->size(), major);
+  return {major >= 5 ? tokenizer::Compat::kTransformers5 : tokenizer::Compat::kFile,
+          fmt::format("auto: config.json transformers_version {}", *version)};
+}
+
+std::string describe_text_plan(const TaskPlan& plan) {
+  std::string out = fmt::format("tokenizer {} ({})",
+                                plan.tokenizer_compat.value == tokenizer::Compat::kFile
+                                    ? "as its files say"
+                                    : "as transformers 5 builds it",
+                                plan.tokenizer_compat.source);
+  if (plan.strip_text) out += "; texts stripped of edge whitespace (sentence-transformers < 5.4)";
+  if (plan.prompt.value.empty()) return out + "; no prompt";
+  out += fmt::format("; prompt {} ({})", Json(plan.prompt.value).dump(), plan.prompt.source);
+  if (plan.task.pool_skip > 0)
+    out += fmt::format(", the first {} tokens (its own and the one before) left out of the pooling",
+                       plan.task.pool_skip);
+  return out;
+}
+
+std::int64_t prompt_token_count(const tokenizer::Tokenizer& tokenizer, const std::string& prompt,
+                                bool strip) {
+  const std::string_view text = strip ? model::strip_python_whitespace(prompt) : prompt;
+  const std::vector<std::int32_t> ids = tokenizer.encode(text, std::nullopt, 0).ids;
+  const std::vector<std::int32_t> none = tokenizer.encode("", std::nullopt, 0).ids;
+  // A template that closes a sequence with a special token closes the empty one with it too.
+  const bool closed = !none.empty() && !ids.empty() && ids.back() == none.back();
+  return static_cast<std::int64_t>(ids.size()) - (closed ? 1 : 0);
+}
+
+// The prompt in force, and the tokens of it the pooling leaves out (include_prompt false).
+void plan_prompt(const model::ModelDir& dir, const TaskRequest& request, TaskPlan& plan) {
+  plan.prompt = dir.prompt(request.prompt, request.prompt_name);
+  if (plan.prompt.value.empty()) return;
+  if (!plan.tokenizer) {
+    fail_usage("a prompt ({}) is text, but {} has no tokenizer files", plan.prompt.source,
+               dir.path().string());
+  }
+  if (plan.task.kind != model::TaskKind::kEmbed || dir.pools_prompt()) return;
+  plan.task.pool_skip = prompt_token_count(*plan.tokenizer, plan.prompt.value, plan.strip_text);
+  plan.task.cls_after_skip = dir.st_behaviour().cls_after_prompt;
+  if (static_cast<std::size_t>(plan.task.pool_skip) + 1 >= plan.max_len) {
+    fail_usage(
+        "the prompt ({}) takes {} tokens with its special token, which --max-len {} leaves no "
+        "room for a text after (the Pooling module leaves the prompt's tokens out: "
+        "include_prompt false)",
+        plan.prompt.source, plan.task.pool_skip, plan.max_len);
+  }
+}
+
 TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
   TaskPlan plan;
   const model::ModelConfig& config = dir.config();
-  if (dir.has_tokenizer()) plan.tokenizer = tokenizer::Tokenizer::load(dir.path());
+  plan.tokenizer_compat = resolve_tokenizer_compat(dir, request.tokenizer_compat);
+  if (dir.has_tokenizer())
+    plan.tokenizer = tokenizer::Tokenizer::load(dir.path(), plan.tokenizer_compat.value);
+  plan.strip_text = dir.strips_text();
   model::TaskSpec& task = plan.task;
   task.kind = request.task.value_or(dir.default_task().value);
   if (task.kind == model::TaskKind::kClassify &&
@@ -124,6 +192,7 @@ TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
   plan.max_len = dir.max_len(plan.tokenizer ? plan.tokenizer->model_max_length() : std::nullopt,
                              request.max_len)
                      .value;
+  plan_prompt(dir, request, plan);
   plan.schema = make_schema(config, task, plan.embedding ? plan.embedding->output_dim : 0);
   plan.dim = static_cast<std::int64_t>(plan.schema.columns.size());
   return plan;
@@ -139,7 +208,8 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
   plan.batch_shape = backend.batch_shape();
   check_flags(o);
   static_cast<TaskPlan&>(plan) =
-      plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len, o.outputs});
+      plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len, o.outputs, o.prompt,
+                      o.prompt_name, o.tokenizer_compat});
   check_chunking(o, plan);
   const model::ModelConfig& config = dir.config();
   plan.window = window_task(plan.task, config, o.chunk);
@@ -150,7 +220,8 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
                           .max_len = plan.max_len,
                           .vocab_size = config.vocab_size,
                           .type_vocab_size = config.type_vocab_size,
-                          .strip_text = dir.strips_text(),
+                          .prompt = plan.prompt.value,
+                          .strip_text = plan.strip_text,
                           .long_input = o.chunk.mode,
                           .stride = o.stride};
   return plan;

@@ -24,8 +24,11 @@ struct TaskPlan {
   std::optional<model::EmbeddingPlan> embedding;  // embed only
   std::size_t max_len = 0;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null: inputs must be token ids
-  data::PredictionSchema schema;                    // the output columns
-  std::int64_t dim = 0;                             // values per output row
+  model::Sourced<tokenizer::Compat> tokenizer_compat{tokenizer::Compat::kFile, "default"};
+  model::Sourced<std::string> prompt{"", "none"};  // "" : no prompt
+  bool strip_text = false;        // sentence-transformers before 5.4 (ModelDir::strips_text)
+  data::PredictionSchema schema;  // the output columns
+  std::int64_t dim = 0;           // values per output row
 };
 
 struct TaskRequest {
@@ -35,7 +38,23 @@ struct TaskRequest {
   model::OutputActivation activation = model::OutputActivation::kAuto;
   std::optional<std::size_t> max_len;
   std::optional<std::string> outputs;  // --outputs, unparsed (what it offers depends on the task)
+  std::optional<std::string> prompt, prompt_name;     // --prompt, --prompt-name
+  std::optional<tokenizer::Compat> tokenizer_compat;  // nullopt: auto
 };
+
+// --tokenizer-compat: as requested, else auto: transformers 5's way when config.json records a
+// transformers_version of 5 or later, else the files' (no record: the files').
+model::Sourced<tokenizer::Compat> resolve_tokenizer_compat(
+    const model::ModelDir& dir, std::optional<tokenizer::Compat> requested);
+
+// "tokenizer as the files say (auto: ...); prompt 'query: ' (source), its 3 tokens not pooled":
+// the first line a run prints, and inspect's.
+std::string describe_text_plan(const TaskPlan& plan);
+
+// The prompt's tokens as encode() counts them for include_prompt false: the prompt alone
+// tokenised (stripped first when `strip`), less its closing special token.
+std::int64_t prompt_token_count(const tokenizer::Tokenizer& tokenizer, const std::string& prompt,
+                                bool strip);
 
 // Defaults: embed for a sentence-transformers model, else classify when the model has a head,
 // else embed; pooling and normalize from the sentence-transformers modules, else mean pooling

@@ -117,6 +117,7 @@ Json make_report(const ReportInputs& in, const RunTally& tally) {
       {"warnings", in.warnings},
   };
   if (in.plan.embedding) report["embedding"] = in.plan.embedding->to_json();
+  report["text"] = text_plan_json(in.plan);
   const auto backend_counters = in.model.counters();
   if (!backend_counters.empty()) {
     report["backend_counters"] = Json::object();
@@ -169,6 +170,17 @@ void print_summary(const ReportInputs& in, const RunTally& tally) {
     fmt::print(stderr, "mcinfer: {} rows were longer than --max-len {}: {} windows computed\n",
                tally.feed.chunked, in.plan.max_len, tally.feed.windows);
   }
+}
+
+Json text_plan_json(const TaskPlan& plan) {
+  return {{"prompt",
+           {{"value", plan.prompt.value},
+            {"source", plan.prompt.source},
+            {"tokens_not_pooled", plan.task.pool_skip}}},
+          {"tokenizer_compat",
+           {{"value", tokenizer::kCompatNames.name(plan.tokenizer_compat.value)},
+            {"source", plan.tokenizer_compat.source}}},
+          {"strip_text", plan.strip_text}};
 }
 
 }  // namespace mcinfer::sched

@@ -58,6 +58,11 @@ struct ReportInputs {
 
 Json make_report(const ReportInputs& in, const RunTally& tally);
 
+// What the text of each row becomes before the tokenizer, and how the tokenizer was built:
+// {"prompt": {"value", "source", "tokens_not_pooled"}, "tokenizer_compat": {"value",
+// "source"}, "strip_text"}. For the report and `inspect --json`.
+Json text_plan_json(const TaskPlan& plan);
+
 // "mcinfer: wrote N rows (M distinct ids) to OUT in S s (R rows/s)" and skipped rows; for a
 // rank that does not merge, what it computed and the command that finishes the run.
 void print_summary(const ReportInputs& in, const RunTally& tally);

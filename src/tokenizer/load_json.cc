@@ -281,6 +281,19 @@ bool parse_post_processor(const JsonNode& n, Template& out) {
   n.at("type").fail(fmt::format("unknown or unsupported post-processor type '{}'", type));
 }
 
+// The SentencePiece normalizer of a normalizer node: the node itself, or the one in its Sequence.
+std::optional<JsonNode> find_precompiled(const JsonNode& n) {
+  n.expect_object();
+  const std::string type = n.at("type").str();
+  if (type == "Precompiled") return n;
+  if (type != "Sequence") return std::nullopt;
+  JsonNode steps = n.at("normalizers");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (auto found = find_precompiled(steps[i])) return found;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std::string& origin,
@@ -312,6 +325,12 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std:
       a.normalized = t.bool_or("normalized", !a.special);
       parts.added_tokens.push_back(std::move(a));
     }
+  }
+  if (config.rebuilds_xlmr_pipeline() && parts.kind == "unigram") {
+    std::optional<JsonNode> precompiled;
+    if (auto n = root.get("normalizer")) precompiled = find_precompiled(*n);
+    rebuild_xlmr_pipeline(parts, precompiled ? parse_normalizer(*precompiled) : nullptr, config,
+                          origin);
   }
   parts.model_max_length = config.model_max_length();
   if (auto pad = config.special("pad_token", std::nullopt)) {

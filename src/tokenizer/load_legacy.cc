@@ -105,7 +105,36 @@ ConfigFiles ConfigFiles::read(const std::filesystem::path& dir) {
   if (!c.special_tokens.is_null() && !c.special_tokens.is_object()) {
     fail("{}: expected a JSON object, got {}", c.special_origin, json_type_name(c.special_tokens));
   }
+  const auto model_config = dir / "config.json";
+  if (std::filesystem::exists(model_config)) {
+    Json json = read_json_file(model_config, 16u << 20);
+    if (json.is_object())
+      c.model_type = JsonObject(json, model_config.string()).opt_string("model_type");
+  }
   return c;
+}
+
+bool ConfigFiles::rebuilds_xlmr_pipeline() const {
+  if (compat != Compat::kTransformers5) return false;
+  std::optional<std::string> cls;
+  if (config.is_object()) cls = JsonObject(config, config_origin).opt_string("tokenizer_class");
+  if (cls) return *cls == "XLMRobertaTokenizer" || *cls == "XLMRobertaTokenizerFast";
+  return model_type == "xlm-roberta";
+}
+
+void rebuild_xlmr_pipeline(PipelineParts& parts, std::unique_ptr<Normalizer> precompiled,
+                           const ConfigFiles& config, const std::string& origin) {
+  parts.normalizer = std::move(precompiled);
+  const bool prefix = config.flag("add_prefix_space").value_or(true);
+  std::vector<std::unique_ptr<PreTokenizer>> steps;
+  steps.push_back(make_whitespace_split());
+  steps.push_back(
+      make_metaspace(0x2581, prefix ? PrependScheme::kAlways : PrependScheme::kNever, true));
+  parts.pre_tokenizer = make_pre_tokenizer_sequence(std::move(steps), origin);
+  const std::string bos = config.special("bos_token", "<s>")->content;
+  const std::string eos = config.special("eos_token", "</s>")->content;
+  parts.post = Template::roberta(id_of(*parts.model, parts.added_tokens, bos, origin),
+                                 id_of(*parts.model, parts.added_tokens, eos, origin));
 }
 
 ConfigFiles ConfigFiles::parse(std::string_view config_json, std::string_view special_json) {
@@ -388,6 +417,14 @@ std::unique_ptr<Tokenizer> tokenizer_from_spm(std::string_view model_bytes,
   std::int32_t bos = id_of(*parts.model, parts.added_tokens, "<s>", origin);
   std::int32_t eos = id_of(*parts.model, parts.added_tokens, "</s>", origin);
   parts.post = Template::roberta(bos, eos);
+  if (config.rebuilds_xlmr_pipeline()) {
+    rebuild_xlmr_pipeline(
+        parts,
+        spm.precompiled_charsmap.empty()
+            ? nullptr
+            : make_precompiled(PrecompiledCharsmap::parse(spm.precompiled_charsmap, origin)),
+        config, origin);
+  }
   parts.pad_token = config.special("pad_token", "<pad>")->content;
   parts.model_max_length = config.model_max_length();
   return std::make_unique<Pipeline>(std::move(parts));

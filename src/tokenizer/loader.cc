@@ -28,9 +28,10 @@ std::string read_file(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& dir) {
+std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& dir, Compat compat) {
   if (!std::filesystem::is_directory(dir)) fail("{}: not a directory", dir.string());
   ConfigFiles config = ConfigFiles::read(dir);
+  config.compat = compat;
   auto has = [&](const char* name) { return std::filesystem::is_regular_file(dir / name); };
   if (has("tokenizer.json")) {
     auto path = dir / "tokenizer.json";

@@ -10,6 +10,7 @@
 
 #include "core/json.h"
 #include "tokenizer/added_vocab.h"
+#include "tokenizer/pipeline.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mcinfer::tokenizer {
@@ -20,6 +21,10 @@ struct ConfigFiles {
   std::string config_origin = "tokenizer_config.json";
   Json special_tokens;
   std::string special_origin = "special_tokens_map.json";
+  // config.json's model_type, which AutoTokenizer maps to a class when tokenizer_config.json
+  // names none.
+  std::optional<std::string> model_type;
+  Compat compat = Compat::kFile;
 
   static ConfigFiles read(const std::filesystem::path& dir);
   static ConfigFiles parse(std::string_view config_json, std::string_view special_json);
@@ -35,7 +40,16 @@ struct ConfigFiles {
   std::optional<std::size_t> model_max_length() const;
   // tokenizer_config.json's added_tokens_decoder, by ascending id; empty when absent.
   std::vector<AddedToken> added_tokens_decoder() const;
+  // With Compat::kTransformers5: the tokenizer class is XLMRobertaTokenizer (its tokenizer_class,
+  // with or without "Fast", or model_type xlm-roberta), whose pipeline transformers 5 rebuilds.
+  bool rebuilds_xlmr_pipeline() const;
 };
+
+// transformers 5's XLMRobertaTokenizer pipeline (see Compat) over the vocabulary in `parts`:
+// `precompiled` (the SentencePiece normalizer, may be null) alone as the normalizer, a whitespace
+// split then Metaspace (prepend per add_prefix_space, default true), <s> A </s> [</s> B </s>].
+void rebuild_xlmr_pipeline(PipelineParts& parts, std::unique_ptr<Normalizer> precompiled,
+                           const ConfigFiles& config, const std::string& origin);
 
 std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std::string& origin,
                                                const ConfigFiles& config);

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.h"
+
 namespace mcinfer::tokenizer {
 
 struct Encoding {
@@ -20,6 +22,16 @@ struct Encoding {
   bool truncated = false;              // true when tokens were dropped to fit max_length
 };
 
+// How a pipeline is built from a directory's files. kFile: as its tokenizer.json (or the per-kind
+// files, as transformers 4 converts them) says. kTransformers5: as transformers 5 builds it, which
+// takes the vocabulary from the files but the pipeline from the tokenizer class: for
+// XLMRobertaTokenizer, the SentencePiece normalizer alone (no right strip, no run-of-spaces
+// replacement), then a whitespace split before the Metaspace pre-tokenizer. The other classes
+// mcinfer reads (BERT, RoBERTa, DistilBERT) come out the same either way.
+enum class Compat { kFile, kTransformers5 };
+inline constexpr EnumNames<Compat, 2> kCompatNames{
+    {{{Compat::kFile, "file"}, {Compat::kTransformers5, "transformers5"}}}};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -27,7 +39,8 @@ class Tokenizer {
   // Loads the tokenizer saved in a Hugging Face model directory (tokenizer.json, or the
   // per-kind files: vocab.txt / vocab.json + merges.txt / sentencepiece.bpe.model, with
   // tokenizer_config.json and special_tokens_map.json). Throws Error naming file and field.
-  static std::unique_ptr<Tokenizer> load(const std::filesystem::path& model_dir);
+  static std::unique_ptr<Tokenizer> load(const std::filesystem::path& model_dir,
+                                         Compat compat = Compat::kFile);
 
   // Encodes one text or a pair, adds special tokens and truncates to max_length tokens
   // (special tokens included; longest_first for pairs). max_length == 0: no truncation.

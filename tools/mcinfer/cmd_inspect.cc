@@ -6,6 +6,8 @@
 #include "commands.h"
 #include "core/json.h"
 #include "model/model_dir.h"
+#include "sched/run_plan.h"
+#include "sched/run_report.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mcinfer::cli {
@@ -15,6 +17,8 @@ struct InspectOptions {
   std::string model_dir;
   bool json = false;
   backend::BackendOptions backend;
+  std::optional<std::string> prompt, prompt_name;
+  std::string compat = "auto";
 };
 
 std::string human_bytes(std::uint64_t bytes) {
@@ -37,10 +41,15 @@ int run_inspect(const InspectOptions& o) {
   // What `run` applies with no flag, and where each choice comes from.
   const auto task = dir.default_task();
   const model::EmbeddingPlan plan = dir.embedding_plan(std::nullopt, std::nullopt);
+  // What run does to each text before the model: the tokenizer's build, the prompt.
+  sched::TaskRequest request;
+  request.prompt = o.prompt;
+  request.prompt_name = o.prompt_name;
+  if (o.compat != "auto") request.tokenizer_compat = tokenizer::kCompatNames.parse(o.compat);
+  const sched::TaskPlan text_plan = sched::plan_task(dir, request);
   std::optional<std::size_t> tokenizer_limit;
   std::size_t specials = 0;
-  if (dir.has_tokenizer()) {
-    const auto tok = tokenizer::Tokenizer::load(o.model_dir);
+  if (const auto* tok = text_plan.tokenizer.get()) {
     tokenizer_limit = tok->model_max_length();
     specials = tok->special_tokens(false);
   }
@@ -80,6 +89,11 @@ int run_inspect(const InspectOptions& o) {
       {"max_len", max_len.value},
       {"max_len_source", max_len.source},
       {"strips_text", dir.strips_text()},
+      {"text", sched::text_plan_json(text_plan)},
+      {"saved_by",
+       {{"transformers", dir.transformers_version().value_or("")},
+        {"sentence_transformers", dir.st_behaviour().version},
+        {"dtype", c.torch_dtype}}},
       {"num_labels", c.num_labels},
       {"labels", labels},
       {"activation_bytes_per_1000_tokens", activation},
@@ -134,6 +148,13 @@ int run_inspect(const InspectOptions& o) {
       "embedding        {} values per row{}\n", plan.output_dim,
       dir.strips_text() ? "; texts stripped of edge whitespace first (sentence-transformers)" : "");
   fmt::print("max length       {} tokens ({})\n", max_len.value, max_len.source);
+  fmt::print("text             {}\n", sched::describe_text_plan(text_plan));
+  fmt::print("saved by         transformers {}{}{}\n",
+             dir.transformers_version().value_or("(not recorded)"),
+             dir.st_behaviour().version.empty()
+                 ? ""
+                 : fmt::format(", sentence-transformers {}", dir.st_behaviour().version),
+             c.torch_dtype.empty() ? "" : fmt::format("; dtype {}", c.torch_dtype));
   fmt::print("backend          {}: {}\n", backend->name(), backend->description());
   for (const auto& line : backend->device_lines()) fmt::print("  {}\n", line);
   fmt::print("activations      {} per replica per 1,000 batch tokens (longest sequence {})\n",
@@ -163,6 +184,11 @@ Action add_inspect_command(CLI::App& app, const Invocation& invocation) {
                   "--backend pjrt: the plugin, a .so file or cpu, cuda, tpu")
       ->capture_default_str();
   sub->add_option("--devices", o->backend.devices, "--backend pjrt: devices to use (default: all)");
+  sub->add_option("--prompt", o->prompt, "As run --prompt: show what it does");
+  sub->add_option("--prompt-name", o->prompt_name, "As run --prompt-name");
+  sub->add_option("--tokenizer-compat", o->compat, "auto, file or transformers5, as run's")
+      ->check(CLI::IsMember({"auto", "file", "transformers5"}))
+      ->capture_default_str();
   return [o] { return run_inspect(*o); };
 }
 

@@ -118,6 +118,18 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "Several outputs of one pass, in this order: classify: probs, logits, cls, "
                   "mean (pooled hidden states); embed: mean, cls, max, normalized. CSV columns "
                   "<output>.<label> / <output>.e<i>, one JSONL field per output");
+  sub->add_option("--prompt", f->options.prompt,
+                  "Text prepended to every text (to the first of a pair), as "
+                  "sentence-transformers' encode(prompt=...)");
+  sub->add_option("--prompt-name", f->options.prompt_name,
+                  "The prompt of that name in config_sentence_transformers.json, as encode("
+                  "prompt_name=...) (default: its default_prompt_name, if any)");
+  sub->add_option("--tokenizer-compat", f->options.tokenizer_compat,
+                  "auto: transformers 5's tokenizer when config.json was written by transformers "
+                  "5, else the files'; file: as tokenizer.json says; transformers5: as "
+                  "transformers 5 rebuilds it from the tokenizer class")
+      ->check(CLI::IsMember({"auto", "file", "transformers5"}))
+      ->capture_default_str();
   sub->add_option("--max-len", f->options.max_len,
                   "Tokens per sequence, special tokens included (default: the model's)")
       ->check(whole_number());

@@ -10,6 +10,8 @@
 #include "core/json.h"
 #include "data/rows.h"
 #include "model/model_dir.h"
+#include "sched/row_feeder.h"
+#include "sched/run_plan.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mcinfer::cli {
@@ -23,6 +25,8 @@ struct TokenizeFlags {
   bool pair = false;
   bool tokens = false;
   bool no_truncation = false;
+  std::optional<std::string> prompt, prompt_name;
+  std::string compat = "auto";
 };
 
 void print_encoding(const tokenizer::Tokenizer& tok, const tokenizer::Encoding& enc, bool as_tokens,
@@ -54,14 +58,25 @@ int run_tokenize(TokenizeFlags& f) {
         "{}: no tokenizer files (tokenizer.json, vocab.txt, vocab.json or sentencepiece.bpe.model)",
         f.model_dir);
   }
-  auto tok = tokenizer::Tokenizer::load(f.model_dir);
+  sched::TaskPlan plan;
+  plan.tokenizer_compat = sched::resolve_tokenizer_compat(
+      dir, f.compat == "auto" ? std::nullopt : tokenizer::kCompatNames.parse(f.compat));
+  plan.tokenizer = tokenizer::Tokenizer::load(f.model_dir, plan.tokenizer_compat.value);
+  plan.prompt = dir.prompt(f.prompt, f.prompt_name);
+  plan.strip_text = dir.strips_text();
+  const tokenizer::Tokenizer* tok = plan.tokenizer.get();
+  fmt::print(stderr, "mcinfer: {}\n", sched::describe_text_plan(plan));
   std::size_t max_len = 0;  // 0: no truncation
   if (!f.no_truncation) {
     max_len = dir.max_len(tok->model_max_length(), f.max_len).value;
   }
-  // As run does for a sentence-transformers model.
+  // As run does: the prompt before the first text, and the strip of sentence-transformers < 5.4.
+  std::string buffer;
+  auto prepare_first = [&](std::string_view text) {
+    return sched::prepare_text(text, plan.prompt.value, plan.strip_text, buffer);
+  };
   auto prepare = [&](std::string_view text) {
-    return dir.strips_text() ? model::strip_python_whitespace(text) : text;
+    return plan.strip_text ? model::strip_python_whitespace(text) : text;
   };
   if (f.stride && f.no_truncation) fail_usage("--stride cuts windows: not with --no-truncation");
   std::string out;
@@ -93,7 +108,7 @@ int run_tokenize(TokenizeFlags& f) {
       if (r == data::RowReader::Result::kBadRow) fail("{}:{}: {}", f.input, bad.line, bad.reason);
       std::optional<std::string_view> pair;
       if (row.text_pair) pair = prepare(*row.text_pair);
-      emit(prepare(row.text), pair);
+      emit(prepare_first(row.text), pair);
     }
   } else {
     std::string line;
@@ -108,7 +123,7 @@ int run_tokenize(TokenizeFlags& f) {
         text = std::string_view(line).substr(0, tab);
         pair = prepare(std::string_view(line).substr(tab + 1));
       }
-      emit(prepare(text), pair);
+      emit(prepare_first(text), pair);
     }
   }
   std::fflush(stdout);
@@ -136,6 +151,14 @@ Action add_tokenize_command(CLI::App& app, const Invocation&) {
   sub->add_flag("--pair", f->pair,
                 "Two texts per line, separated by a tab (or --text-pair-col with --input)");
   sub->add_flag("--tokens", f->tokens, "Print the token strings instead of ids");
+  sub->add_option("--prompt", f->prompt, "Text prepended to every text, as run --prompt");
+  sub->add_option("--prompt-name", f->prompt_name,
+                  "The prompt of that name in config_sentence_transformers.json (default: its "
+                  "default_prompt_name, if any)");
+  sub->add_option("--tokenizer-compat", f->compat,
+                  "auto, file or transformers5, as run --tokenizer-compat")
+      ->check(CLI::IsMember({"auto", "file", "transformers5"}))
+      ->capture_default_str();
   sub->add_option("--input", f->input,
                   "Read rows from a CSV or JSONL file instead of lines from stdin");
   sub->add_option("--format", f->format, "Input format when the extension does not say")
