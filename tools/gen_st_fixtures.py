@@ -98,6 +98,10 @@ class Spec:
     dense: list = field(default_factory=list)  # (out_features, bias, activation module)
     normalize: bool = False
     notes: list = field(default_factory=list)
+    include_prompt: bool = True
+    prompts: dict = field(default_factory=dict)
+    default_prompt: str = None
+    cases: list = field(default_factory=list)  # encode() arguments besides the default, each a reference
 
 
 SPECS = [
@@ -117,6 +121,13 @@ SPECS = [
          notes=["every pooling mode at once: sentence-transformers concatenates them in the order cls, "
                 "max, mean, mean_sqrt_len, weightedmean, lasttoken (6 x 16 = 96 values), then Dense "
                 "96 -> 5 with GELU (erf)"]),
+    # Last: the fixtures above keep the random draws they always had.
+    Spec("roberta_prompts_cls_mean", "roberta", "bpe_files", ["cls_token", "mean_tokens"],
+         include_prompt=False, prompts={"query": "query: ", "doc": " passage: "}, default_prompt="query",
+         cases=[{"prompt_name": "doc"}],
+         notes=["prompts with include_prompt false, as 3.x applies them: the text is prompt + text, "
+                "stripped whole; the prompt's tokens (less the closing </s>) are left out of the mean, "
+                "while CLS is still token 0"]),
 ]
 
 
@@ -136,7 +147,8 @@ def build(spec, gen, tmp):
                                      model_args={"attn_implementation": "eager"})
     flags = {f"pooling_mode_{m}": True for m in spec.pooling}
     pooling = models.Pooling(transformer.get_word_embedding_dimension(),
-                             pooling_mode_mean_tokens=flags.pop("pooling_mode_mean_tokens", False), **flags)
+                             pooling_mode_mean_tokens=flags.pop("pooling_mode_mean_tokens", False),
+                             include_prompt=spec.include_prompt, **flags)
     modules = [transformer, pooling]
     width = pooling.get_sentence_embedding_dimension()
     for out, bias, act in spec.dense:
@@ -149,7 +161,8 @@ def build(spec, gen, tmp):
         width = out
     if spec.normalize:
         modules.append(models.Normalize())
-    return SentenceTransformer(modules=modules, device="cpu")
+    return SentenceTransformer(modules=modules, device="cpu", prompts=spec.prompts or None,
+                               default_prompt_name=spec.default_prompt)
 
 
 def write_csv(path, rows):
@@ -187,9 +200,18 @@ def make_st(spec, gen, tmp):
         "transformers": transformers.__version__, "torch": torch.__version__.split("+")[0],
         "embeddings": "SentenceTransformer(dir).encode(texts, convert_to_numpy=True, batch_size=4)",
         "batched_vs_one_by_one_max_abs_diff": diff}, sort_keys=True)}
-    save_file({"input_ids": ids.contiguous(), "attention_mask": mask.contiguous(),
-               "token_type_ids": types.contiguous(), "embeddings": emb.contiguous()},
-              d / "reference.safetensors", metadata=meta)
+    tensors = {"input_ids": ids.contiguous(), "attention_mask": mask.contiguous(),
+               "token_type_ids": types.contiguous(), "embeddings": emb.contiguous()}
+    cases = []
+    if spec.prompts:  # the format of tools/gen_st6_fixtures.py: embeddings_<case> per encode() call
+        tensors["embeddings_default"] = emb.clone().contiguous()
+        cases.append({"name": "default", "encode_args": {}})
+        for args in spec.cases:
+            name = "prompt_name_" + args["prompt_name"]
+            other = loaded.encode(TEXTS, convert_to_numpy=True, batch_size=4, **args)
+            tensors[f"embeddings_{name}"] = torch.from_numpy(np.ascontiguousarray(other, dtype=np.float32))
+            cases.append({"name": name, "encode_args": args})
+    save_file(tensors, d / "reference.safetensors", metadata=meta)
     write_csv(d / "input.csv", [[f"t{i:02d}", t] for i, t in enumerate(TEXTS)])
     (d / "reference.json").write_text(json.dumps({
         "modules": [type(m).__name__ for m in loaded],
@@ -199,6 +221,8 @@ def make_st(spec, gen, tmp):
         "output_dim": int(emb.shape[1]),
         "max_seq_length": MAX_SEQ,
         "notes": spec.notes,
+        **({"prompts": spec.prompts, "default_prompt_name": spec.default_prompt,
+            "include_prompt": spec.include_prompt, "cases": cases} if spec.prompts else {}),
     }, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
     print(f"{spec.name}: {emb.shape[0]} x {emb.shape[1]}, batched vs single {diff:.2g}, {size} bytes")

@@ -228,11 +228,13 @@ def pair_indices(n):
     return out
 
 
-def expected_records(tok_dir, lines, cases):
+def expected_records(tok_dir, lines, cases, check_file=True):
+    """check_file: the ids must equal tokenizers.Tokenizer.from_file's (transformers 4 reads
+    tokenizer.json as it is; transformers 5 may rebuild the pipeline from the class)."""
     tok = AutoTokenizer.from_pretrained(str(tok_dir))
     assert tok.is_fast, tok_dir
     raw = None
-    if (tok_dir / "tokenizer.json").exists():
+    if check_file and (tok_dir / "tokenizer.json").exists():
         raw = Tokenizer.from_file(str(tok_dir / "tokenizer.json"))
         raw.no_truncation()
         raw.no_padding()

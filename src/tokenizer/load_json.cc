@@ -13,9 +13,10 @@
 namespace mcinfer::tokenizer {
 namespace {
 
-std::unique_ptr<Normalizer> parse_normalizer(const JsonNode& n);
+// current_case_data: lowercase as the current stack's tokenizers does (Compat::kTransformers5).
+std::unique_ptr<Normalizer> parse_normalizer(const JsonNode& n, bool current_case_data);
 
-std::unique_ptr<Normalizer> parse_normalizer(const JsonNode& n) {
+std::unique_ptr<Normalizer> parse_normalizer(const JsonNode& n, bool current_case_data) {
   n.expect_object();
   std::string type = n.at("type").str();
   if (type == "BertNormalizer") {
@@ -25,9 +26,10 @@ std::unique_ptr<Normalizer> parse_normalizer(const JsonNode& n) {
     o.lowercase = n.bool_or("lowercase", true);
     auto strip = n.get("strip_accents");
     o.strip_accents = strip ? strip->boolean() : o.lowercase;
+    o.current_case_data = current_case_data;
     return make_bert_normalizer(o);
   }
-  if (type == "Lowercase") return make_lowercase();
+  if (type == "Lowercase") return make_lowercase(current_case_data);
   if (type == "NFD") return make_unicode_form(UnicodeForm::kNFD);
   if (type == "NFKD") return make_unicode_form(UnicodeForm::kNFKD);
   if (type == "NFC") return make_unicode_form(UnicodeForm::kNFC);
@@ -66,7 +68,8 @@ std::unique_ptr<Normalizer> parse_normalizer(const JsonNode& n) {
   if (type == "Sequence") {
     JsonNode list = n.at("normalizers");
     std::vector<std::unique_ptr<Normalizer>> steps;
-    for (std::size_t i = 0; i < list.size(); ++i) steps.push_back(parse_normalizer(list[i]));
+    for (std::size_t i = 0; i < list.size(); ++i)
+      steps.push_back(parse_normalizer(list[i], current_case_data));
     return make_sequence(std::move(steps));
   }
   n.at("type").fail(fmt::format("unknown or unsupported normalizer type '{}'", type));
@@ -305,7 +308,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std:
     v->fail(fmt::format("unknown tokenizer version '{}'", v->str()));
   }
   PipelineParts parts;
-  if (auto n = root.get("normalizer")) parts.normalizer = parse_normalizer(*n);
+  const bool current_case_data = config.compat == Compat::kTransformers5;
+  if (auto n = root.get("normalizer")) parts.normalizer = parse_normalizer(*n, current_case_data);
   if (auto p = root.get("pre_tokenizer")) parts.pre_tokenizer = parse_pre_tokenizer(*p);
   bool byte_level = parts.pre_tokenizer != nullptr && parts.pre_tokenizer->byte_level();
   parts.model = parse_model(root.at("model"), byte_level, parts.kind);
@@ -329,8 +333,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std:
   if (config.rebuilds_xlmr_pipeline() && parts.kind == "unigram") {
     std::optional<JsonNode> precompiled;
     if (auto n = root.get("normalizer")) precompiled = find_precompiled(*n);
-    rebuild_xlmr_pipeline(parts, precompiled ? parse_normalizer(*precompiled) : nullptr, config,
-                          origin);
+    rebuild_xlmr_pipeline(parts, precompiled ? parse_normalizer(*precompiled, false) : nullptr,
+                          config, origin);
   }
   parts.model_max_length = config.model_max_length();
   if (auto pad = config.special("pad_token", std::nullopt)) {

@@ -252,6 +252,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_vocab_txt(std::string_view vocab_text,
     }
   }
   n.strip_accents = basic ? strip.value_or(n.lowercase) : false;
+  n.current_case_data = config.compat == Compat::kTransformers5;
   parts.normalizer = make_bert_normalizer(n);
   parts.pre_tokenizer = make_bert_pre_tokenizer();
   WordPieceOptions o;

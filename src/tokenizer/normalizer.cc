@@ -109,7 +109,9 @@ class BertNormalizer final : public Normalizer {
         unicode::append_lower(c, lowered);
         append_utf8(lowered, out);
       } else {
-        utf8::append_code_point(c, out);
+        const char32_t newer =
+            o_.lowercase && o_.current_case_data ? unicode::lower_tf5(c) : char32_t{0};
+        utf8::append_code_point(newer != 0 ? newer : c, out);
       }
     }
   }
@@ -122,6 +124,7 @@ class BertNormalizer final : public Normalizer {
 
 class Lowercase final : public Normalizer {
  public:
+  explicit Lowercase(bool current_case_data) : current_case_data_(current_case_data) {}
   void normalize(std::string_view in, std::string& out) const override {
     out.clear();
     out.reserve(in.size());
@@ -140,11 +143,16 @@ class Lowercase final : public Normalizer {
         lowered.clear();
         unicode::append_lower(c, lowered);
         append_utf8(lowered, out);
+      } else if (const char32_t newer = current_case_data_ ? unicode::lower_tf5(c) : 0) {
+        utf8::append_code_point(newer, out);
       } else {
         out.append(in.substr(start, pos - start));
       }
     }
   }
+
+ private:
+  bool current_case_data_;
 };
 
 class UnicodeFormNormalizer final : public Normalizer {
@@ -468,7 +476,9 @@ bool parse_replace_regex(std::string_view re, ReplacePattern& out) {
 std::unique_ptr<Normalizer> make_bert_normalizer(const BertNormalizerOptions& options) {
   return std::make_unique<BertNormalizer>(options);
 }
-std::unique_ptr<Normalizer> make_lowercase() { return std::make_unique<Lowercase>(); }
+std::unique_ptr<Normalizer> make_lowercase(bool current_case_data) {
+  return std::make_unique<Lowercase>(current_case_data);
+}
 std::unique_ptr<Normalizer> make_unicode_form(UnicodeForm form) {
   return std::make_unique<UnicodeFormNormalizer>(form);
 }

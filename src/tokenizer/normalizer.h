@@ -23,6 +23,9 @@ struct BertNormalizerOptions {
   bool handle_chinese_chars = true;
   bool strip_accents = false;  // already resolved: HF's null means "same as lowercase"
   bool lowercase = true;
+  // Lowercase as the current stack's tokenizers does: also the case pairs of newer Unicode
+  // versions (tokenizer::Compat::kTransformers5).
+  bool current_case_data = false;
 };
 
 enum class UnicodeForm { kNFD, kNFKD, kNFC, kNFKC };
@@ -41,7 +44,8 @@ struct ReplacePattern {
 bool parse_replace_regex(std::string_view regex, ReplacePattern& out);
 
 std::unique_ptr<Normalizer> make_bert_normalizer(const BertNormalizerOptions& options);
-std::unique_ptr<Normalizer> make_lowercase();
+// current_case_data: as BertNormalizerOptions::current_case_data.
+std::unique_ptr<Normalizer> make_lowercase(bool current_case_data = false);
 std::unique_ptr<Normalizer> make_unicode_form(UnicodeForm form);
 std::unique_ptr<Normalizer> make_strip_accents();
 std::unique_ptr<Normalizer> make_strip(bool left, bool right);

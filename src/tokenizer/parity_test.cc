@@ -2,6 +2,7 @@
 // tools/gen_tokenizer_fixtures.py wrote the ids transformers/tokenizers produce.
 
 #include <fmt/format.h>
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -90,13 +91,16 @@ const Corpus& corpus() {
   return c;
 }
 
-std::string expected_set(const std::string& variant) {
-  for (const std::string& line : read_lines(fixture("tokenizer/expected/variants.tsv"))) {
+// The expected set of a variant: tokenizer/expected/<set>.tsv, from `manifest` (variants.tsv, or
+// transformers5/variants.tsv for the ids transformers 5 gives).
+std::string expected_set(const std::string& variant,
+                         const std::string& manifest = "tokenizer/expected/variants.tsv") {
+  for (const std::string& line : read_lines(fixture(manifest))) {
     if (line.empty() || line[0] == '#') continue;
     auto f = split(line, '\t');
     if (f.size() == 2 && f[0] == variant) return f[1];
   }
-  ADD_FAILURE() << variant << " is not in expected/variants.tsv";
+  ADD_FAILURE() << variant << " is not in " << manifest;
   return variant;
 }
 
@@ -111,15 +115,13 @@ struct Tally {
   }
 };
 
-class Parity : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(Parity, MatchesHuggingFaceOnTheCorpus) {
-  const std::string variant = GetParam();
+// Every record of an expected set against the tokenizer; the count of mismatches.
+std::size_t check_records(const std::string& variant, const Tokenizer& tok0,
+                          const std::string& set) {
+  const Tokenizer* tok = &tok0;
   const Corpus& c = corpus();
-  ASSERT_GE(c.lines.size(), 5000u);
-  auto tok = Tokenizer::load(fixture("tokenizer/models/" + variant));
+  EXPECT_GE(c.lines.size(), 5000u);
   Tally t;
-  const std::string set = expected_set(variant);
   for (const std::string& rec : read_lines(fixture("tokenizer/expected/" + set + ".tsv"))) {
     if (rec.empty() || rec[0] == '#') continue;
     auto f = split(rec, '\t');
@@ -166,7 +168,37 @@ TEST_P(Parity, MatchesHuggingFaceOnTheCorpus) {
   }
   EXPECT_GE(t.checked['S'], c.lines.size());
   for (const std::string& r : t.reports) ADD_FAILURE() << variant << ": " << r;
-  EXPECT_EQ(failures, 0u);
+  return failures;
+}
+
+class Parity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Parity, MatchesHuggingFaceOnTheCorpus) {
+  const std::string variant = GetParam();
+  auto tok = Tokenizer::load(fixture("tokenizer/models/" + variant));
+  EXPECT_EQ(check_records(variant, *tok, expected_set(variant)), 0u);
+}
+
+// The same directories as transformers 5 (tokenizers 0.23) reads them
+// (tools/gen_tokenizer_v5_fixtures.py): XLM-R's pipeline rebuilt from its class, and the newer
+// Unicode case pairs of uncased WordPiece; the other sets are the files' own.
+TEST_P(Parity, MatchesTransformers5OnTheCorpus) {
+  const std::string variant = GetParam();
+  auto tok = Tokenizer::load(fixture("tokenizer/models/" + variant), Compat::kTransformers5);
+  const std::string set = expected_set(variant, "tokenizer/expected/transformers5/variants.tsv");
+  EXPECT_EQ(check_records(variant, *tok, set), 0u);
+  // Where transformers 5 gives other ids, the files' pipeline must not pass for it.
+  if (set.starts_with("transformers5/")) {
+    auto file = Tokenizer::load(fixture("tokenizer/models/" + variant), Compat::kFile);
+    ::testing::TestPartResultArray failures;
+    std::size_t mismatches = 0;
+    {
+      ::testing::ScopedFakeTestPartResultReporter quiet(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+      mismatches = check_records(variant, *file, set);
+    }
+    EXPECT_GT(mismatches, 0u) << variant << ": the file's pipeline gives transformers 5's ids";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, Parity,

@@ -26,8 +26,10 @@ struct Encoding {
 // files, as transformers 4 converts them) says. kTransformers5: as transformers 5 builds it, which
 // takes the vocabulary from the files but the pipeline from the tokenizer class: for
 // XLMRobertaTokenizer, the SentencePiece normalizer alone (no right strip, no run-of-spaces
-// replacement), then a whitespace split before the Metaspace pre-tokenizer. The other classes
-// mcinfer reads (BERT, RoBERTa, DistilBERT) come out the same either way.
+// replacement), then a whitespace split before the Metaspace pre-tokenizer; and lowercasing with
+// the case pairs of the newer Unicode its tokenizers was built with (55 code points: Garay, Latin
+// additions; unicode_lower_tf5.cc). The other classes mcinfer reads (BERT, RoBERTa, DistilBERT)
+// build the same pipeline either way.
 enum class Compat { kFile, kTransformers5 };
 inline constexpr EnumNames<Compat, 2> kCompatNames{
     {{{Compat::kFile, "file"}, {Compat::kTransformers5, "transformers5"}}}};

@@ -33,6 +33,13 @@ void append_lower(char32_t cp, std::u32string& out) {
   out.append(tables::kLowerPool + m->offset, m->length);
 }
 
+char32_t lower_tf5(char32_t cp) {
+  const tables::LowerPair* end = tables::kLowerTf5 + tables::kLowerTf5Count;
+  const tables::LowerPair* it = std::lower_bound(
+      tables::kLowerTf5, end, cp, [](const tables::LowerPair& m, char32_t c) { return m.cp < c; });
+  return (it != end && it->cp == cp) ? it->lower : 0;
+}
+
 void append_decomposed(char32_t cp, bool compat, std::u32string& out) {
   std::uint32_t p = prop(cp);
   if (!(p & (compat ? kCompatDecomp : kCanonDecomp))) {

@@ -72,6 +72,14 @@ extern const Mapping kLower[];
 extern const std::size_t kLowerCount;
 extern const Composition kCompositions[];
 extern const std::size_t kCompositionCount;
+// unicode_lower_tf5.cc: the case pairs only the current stack's tokenizers lowercases (see
+// tools/gen_unicode_lower_tf5.py), by code point.
+struct LowerPair {
+  char32_t cp;
+  char32_t lower;
+};
+extern const LowerPair kLowerTf5[];
+extern const std::size_t kLowerTf5Count;
 }  // namespace tables
 
 inline std::uint32_t prop(char32_t cp) {
@@ -85,6 +93,9 @@ inline bool is_white_space(char32_t cp) { return prop(cp) & kWhiteSpace; }
 
 // Appends the lowercase of cp (Rust's char::to_lowercase: full mapping, no context).
 void append_lower(char32_t cp, std::u32string& out);
+// The lowercase the current stack's tokenizers gives a code point that the tables (Unicode 14.0,
+// as tokenizers 0.20 lowercases) leave as it is; 0 when there is none.
+char32_t lower_tf5(char32_t cp);
 // Appends the full canonical (compat = false) or compatibility decomposition of cp.
 void append_decomposed(char32_t cp, bool compat, std::u32string& out);
 // Canonical composition of a + b, or 0.

@@ -1,5 +1,6 @@
 // Directories saved by the current reference stack, through the CLI: sentence-transformers 6
-// (tests/fixtures/st/st6_*, tools/gen_st6_fixtures.py) with their prompts, as
+// (tests/fixtures/st/st6_*, tools/gen_st6_fixtures.py; and one with prompts saved by 3.3.1) with
+// their prompts, as
 // SentenceTransformer(dir).encode(texts, prompt_name=..., prompt=...) gives them; the prompt in
 // force said by inspect, recorded by the report and held by --resume; and the tokenizer as
 // transformers 5 builds it (tests/fixtures/tokenizer_dirs/tf5_*).
@@ -87,7 +88,10 @@ TEST_P(St6Cli, EveryPromptCaseGivesEncode) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, St6Cli,
                          ::testing::Values("st6_bert_prompts", "st6_roberta_mean",
-                                           "st6_xlmr_last_weighted_max"),
+                                           "st6_xlmr_last_weighted_max",
+                                           // saved by 3.3.1 (tools/gen_st_fixtures.py): the
+                                           // prompt stripped with the text, CLS = token 0
+                                           "roberta_prompts_cls_mean"),
                          [](const auto& info) { return info.param; });
 
 // What a wrong implementation of each 6.x rule would give differs from encode() by far more than

@@ -95,7 +95,7 @@ TEST_P(StCli, RunWithNoFlagGivesEncode) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, StCli,
                          ::testing::Values("bert_cls_dense", "bert_max", "roberta_meansqrt_dense2",
-                                           "bert_all_modes"),
+                                           "bert_all_modes", "roberta_prompts_cls_mean"),
                          [](const auto& info) { return info.param; });
 
 TEST(StCliFlags, NormalizeCanBeTurnedOffAndPoolingOverridden) {

@@ -42,10 +42,10 @@ std::string tiny_part(const std::string& name) {
 }
 
 const char kModules[] =
-    R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.base.modules.transformer.Transformer"},
   {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
   {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
-  {"idx": 3, "name": "3", "path": "3_Normalize", "type": "sentence_transformers.models.Normalize"}])";
+  {"idx": 3, "name": "3", "path": "3_Normalize", "type": "sentence_transformers.base.modules.normalize.Normalize"}])";
 const char kPooling[] = R"({"word_embedding_dimension": 4, "pooling_mode_mean_tokens": true})";
 const char kDense[] = R"({"in_features": 4, "out_features": 2, "bias": true,
   "activation_function": "torch.nn.modules.activation.Tanh"})";
@@ -108,17 +108,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         mcinfer::model::ModelConfig::load(dir / "config.json");
         break;
       default: {
+        // 0-3: modules.json, Pooling, Dense config and weights; with the first byte's high bit,
+        // 4-6: sentence_bert_config.json, config_sentence_transformers.json (prompts, version),
+        // Normalize's config.json (sentence-transformers 6).
         const fs::path st = dir / "st";
         fs::create_directories(st / "1_Pooling", ec);
         fs::create_directories(st / "2_Dense", ec);
-        const int which = data[0] % 8 - 4;
+        fs::create_directories(st / "3_Normalize", ec);
+        const int which = data[0] % 8 - 4 + ((data[0] & 0x80) ? 4 : 0);
         write(st / "config.json", kConfig);
         write(st / "modules.json", which == 0 ? body : kModules);
         write(st / "1_Pooling/config.json", which == 1 ? body : kPooling);
         write(st / "2_Dense/config.json", which == 2 ? body : kDense);
         write(st / "2_Dense/model.safetensors", which == 3 ? body : dense_weights());
+        write(st / "sentence_bert_config.json", which == 4 ? body : R"({"max_seq_length": 6})");
+        write(st / "config_sentence_transformers.json",
+              which == 5 ? body : R"({"prompts": {"q": "q: "}, "default_prompt_name": "q"})");
+        write(st / "3_Normalize/config.json", which == 6 ? body : "{}");
         auto model = mcinfer::model::ModelDir::open(st);
         model.load_dense(model.embedding_plan(std::nullopt, std::nullopt));
+        model.prompt(std::nullopt, std::nullopt);
+        model.prompt(std::nullopt, std::string("q"));
         break;
       }
     }

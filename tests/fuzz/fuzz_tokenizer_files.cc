@@ -34,6 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     ConfigFiles none;
+    if (data[0] & 0x80) {  // as transformers 5 builds an XLM-R tokenizer from these files
+      none.compat = Compat::kTransformers5;
+      none.model_type = "xlm-roberta";
+    }
     std::unique_ptr<Tokenizer> tok;
     switch (data[0] % 5) {
       case 0:
