@@ -13,8 +13,8 @@ the sum of the counts of its whitespace-separated words plus [CLS] and [SEP]; th
 uses that to build rows quickly and then re-tokenises every finished row to report the
 achieved quantiles (and to fail loudly if the two ever disagree).
 
-    .venv/bin/python bench/gen_testset.py                    # 20,000 rows -> bench/work/testset.csv
-    .venv/bin/python bench/gen_testset.py --rows 300 --out /tmp/t.csv
+    .venv-legacy/bin/python bench/gen_testset.py                    # 20,000 rows -> bench/work/testset.csv
+    .venv-legacy/bin/python bench/gen_testset.py --rows 300 --out /tmp/t.csv
 """
 
 import argparse

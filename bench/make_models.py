@@ -11,7 +11,7 @@
 Weights are random: speed does not depend on their values, and the benchmark compares mcinfer's
 outputs with PyTorch's on the same checkpoint. Existing checkpoints are kept unless --force.
 
-    .venv/bin/python bench/make_models.py [--only bert-base-cls] [--force]
+    .venv-legacy/bin/python bench/make_models.py [--only bert-base-cls] [--force]
 """
 
 import argparse
@@ -48,7 +48,7 @@ def xlmr_base(seed: int):
 XLMR_NOTE = """Random-weight XLMRobertaForSequenceClassification, base shape (vocab 250002), written by
 bench/make_models.py. It has no tokenizer: the XLM-R sentencepiece model is not available on this
 machine, so this checkpoint can only be driven with pre-tokenised input (token ids), not with text.
-Not committed; regenerate with `.venv/bin/python bench/make_models.py --only xlmr-base-cls`.
+Not committed; regenerate with `.venv-legacy/bin/python bench/make_models.py --only xlmr-base-cls`.
 """
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): `mcinfer merge` against the seed's pandas step on the same files.
 
-    .venv/bin/python bench/merge_compare.py [--rows 10000000] [--shards 8] [--cols 6] [--reps 3]
+    .venv-legacy/bin/python bench/merge_compare.py [--rows 10000000] [--shards 8] [--cols 6] [--reps 3]
         [--mcinfer build/tools/mcinfer/mcinfer] [--work bench/work/merge] [--no-record]
 
 Generates seed-style shards once (ids 0..N-1 split in order over the shards, the last shard
@@ -138,7 +138,7 @@ def main():
     command = "bench/merge_compare.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     section = f"""## merge: `mcinfer merge` vs pandas concat + groupby mean
 
-- Command: `.venv/bin/python {command}` (run from the repo root; {time.strftime('%Y-%m-%d')})
+- Command: `.venv-legacy/bin/python {command}` (run from the repo root; {time.strftime('%Y-%m-%d')})
 - Data: {args.rows:,} rows x {args.cols} value columns in {args.shards} CSV shards ({size / 2**20:.0f} MiB), seed-style: ids in order, last shard padded with 1% repeated ids
 - Machine: {facts.get('Model name', '?')}, {facts.get('CPU(s)', '?')} logical CPUs ({facts.get('Core(s) per socket', '?')} cores/socket, {facts.get('Thread(s) per core', '?')} threads/core), {facts.get('Memory', '?')} RAM; shared with other work during the run
 - Versions: {version}; Python {platform.python_version()}, pandas {pd.__version__}, numpy {np.__version__}

@@ -13,9 +13,9 @@ Wall time is measured here, around each process, the same way for every system. 
 Prints a table and appends a section to bench/RESULTS.md (the exact command, machine facts,
 versions, the table with ratios, the checks and the output agreement with the seed recipe).
 
-    .venv/bin/python bench/run_benchmark.py                      # full size: 20,000 rows, 3 reps
-    .venv/bin/python bench/run_benchmark.py --rows 300 --reps 1 --no-results   # quick look
-    .venv/bin/python bench/run_benchmark.py --rows 300 --skip-seed            # mcinfer only
+    .venv-legacy/bin/python bench/run_benchmark.py                      # full size: 20,000 rows, 3 reps
+    .venv-legacy/bin/python bench/run_benchmark.py --rows 300 --reps 1 --no-results   # quick look
+    .venv-legacy/bin/python bench/run_benchmark.py --rows 300 --skip-seed            # mcinfer only
 """
 
 import argparse

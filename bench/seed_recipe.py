@@ -18,7 +18,7 @@ tokenizer): same probabilities within 1e-5, every input id exactly once.
 Prints one JSON line: rows, wall seconds (start of this script to the output written:
 imports, tokenisation and model load included), rows/s, real and padded tokens fed.
 
-    .venv/bin/python bench/seed_recipe.py --model bench/work/models/bert-base-cls \\
+    .venv-legacy/bin/python bench/seed_recipe.py --model bench/work/models/bert-base-cls \\
         --input bench/work/testset.csv --output bench/work/seed.csv [--procs N] [--sorted]
 """
 

@@ -11,7 +11,7 @@ Both are pinned to the same CPU; runs alternate between the two; medians are com
 counts must match (the ids themselves are checked by the parity tests). Appends a section to
 bench/RESULTS.md.
 
-Usage: .venv/bin/python bench/tokenizer_compare.py [--bin build/src/tokenizer/tokenizer_bench]
+Usage: .venv-legacy/bin/python bench/tokenizer_compare.py [--bin build/src/tokenizer/tokenizer_bench]
                                                    [--repeat 7] [--cpu 0] [--no-write]
 """
 import argparse
@@ -91,7 +91,7 @@ def main():
               f"HF {hf_tokens / h:10,.0f}/s  ratio {h / o:6.2f}x")
     if args.no_write:
         return
-    cmd = " ".join(shlex.quote(a) for a in [".venv/bin/python", "bench/tokenizer_compare.py"] + sys.argv[1:])
+    cmd = " ".join(shlex.quote(a) for a in [".venv-legacy/bin/python", "bench/tokenizer_compare.py"] + sys.argv[1:])
     lines_out = [
         "",
         f"## Tokenizer throughput, one core ({datetime.date.today().isoformat()})",

@@ -25,7 +25,7 @@ softmax rows (probs); embedders reduce the windows' mean-pooled vectors, then L2
 Duplicate ids are averaged (groupby("id", sort=False).mean()). cases.json lists each case's flags
 and windows per row, and each row's untruncated length (for the truncation counts).
 
-Regenerate: tools/venv.sh && .venv/bin/python tools/gen_chunk_fixtures.py
+Regenerate: tools/venv.sh --legacy && .venv-legacy/bin/python tools/gen_chunk_fixtures.py
 Idempotent and deterministic.
 """
 import csv
@@ -292,8 +292,8 @@ for exactly what is computed); do not edit by hand. Regenerate (deletes and rewr
 byte-identical on every run):
 
 ```
-tools/venv.sh
-.venv/bin/python tools/gen_chunk_fixtures.py
+tools/venv.sh --legacy
+.venv-legacy/bin/python tools/gen_chunk_fixtures.py
 ```
 
 - `windows/<variant>.json`: for the tokenizer of `tests/fixtures/tokenizer/models/<variant>/`,

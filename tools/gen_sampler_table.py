@@ -7,7 +7,7 @@ including the wrap-around padding that repeats leading indices so every rank get
 Format: [{"n": N, "replicas": R, "ranks": [[rank 0 indices], ...]}, ...]; where torch raises,
 "ranks" is null and "error" holds "<ExceptionType>: <message>".
 
-Regenerate: tools/venv.sh && .venv/bin/python tools/gen_sampler_table.py
+Regenerate: tools/venv.sh --legacy && .venv-legacy/bin/python tools/gen_sampler_table.py
 """
 import json
 from pathlib import Path

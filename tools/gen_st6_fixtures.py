@@ -26,7 +26,6 @@ Idempotent: deletes and rewrites tests/fixtures/st/st6_*/ and tests/fixtures/tok
 import json
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,15 +44,12 @@ from transformers import (AutoTokenizer, BertConfig, BertModel, RobertaConfig, R
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_fixtures import randomize  # noqa: E402  (one weight recipe for all model fixtures)
-from gen_st_fixtures import TEXTS, TOKDIR_TEXTS, write_csv  # noqa: E402
+# The same folders, texts and recipe as the legacy stack's generator (which sets one thread).
+from gen_st_fixtures import (OUT, TEXTS, TOK, TOKDIR_TEXTS, TOKDIRS, make_all,  # noqa: E402
+                             randomize_dense, write_csv)
 
 assert int(sentence_transformers.__version__.split(".")[0]) >= 6, "run with the current stack (.venv)"
-torch.set_num_threads(1)
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "tests/fixtures/st"
-TOKDIRS = ROOT / "tests/fixtures/tokenizer_dirs"
-TOK = ROOT / "tests/fixtures/tokenizer/models"
 SEED = 20261204
 POSITIONS = 64
 MAX_LEN = 24  # the tokenizer's model_max_length (or max_seq_length): long texts are truncated
@@ -132,12 +128,7 @@ def build(spec, gen, tmp):
     modules = [transformer, pooling]
     width = pooling.get_embedding_dimension()
     for out, bias, act in spec.dense:
-        dense = Dense(width, out, bias=bias, activation_function=act)
-        with torch.no_grad():
-            dense.linear.weight.copy_(torch.randn(dense.linear.weight.shape, generator=gen) / width ** 0.5)
-            if bias:
-                dense.linear.bias.copy_(0.2 * torch.randn(dense.linear.bias.shape, generator=gen))
-        modules.append(dense)
+        modules.append(randomize_dense(Dense(width, out, bias=bias, activation_function=act), gen))
         width = out
     if spec.normalize:
         modules.append(Normalize())
@@ -242,11 +233,7 @@ def make_tokenizer_dirs():
 def main():
     for d in list(OUT.glob("st6_*")) + list(TOKDIRS.glob("tf5_*")):
         shutil.rmtree(d)
-    gen = torch.Generator().manual_seed(SEED)
-    torch.manual_seed(SEED)
-    with tempfile.TemporaryDirectory() as tmp:
-        for spec in SPECS:
-            make_st(spec, gen, Path(tmp))
+    make_all(SPECS, make_st, SEED)
     make_tokenizer_dirs()
 
 

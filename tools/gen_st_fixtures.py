@@ -131,6 +131,16 @@ SPECS = [
 ]
 
 
+def randomize_dense(dense, gen):
+    """A Dense module's weights re-drawn (unit-variance outputs, visible biases)."""
+    width = dense.linear.weight.shape[1]
+    with torch.no_grad():
+        dense.linear.weight.copy_(torch.randn(dense.linear.weight.shape, generator=gen) / width ** 0.5)
+        if dense.linear.bias is not None:
+            dense.linear.bias.copy_(0.2 * torch.randn(dense.linear.bias.shape, generator=gen))
+    return dense
+
+
 def build(spec, gen, tmp):
     tok = AutoTokenizer.from_pretrained(TOK / spec.variant)
     if spec.arch == "bert":
@@ -152,12 +162,7 @@ def build(spec, gen, tmp):
     modules = [transformer, pooling]
     width = pooling.get_sentence_embedding_dimension()
     for out, bias, act in spec.dense:
-        dense = models.Dense(width, out, bias=bias, activation_function=act)
-        with torch.no_grad():
-            dense.linear.weight.copy_(torch.randn(dense.linear.weight.shape, generator=gen) / width ** 0.5)
-            if bias:
-                dense.linear.bias.copy_(0.2 * torch.randn(dense.linear.bias.shape, generator=gen))
-        modules.append(dense)
+        modules.append(randomize_dense(models.Dense(width, out, bias=bias, activation_function=act), gen))
         width = out
     if spec.normalize:
         modules.append(models.Normalize())
@@ -259,6 +264,17 @@ def make_tokenizer_dirs():
         print(f"{name}: {sorted(p.name for p in d.iterdir())}")
 
 
+def make_all(specs, make, seed):
+    """make(spec, gen, tmp) for every spec, drawing from one generator seeded with `seed`."""
+    gen = torch.Generator().manual_seed(seed)
+    # models.Transformer loads the base model with a freshly initialised BERT pooler (unused, and
+    # ignored by mcinfer, but saved): drawn from the global generator.
+    torch.manual_seed(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in specs:
+            make(spec, gen, Path(tmp))
+
+
 def main():
     for d in (OUT, TOKDIRS):
         d.mkdir(parents=True, exist_ok=True)
@@ -266,13 +282,7 @@ def main():
             # README.md is written by hand; st6_* and tf5_* are tools/gen_st6_fixtures.py's.
             if child.name != "README.md" and not child.name.startswith(("st6_", "tf5_")):
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
-    gen = torch.Generator().manual_seed(SEED)
-    # models.Transformer loads the base model with a freshly initialised BERT pooler (unused, and
-    # ignored by mcinfer, but saved): drawn from the global generator.
-    torch.manual_seed(SEED)
-    with tempfile.TemporaryDirectory() as tmp:
-        for spec in SPECS:
-            make_st(spec, gen, Path(tmp))
+    make_all(SPECS, make_st, SEED)
     make_tokenizer_dirs()
 
 

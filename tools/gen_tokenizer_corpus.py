@@ -10,7 +10,7 @@ U+0085, U+2028 and U+2029 (which Python's str.splitlines() would treat as breaks
 split on b"\\n", never use splitlines()). Texts that need "\\n", "\\r" or invalid UTF-8 live in
 byte_cases.txt, hex-encoded, and are decoded with bytes.fromhex().
 
-Usage: .venv/bin/python tools/gen_tokenizer_corpus.py
+Usage: .venv-legacy/bin/python tools/gen_tokenizer_corpus.py
 """
 import random
 import unicodedata

@@ -27,7 +27,7 @@ every run; HF's WordPiece trainer breaks ties in hash-map order, so the trained 
 vocabularies (and therefore their expected ids) can differ between runs. Models and expected
 ids are always regenerated together, so the tests stay consistent.
 
-Usage: .venv/bin/python tools/gen_tokenizer_fixtures.py [--minilm DIR] [--skip-train]
+Usage: .venv-legacy/bin/python tools/gen_tokenizer_fixtures.py [--minilm DIR] [--skip-train]
 """
 import argparse
 import codecs

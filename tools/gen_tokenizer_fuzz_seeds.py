@@ -10,7 +10,7 @@
                          a tiny normalization rule set so the charsmap stays small) and
                          tokenizer_config.json.
 
-Seeded and reproducible. Usage: .venv/bin/python tools/gen_tokenizer_fuzz_seeds.py
+Seeded and reproducible. Usage: .venv-legacy/bin/python tools/gen_tokenizer_fuzz_seeds.py
 """
 import json
 import random

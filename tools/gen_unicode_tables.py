@@ -27,7 +27,7 @@ Sources, and why each version:
     16.0); here it is Python's str.lower() per code point (14.0, no context-dependent rules,
     like Rust). Code points that gained case mappings after 14.0 are not lowercased.
 
-Usage: .venv/bin/python tools/gen_unicode_tables.py [--cache DIR]   (rewrites the generated file)
+Usage: .venv-legacy/bin/python tools/gen_unicode_tables.py [--cache DIR]   (rewrites the generated file)
 """
 import argparse
 import re

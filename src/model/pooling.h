@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.h"
+
 namespace mcinfer::model {
 
 // In sentence-transformers' concatenation order (Pooling.forward: cls, max, mean, mean_sqrt_len,
@@ -47,6 +49,15 @@ struct PoolingModes {
 // sentence-transformers' Dense module: activation(W x + b). Immutable after load; shared
 // read-only by every replica.
 enum class DenseActivation { kIdentity, kTanh, kRelu, kSigmoid, kGelu };
+inline constexpr EnumNames<DenseActivation, 5> kDenseActivationNames{
+    {{{DenseActivation::kIdentity, "identity"},
+      {DenseActivation::kTanh, "tanh"},
+      {DenseActivation::kRelu, "relu"},
+      {DenseActivation::kSigmoid, "sigmoid"},
+      {DenseActivation::kGelu, "gelu"}}}};
+inline std::string_view dense_activation_name(DenseActivation activation) {
+  return kDenseActivationNames.name(activation);
+}
 
 struct DenseLayer {
   std::string module;  // its folder in the model directory, e.g. "2_Dense"

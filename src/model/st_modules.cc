@@ -410,20 +410,4 @@ StFiles StFiles::read(const fs::path& dir, bool with_modules) {
   return files;
 }
 
-std::string_view dense_activation_name(DenseActivation activation) {
-  switch (activation) {
-    case DenseActivation::kIdentity:
-      return "identity";
-    case DenseActivation::kTanh:
-      return "tanh";
-    case DenseActivation::kRelu:
-      return "relu";
-    case DenseActivation::kSigmoid:
-      return "sigmoid";
-    case DenseActivation::kGelu:
-      return "gelu";
-  }
-  return "?";
-}
-
 }  // namespace mcinfer::model

@@ -83,6 +83,4 @@ struct StFiles {
   static StFiles read(const std::filesystem::path& dir, bool with_modules);
 };
 
-std::string_view dense_activation_name(DenseActivation activation);
-
 }  // namespace mcinfer::model

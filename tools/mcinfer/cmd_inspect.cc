@@ -17,8 +17,7 @@ struct InspectOptions {
   std::string model_dir;
   bool json = false;
   backend::BackendOptions backend;
-  std::optional<std::string> prompt, prompt_name;
-  std::string compat = "auto";
+  TextFlags text;
 };
 
 std::string human_bytes(std::uint64_t bytes) {
@@ -43,9 +42,10 @@ int run_inspect(const InspectOptions& o) {
   const model::EmbeddingPlan plan = dir.embedding_plan(std::nullopt, std::nullopt);
   // What run does to each text before the model: the tokenizer's build, the prompt.
   sched::TaskRequest request;
-  request.prompt = o.prompt;
-  request.prompt_name = o.prompt_name;
-  if (o.compat != "auto") request.tokenizer_compat = tokenizer::kCompatNames.parse(o.compat);
+  request.prompt = o.text.prompt;
+  request.prompt_name = o.text.prompt_name;
+  if (o.text.tokenizer_compat != "auto")
+    request.tokenizer_compat = tokenizer::kCompatNames.parse(o.text.tokenizer_compat);
   const sched::TaskPlan text_plan = sched::plan_task(dir, request);
   std::optional<std::size_t> tokenizer_limit;
   std::size_t specials = 0;
@@ -184,11 +184,7 @@ Action add_inspect_command(CLI::App& app, const Invocation& invocation) {
                   "--backend pjrt: the plugin, a .so file or cpu, cuda, tpu")
       ->capture_default_str();
   sub->add_option("--devices", o->backend.devices, "--backend pjrt: devices to use (default: all)");
-  sub->add_option("--prompt", o->prompt, "As run --prompt: show what it does");
-  sub->add_option("--prompt-name", o->prompt_name, "As run --prompt-name");
-  sub->add_option("--tokenizer-compat", o->compat, "auto, file or transformers5, as run's")
-      ->check(CLI::IsMember({"auto", "file", "transformers5"}))
-      ->capture_default_str();
+  add_text_flags(sub, o->text);
   return [o] { return run_inspect(*o); };
 }
 

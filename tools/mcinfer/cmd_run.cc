@@ -42,6 +42,7 @@ struct RunFlags {
   std::string on_bad_row = "error";
   std::string shards_dir, report;
   std::string text_pair_col;
+  TextFlags text;
   std::vector<std::string> argv;
 };
 
@@ -50,6 +51,9 @@ int run_run(RunFlags& f) {
   if (!f.format.empty()) o.format = f.format;
   if (!f.text_pair_col.empty()) o.text_pair_col = f.text_pair_col;
   if (!f.task.empty()) o.task = f.task;
+  o.prompt = f.text.prompt;
+  o.prompt_name = f.text.prompt_name;
+  o.tokenizer_compat = f.text.tokenizer_compat;
   if (!f.pooling.empty()) o.pooling = f.pooling;
   if (!f.normalize.empty()) o.normalize = f.normalize == "true";
   if (f.replicas != "auto") {
@@ -118,18 +122,7 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "Several outputs of one pass, in this order: classify: probs, logits, cls, "
                   "mean (pooled hidden states); embed: mean, cls, max, normalized. CSV columns "
                   "<output>.<label> / <output>.e<i>, one JSONL field per output");
-  sub->add_option("--prompt", f->options.prompt,
-                  "Text prepended to every text (to the first of a pair), as "
-                  "sentence-transformers' encode(prompt=...)");
-  sub->add_option("--prompt-name", f->options.prompt_name,
-                  "The prompt of that name in config_sentence_transformers.json, as encode("
-                  "prompt_name=...) (default: its default_prompt_name, if any)");
-  sub->add_option("--tokenizer-compat", f->options.tokenizer_compat,
-                  "auto: transformers 5's tokenizer when config.json was written by transformers "
-                  "5, else the files'; file: as tokenizer.json says; transformers5: as "
-                  "transformers 5 rebuilds it from the tokenizer class")
-      ->check(CLI::IsMember({"auto", "file", "transformers5"}))
-      ->capture_default_str();
+  add_text_flags(sub, f->text);
   sub->add_option("--max-len", f->options.max_len,
                   "Tokens per sequence, special tokens included (default: the model's)")
       ->check(whole_number());

@@ -25,8 +25,7 @@ struct TokenizeFlags {
   bool pair = false;
   bool tokens = false;
   bool no_truncation = false;
-  std::optional<std::string> prompt, prompt_name;
-  std::string compat = "auto";
+  TextFlags text;
 };
 
 void print_encoding(const tokenizer::Tokenizer& tok, const tokenizer::Encoding& enc, bool as_tokens,
@@ -60,9 +59,10 @@ int run_tokenize(TokenizeFlags& f) {
   }
   sched::TaskPlan plan;
   plan.tokenizer_compat = sched::resolve_tokenizer_compat(
-      dir, f.compat == "auto" ? std::nullopt : tokenizer::kCompatNames.parse(f.compat));
+      dir, f.text.tokenizer_compat == "auto" ? std::nullopt
+                                             : tokenizer::kCompatNames.parse(f.text.tokenizer_compat));
   plan.tokenizer = tokenizer::Tokenizer::load(f.model_dir, plan.tokenizer_compat.value);
-  plan.prompt = dir.prompt(f.prompt, f.prompt_name);
+  plan.prompt = dir.prompt(f.text.prompt, f.text.prompt_name);
   plan.strip_text = dir.strips_text();
   const tokenizer::Tokenizer* tok = plan.tokenizer.get();
   fmt::print(stderr, "mcinfer: {}\n", sched::describe_text_plan(plan));
@@ -151,14 +151,7 @@ Action add_tokenize_command(CLI::App& app, const Invocation&) {
   sub->add_flag("--pair", f->pair,
                 "Two texts per line, separated by a tab (or --text-pair-col with --input)");
   sub->add_flag("--tokens", f->tokens, "Print the token strings instead of ids");
-  sub->add_option("--prompt", f->prompt, "Text prepended to every text, as run --prompt");
-  sub->add_option("--prompt-name", f->prompt_name,
-                  "The prompt of that name in config_sentence_transformers.json (default: its "
-                  "default_prompt_name, if any)");
-  sub->add_option("--tokenizer-compat", f->compat,
-                  "auto, file or transformers5, as run --tokenizer-compat")
-      ->check(CLI::IsMember({"auto", "file", "transformers5"}))
-      ->capture_default_str();
+  add_text_flags(sub, f->text);
   sub->add_option("--input", f->input,
                   "Read rows from a CSV or JSONL file instead of lines from stdin");
   sub->add_option("--format", f->format, "Input format when the extension does not say")

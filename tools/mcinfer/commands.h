@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,27 @@ inline CLI::Validator whole_number() {
                    : "must be a whole number, not '" + value + "'";
       },
       "N");
+}
+
+// What each text becomes before the model: the same flags for run, tokenize and inspect.
+struct TextFlags {
+  std::optional<std::string> prompt, prompt_name;
+  std::string tokenizer_compat = "auto";
+};
+
+inline void add_text_flags(CLI::App* sub, TextFlags& flags) {
+  sub->add_option("--prompt", flags.prompt,
+                  "Text prepended to every text (to the first of a pair), as "
+                  "sentence-transformers' encode(prompt=...); \"\": no prompt");
+  sub->add_option("--prompt-name", flags.prompt_name,
+                  "The prompt of that name in config_sentence_transformers.json, as encode("
+                  "prompt_name=...) (default: its default_prompt_name, if any)");
+  sub->add_option("--tokenizer-compat", flags.tokenizer_compat,
+                  "auto: transformers 5's tokenizer when config.json was written by transformers "
+                  "5, else the files'; file: as tokenizer.json says; transformers5: as "
+                  "transformers 5 rebuilds it from the tokenizer class")
+      ->check(CLI::IsMember({"auto", "file", "transformers5"}))
+      ->capture_default_str();
 }
 
 Action add_run_command(CLI::App& app, const Invocation& invocation);
