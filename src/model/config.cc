@@ -274,6 +274,15 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
   }
 
   read_sizes(obj, c);
+  // transformers 5 writes both for every encoder; true makes the model a decoder (causal
+  // self-attention) or adds cross-attention layers, which an encoder run does not compute.
+  for (const char* key : {"is_decoder", "add_cross_attention"}) {
+    if (obj.opt_bool(key).value_or(false)) {
+      obj.fail_field(key,
+                     "true is not supported (mcinfer runs encoders: bidirectional "
+                     "self-attention only)");
+    }
+  }
   if (c.pad_token_id >= c.vocab_size) {
     obj.fail_field("pad_token_id",
                    fmt::format("{} is not below vocab_size {}", c.pad_token_id, c.vocab_size));

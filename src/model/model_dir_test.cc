@@ -247,6 +247,109 @@ TEST(ModelDir, RefusalsNameTheModuleAndFile) {
   }
 }
 
+// What sentence-transformers 6 writes (tests/fixtures/st/st6_bert_prompts) and mcinfer does not
+// compute is refused naming the file and field.
+TEST(ModelDir, SentenceTransformers6RefusalsNameTheFileAndField) {
+  struct Case {
+    std::string what, file, from, to;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {"a 6.x module type mcinfer does not implement",
+       "modules.json",
+       "sentence_transformers.base.modules.normalize.Normalize",
+       "sentence_transformers.sentence_transformer.modules.layer_norm.LayerNorm",
+       {"modules.json: module 3", "layer_norm.LayerNorm'", "does not implement"}},
+      {"a class in the wrong file",
+       "modules.json",
+       "modules.dense.Dense",
+       "modules.pooling.Dense",
+       {"modules.json: module 2", "does not implement"}},
+      {"Dense on the token embeddings",
+       "2_Dense/config.json",
+       "\"module_input_name\": \"sentence_embedding\"",
+       "\"module_input_name\": \"token_embeddings\"",
+       {"2_Dense/config.json: field 'module_input_name'", "'token_embeddings'"}},
+      {"Normalize writing elsewhere",
+       "3_Normalize/config.json",
+       "\"module_output_name\": \"sentence_embedding\"",
+       "\"module_output_name\": \"x\"",
+       {"3_Normalize/config.json: field 'module_output_name'"}},
+      {"a message modality",
+       "sentence_bert_config.json",
+       "\"text\": {",
+       "\"message\": {",
+       {"sentence_bert_config.json: field 'modality_config'", "'message'"}},
+      {"another output of the forward",
+       "sentence_bert_config.json",
+       "\"last_hidden_state\"",
+       "\"pooler_output\"",
+       {"field 'method_output_name'", "'pooler_output'"}},
+      {"another Transformer task",
+       "sentence_bert_config.json",
+       "\"feature-extraction\"",
+       "\"fill-mask\"",
+       {"sentence_bert_config.json: field 'transformer_task'", "'fill-mask'"}},
+      {"an unknown pooling mode in the list",
+       "1_Pooling/config.json",
+       "\"mean\"",
+       "\"median\"",
+       {"1_Pooling/config.json: field 'pooling_mode'", "'median'"}},
+      {"a mode twice",
+       "1_Pooling/config.json",
+       "\"mean\"",
+       "\"cls\"",
+       {"1_Pooling/config.json: field 'pooling_mode'", "'cls' twice"}},
+      {"a prompt that is no string",
+       "config_sentence_transformers.json",
+       "\"query: \"",
+       "3",
+       {"config_sentence_transformers.json: field 'prompts'", "'query'"}},
+      {"a saving version that is no version",
+       "config_sentence_transformers.json",
+       "\"sentence_transformers\": \"6.",
+       "\"sentence_transformers\": \"six.",
+       {"field 'sentence_transformers'", "is not a version"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const fs::path dir = copy_fixture("st6_bert_prompts", "model_dir_st6_refusals");
+    replace_in(dir / c.file, c.from, c.to);
+    const std::string err = error_of([&] { ModelDir::open(dir); });
+    ASSERT_FALSE(err.empty());
+    for (const auto& part : c.expected) EXPECT_NE(err.find(part), std::string::npos) << err;
+  }
+}
+
+// The same directory as sentence-transformers 6 reads it: modules, pooling order, prompts, and
+// what its version does differently.
+TEST(ModelDir, SentenceTransformers6Directory) {
+  const ModelDir m = ModelDir::open(testing::fixture("st/st6_bert_prompts"));
+  ASSERT_TRUE(m.sentence_transformers().has_value());
+  const StModules& st = *m.sentence_transformers();
+  EXPECT_EQ(st.modules.size(), 4u);
+  EXPECT_EQ(st.pooling.modes.name(), "cls+mean");
+  EXPECT_EQ(st.pooling.dimension_field, "embedding_dimension");
+  EXPECT_FALSE(st.pooling.include_prompt);
+  EXPECT_TRUE(st.normalize.has_value());
+  EXPECT_FALSE(m.strips_text());
+  EXPECT_TRUE(m.st_behaviour().cls_after_prompt);
+  EXPECT_FALSE(m.pools_prompt());
+  EXPECT_EQ(m.prompt(std::nullopt, std::nullopt).value, "query: ");
+  EXPECT_EQ(m.prompt(std::nullopt, std::string("doc")).value, "passage: ");
+  EXPECT_EQ(m.prompt(std::string("x: "), std::nullopt).source, "--prompt");
+  // No max_seq_length: the tokenizer's limit.
+  EXPECT_EQ(m.max_len(24, std::nullopt).source, "tokenizer_config.json: model_max_length");
+  // A pooling_mode list keeps its order: lasttoken, weightedmean, max.
+  const ModelDir x = ModelDir::open(testing::fixture("st/st6_xlmr_last_weighted_max"));
+  EXPECT_EQ(x.sentence_transformers()->pooling.modes.name(), "lasttoken+weightedmean+max");
+  // Saved by 3.3.1: stripped, CLS at token 0.
+  const ModelDir old = ModelDir::open(testing::fixture("st/roberta_prompts_cls_mean"));
+  EXPECT_TRUE(old.strips_text());
+  EXPECT_FALSE(old.st_behaviour().cls_after_prompt);
+  EXPECT_EQ(old.st_behaviour().version, "3.3.1");
+}
+
 TEST(ModelDir, DenseWeightsMustMatchTheirConfig) {
   const fs::path dir = copy_fixture("roberta_meansqrt_dense2", "model_dir_dense");
   replace_in(dir / "3_Dense/config.json", "\"bias\": true", "\"bias\": false");

@@ -14,6 +14,7 @@
 #include "support/cli.h"
 #include "support/paths.h"
 #include "support/predictions.h"
+#include "support/reference.h"
 
 namespace mcinfer {
 namespace {
@@ -109,6 +110,41 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ApiText,
                                            "xlmr_embed"));
 
 // Token ids give what the same rows' texts give (the encoding the tokenizer path made).
+// Prompts through the public API (ModelOptions::prompt_name, prompt), as encode() applies them:
+// sentence-transformers 6 and 3.3.1 directories (tests/fixtures/st, every case of each).
+TEST(Api, PromptsAsEncodeAppliesThem) {
+  for (const char* name : {"st6_bert_prompts", "roberta_prompts_cls_mean"}) {
+    SCOPED_TRACE(name);
+    const fs::path dir = testing::fixture(std::string("st/") + name);
+    const Json meta = read_json_file(dir / "reference.json");
+    testing::Reference ref(dir / "reference.safetensors");
+    std::vector<std::string> ids;
+    const std::string input = consumer_input(dir / "input.csv", false, ids);
+    for (const Json& c : meta["cases"]) {
+      SCOPED_TRACE(c["name"].get<std::string>());
+      std::vector<std::string> args = {dir.string()};
+      for (const char* key : {"prompt_name", "prompt"}) {
+        if (!c["encode_args"].contains(key)) continue;
+        args.push_back(std::string("--") +
+                       (std::string(key) == "prompt" ? "prompt" : "prompt-name"));
+        args.push_back(c["encode_args"][key]);
+      }
+      const ConsumerRun run = run_consumer(args, input);
+      ASSERT_EQ(run.result.exit_code, 0) << run.result.err;
+      const auto want = ref.floats("embeddings_" + c["name"].get<std::string>());
+      ASSERT_EQ(run.rows.size(), ids.size());
+      const std::size_t dim = want.size() / ids.size();
+      double worst = 0;
+      for (std::size_t r = 0; r < ids.size(); ++r) {
+        ASSERT_EQ(run.rows[r].size(), dim);
+        for (std::size_t j = 0; j < dim; ++j)
+          worst = std::max(worst, std::abs(run.rows[r][j] - want[r * dim + j]));
+      }
+      EXPECT_LE(worst, 1e-5);
+    }
+  }
+}
+
 TEST(Api, TokenIdsAndRefusals) {
   const fs::path dir = testing::fixture("models/bert_cls_single");
   const ConsumerRun ok = run_consumer({dir.string(), "--ids"}, "3\n2 7 3\n4\n2 9 11 3\n");

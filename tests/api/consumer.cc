@@ -2,7 +2,8 @@
 // mcinfer::mcinfer. That this file compiles is the proof that the public API is self-contained
 // and that internal headers are not on a consumer's include path (the #error below).
 //
-// mcinfer_api_consumer MODEL_DIR [--task T] [--normalize] [--max-len N] [--ids]
+// mcinfer_api_consumer MODEL_DIR [--task T] [--normalize] [--max-len N] [--prompt-name P]
+//   [--prompt TEXT] [--ids]
 // reads rows from stdin, each "<text bytes> <pair bytes or -1>\n<text><pair>" (or, with --ids,
 // "<count>\n" followed by that many ids), and prints one line of output values per row.
 #include <mcinfer/mcinfer.h>
@@ -25,6 +26,8 @@ int main(int argc, char** argv) {
     if (arg == "--task" && i + 1 < argc) options.task = argv[++i];
     if (arg == "--normalize") options.normalize = true;
     if (arg == "--max-len" && i + 1 < argc) options.max_len = std::stoul(argv[++i]);
+    if (arg == "--prompt-name" && i + 1 < argc) options.prompt_name = argv[++i];
+    if (arg == "--prompt" && i + 1 < argc) options.prompt = argv[++i];
     if (arg == "--ids") ids_mode = true;
   }
   try {

@@ -59,8 +59,9 @@ int run_tokenize(TokenizeFlags& f) {
   }
   sched::TaskPlan plan;
   plan.tokenizer_compat = sched::resolve_tokenizer_compat(
-      dir, f.text.tokenizer_compat == "auto" ? std::nullopt
-                                             : tokenizer::kCompatNames.parse(f.text.tokenizer_compat));
+      dir, f.text.tokenizer_compat == "auto"
+               ? std::nullopt
+               : tokenizer::kCompatNames.parse(f.text.tokenizer_compat));
   plan.tokenizer = tokenizer::Tokenizer::load(f.model_dir, plan.tokenizer_compat.value);
   plan.prompt = dir.prompt(f.text.prompt, f.text.prompt_name);
   plan.strip_text = dir.strips_text();

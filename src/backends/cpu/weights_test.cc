@@ -85,6 +85,17 @@ TEST_F(BadModelTest, RelativePositionEmbeddings) {
   EXPECT_MESSAGE(load_error(), "field 'position_embedding_type'", "relative_key");
 }
 
+TEST_F(BadModelTest, DecoderOrCrossAttention) {
+  // transformers 5 writes both fields (false) for every encoder; true would change the attention.
+  edit_config([](Json& j) { j["is_decoder"] = true; });
+  EXPECT_MESSAGE(load_error(), "field 'is_decoder'", "bidirectional");
+  edit_config([](Json& j) {
+    j["is_decoder"] = false;
+    j["add_cross_attention"] = true;
+  });
+  EXPECT_MESSAGE(load_error(), "field 'add_cross_attention'", "bidirectional");
+}
+
 TEST_F(BadModelTest, UnsupportedActivation) {
   edit_config([](Json& j) { j["hidden_act"] = "swish"; });
   EXPECT_MESSAGE(load_error(), "field 'hidden_act'", "swish");
