@@ -27,4 +27,15 @@ if [ "${MCINFER_PJRT_TESTS:-1}" = 1 ]; then
   export MCINFER_REQUIRE_PJRT=1
 fi
 "$root/scripts/build.sh"
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
+# The suite's own summary, then one line: what this CPU (cpuid) and this run could not exercise,
+# and how many tests skipped, so that a green run on a smaller CPU says what it did not test.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" | tee "$log" || status=$?
+skipped=$(grep -c '(Skipped)$' "$log" || true)
+extra=""
+[ "${MCINFER_PJRT_TESTS:-1}" = 1 ] || extra="; PJRT (MCINFER_PJRT_TESTS=0)"
+echo "scripts/test.sh: $("$build/tests/mcinfer_cpu_report")${extra}; PJRT on a GPU or TPU" \
+  "(no device here); $skipped tests skipped (the list is above)"
+exit "$status"

@@ -79,6 +79,14 @@ PrecisionBounds default_int8_targets(const model::TaskSpec& task) {
   return b;
 }
 
+PrecisionBounds int8_targets(const model::TaskSpec& task, const PrecisionBounds& user) {
+  PrecisionBounds targets = default_int8_targets(task);
+  if (user.min_cosine) targets.min_cosine = user.min_cosine;
+  if (user.min_agreement) targets.min_agreement = user.min_agreement;
+  if (user.max_abs_diff) targets.max_abs_diff = user.max_abs_diff;
+  return targets;
+}
+
 Int8Plan plan_int8(const model::ModelDir& dir, const backend::Backend& backend,
                    const model::TaskSpec& task, const FeedOptions& feed,
                    const tokenizer::Tokenizer* tokenizer, int threads, const Int8Request& request,
@@ -120,8 +128,7 @@ Int8Plan plan_int8(const model::ModelDir& dir, const backend::Backend& backend,
     enforce(*plan.check, request.bounds);
     return plan;
   }
-  const PrecisionBounds targets =
-      request.bounds.any() ? request.bounds : default_int8_targets(task);
+  const PrecisionBounds targets = int8_targets(task, request.bounds);
   std::string missed = unmet_bound(*plan.check, targets);
   if (missed.empty()) return plan;
   // Which GEMMs to keep: the same rows through fp32 again, each GEMM's input also through its

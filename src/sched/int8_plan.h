@@ -37,11 +37,14 @@ struct Int8Plan {
 struct Int8Request {
   std::optional<std::vector<model::GemmId>> keep;  // --int8-keep
   std::size_t check_rows = 32;
-  PrecisionBounds bounds;  // the user's; none: int8's default targets for the task
+  PrecisionBounds bounds;  // the user's: added to int8's default targets (int8_targets)
 };
 
 // The default targets: embeddings cosine ≥ 0.99 on every check row; classifiers |Δp| ≤ 0.05.
 PrecisionBounds default_int8_targets(const model::TaskSpec& task);
+// What the automatic plan must meet: the defaults, with the user's bounds added (a bound of a
+// default's kind replaces it; another kind is checked besides it), never fewer.
+PrecisionBounds int8_targets(const model::TaskSpec& task, const PrecisionBounds& user);
 
 // Loads the int8 weights of `dir` as the request says. Throws PrecisionCheckError (exit 4) when
 // the targets cannot be met.

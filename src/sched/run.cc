@@ -51,6 +51,45 @@ class RankBarrier {
   bool reported_ = false;
 };
 
+// --min-cosine / --min-agreement: refused (exit 2) where the run could not enforce them, so that no
+// bound is dropped without a word. A bound needs the precision check (reduced precision, rows to
+// check) and a figure of its kind (an argmax needs classes). `auto` that resolves to fp32 on
+// this CPU meets any bound by construction (fp32 is the reference): said, not refused, so that
+// one command line serves every CPU.
+void check_bounds(const RunOptions& o, const model::PrecisionChoice& precision,
+                  const model::TaskSpec& task, std::vector<std::string>& warnings) {
+  if (!o.min_cosine && !o.min_agreement) return;
+  const std::string flags = o.min_cosine && o.min_agreement ? "--min-cosine and --min-agreement"
+                            : o.min_cosine                  ? "--min-cosine"
+                                                            : "--min-agreement";
+  if (o.min_agreement && task.kind != model::TaskKind::kClassify) {
+    fail_usage(
+        "--min-agreement bounds the share of rows whose class (argmax) matches fp32; an embedding "
+        "run has no classes (use --min-cosine)");
+  }
+  if (precision.precision == model::Precision::kFp32) {
+    if (o.precision == model::Precision::kFp32) {
+      fail_usage(
+          "{} bound(s) a reduced-precision run against fp32; this run is fp32 (--precision fp32), "
+          "the reference itself, so there is nothing to bound",
+          flags);
+    }
+    warnings.push_back(
+        fmt::format("{} met by construction: --precision auto chose fp32 on this CPU (no native "
+                    "bf16), and fp32 "
+                    "is what the bound compares against",
+                    flags));
+    return;
+  }
+  if (o.check_precision_rows.value_or(kDefaultCheckRows) == 0) {
+    fail_usage(
+        "{} cannot be enforced: --check-precision 0 turns the precision check off; give rows to "
+        "check "
+        "(e.g. --check-precision 32) or drop the bound",
+        flags);
+  }
+}
+
 struct PreparedRun {
   std::shared_ptr<const backend::PreparedModel> model;
   std::optional<PrecisionCheck> check;
@@ -377,12 +416,13 @@ Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
   const model::ModelDir dir = model::ModelDir::open(o.model_dir);
   const RunPlan plan = plan_run(o, dir, *backend, rank);
   const model::PrecisionChoice precision = backend->resolve_precision(o.precision);
+  std::vector<std::string> warnings;
+  check_bounds(o, precision, plan.task, warnings);
   if (!o.quiet) {
     fmt::print(stderr, "mcinfer: {}\n", describe_text_plan(plan));
     fmt::print(stderr, "mcinfer: {}\n", precision.reason);
   }
 
-  std::vector<std::string> warnings;
   const PreparedRun prepared = prepare_model(o, plan, dir, *backend, precision.precision, warnings);
   const MemoryPlan memory = check_memory(o, plan, *backend, *prepared.model);
 

@@ -74,7 +74,7 @@ TEST_P(Chunked, RowsReducedFromTheirWindowsAsTransformersComputes) {
     auto got = testing::read_table(dir / "out.csv");
     EXPECT_EQ(got.columns, want.columns);
     EXPECT_EQ(got.ids, want.ids) << schedule;
-    EXPECT_LE(testing::max_abs_difference(got, want), 1e-4) << schedule;
+    EXPECT_LE(testing::max_abs_difference(got, want), 1e-5) << schedule;
     const Json report = read_json_file(dir / "report.json");
     EXPECT_EQ(report["long_input"], "chunk");
     EXPECT_EQ(report["chunked_rows"].get<std::uint64_t>(), chunked) << schedule;
@@ -125,7 +125,7 @@ TEST(ChunkedResume, KilledBetweenWindowsOfOneRow) {
       ASSERT_EQ(r.exit_code, 0) << how << ": " << r.err;
       auto got = testing::read_table(dir / "out.csv");
       EXPECT_EQ(got.ids, want.ids) << how;
-      EXPECT_LE(testing::max_abs_difference(got, want), 1e-4) << how;
+      EXPECT_LE(testing::max_abs_difference(got, want), 1e-5) << how;
       const Json report = read_json_file(dir / "report.json");
       EXPECT_TRUE(report["resumed"].get<bool>());
       // window-pending:1 is a row's first window, before any row can be durable. (After

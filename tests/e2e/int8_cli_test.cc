@@ -2,13 +2,13 @@
 // classification fixture, a bf16 checkpoint quantized from its own bits, real all-MiniLM-L6-v2 on
 // the 5,283-line tokenizer corpus), every GEMM path by capping the ISA (AMX-INT8, avx512_vnni,
 // avx2_vnni; refused without VNNI), `--int8-keep`, and the GEMMs chosen on the check rows.
-#include <cpuid.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/json.h"
 #include "support/cli.h"
+#include "support/cpu_features.h"
 #include "support/fixture_rows.h"
 #include "support/minilm.h"
 #include "support/precision_gates.h"
@@ -24,47 +24,29 @@ using testing::run_cli;
 constexpr testing::ClassifierGate kInt8Classifier{0.05, 0.05};
 constexpr testing::EmbeddingGate kInt8Embedding{0.99, 0.995};
 
-// True when the GEMM library runs int8 natively here: read from a run's report.
-bool cpu_has_native_int8() {
-  static const bool native = [] {
-    auto dir = testing::scratch_dir("int8_probe");
-    auto input = testing::write_fixture_rows(dir, "bert_embed");
-    auto r = run_cli({"run", testing::fixture("models/bert_embed").string(), "--input",
-                      input.string(), "--output", (dir / "o.csv").string(), "--precision", "int8",
-                      "--check-precision", "0", "--quiet"});
-    return r.exit_code == 0;
-  }();
-  return native;
-}
-
-#define NEED_NATIVE_INT8()                                                                  \
-  do {                                                                                      \
-    if (!cpu_has_native_int8()) GTEST_SKIP() << "this CPU has no native int8 dot products"; \
-  } while (0)
+// From cpuid, not from a run: if int8 broke here, the int8 tests fail instead of skipping.
+#define NEED_NATIVE_INT8() \
+  NEED_CPU(native_int8(), "native int8 dot products (avx512_vnni, avx_vnni or AMX-INT8)")
 
 // The GEMM library's paths: its best (AMX-INT8 here), avx512_vnni, avx2_vnni. Below avx512_bf16
 // the kept GEMMs and attention run in fp32, so the caps also test int8 beside f32 attention.
 struct IsaCap {
   const char* name;
   std::vector<std::string> env;
-  // What the capped path needs from the CPU, as cpuid leaf 7 reports it (clang 14's
-  // __builtin_cpu_supports has no avxvnni): subleaf, register (EAX 0, ECX 2), bit; best: none.
-  int subleaf = -1, reg = 0, bit = 0;
+  // What the capped path needs from the CPU (cpuid); best: the CPU's own, none beyond int8.
+  bool testing::CpuFeatures::*needs = nullptr;
 };
 const IsaCap kCaps[] = {
     {"best", {}},
-    {"avx512_vnni", {"ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI"}, 0, 2, 11},
-    {"avx2_vnni", {"ONEDNN_MAX_CPU_ISA=AVX2_VNNI", "MCINFER_MAX_ISA=avx2"}, 1, 0, 4}};
+    {"avx512_vnni", {"ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI"}, &testing::CpuFeatures::avx512_vnni},
+    {"avx2_vnni",
+     {"ONEDNN_MAX_CPU_ISA=AVX2_VNNI", "MCINFER_MAX_ISA=avx2"},
+     &testing::CpuFeatures::avx_vnni}};
 
 // From the CPU's flags, not from mcinfer: a capped path whose instructions the CPU has must run
 // (a guest may have avx512_vnni without avx_vnni, as one AMD Zen 4 VM here did).
 bool cap_runs_here(const IsaCap& cap) {
-  if (cap.subleaf < 0) return true;
-  unsigned regs[4] = {};
-  if (!__get_cpuid_count(7, static_cast<unsigned>(cap.subleaf), &regs[0], &regs[1], &regs[2],
-                         &regs[3]))
-    return false;
-  return (regs[cap.reg] >> cap.bit) & 1u;
+  return cap.needs == nullptr || testing::cpu_features().*cap.needs;
 }
 
 Json run_int8_fixture(const std::string& model, const fs::path& dir, const IsaCap& cap,

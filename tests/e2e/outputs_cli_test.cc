@@ -109,7 +109,7 @@ TEST_P(Outputs, EveryOutputOfOnePassMatchesTransformersInCsvAndJsonl) {
       for (std::size_t j = 0; j < width; ++j)
         worst = std::max(worst, std::abs(table.values[i][at + j] - e.values[i * width + j]));
     }
-    EXPECT_LE(worst, 1e-4) << model << " " << e.output;
+    EXPECT_LE(worst, 1e-5) << model << " " << e.output;
     at += width;
   }
   const Json report = read_json_file(dir / "report.json");
@@ -229,7 +229,7 @@ TEST(OutputsChunked, EachGroupEqualsItsOneOutputChunkedRun) {
       if (k == 0) {
         const auto ref = testing::read_table(
             testing::fixture(fmt::format("chunk/{}/expected_{}.csv", c.fixture, c.reference_case)));
-        EXPECT_LE(testing::max_abs_difference(one, ref), 1e-4) << c.fixture << " " << name;
+        EXPECT_LE(testing::max_abs_difference(one, ref), 1e-5) << c.fixture << " " << name;
       }
       at += width;
     }

@@ -1,11 +1,11 @@
 #include "backends/cpu/attention.h"
 
-#include <cpuid.h>
 #include <gtest/gtest.h>
 
 #include "backends/cpu/attention_bf16.h"
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels.h"
+#include "support/cpu_features.h"
 
 #include <algorithm>
 #include <bit>
@@ -98,11 +98,6 @@ TEST(Attention, WideHeadsAndLongSequencesMatchReference) {
 }
 
 // AVX512_BF16 from cpuid (clang 14's __builtin_cpu_supports does not know it).
-bool cpu_has_avx512_bf16() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
-}
-
 // bf16: the reference is the same double computation over the bf16-rounded Q, K and V. The kernel
 // also rounds the probabilities (relative 2^-9) and its output (2^-9) to bf16, so a value of
 // magnitude ~1 may differ by a few thousandths; a wrong pairing, a dropped tail token or a
@@ -129,12 +124,13 @@ void expect_bf16_matches_reference(int heads, std::int64_t hidden,
       // One object for all calls, sequences of changing lengths: stale padding must never leak.
       Bf16Attention attention(engine, kernels_for(isa), threads);
       const std::int64_t d = hidden / heads;
-      // What this CPU should run, from its flags (the library's ISA for AMX, as capped).
+      // What this CPU should run, from its flags (cpuid).
       const bool fusable = isa == Isa::kAvx512 && d % 32 == 0;
-      const FusedAttention expected = !fusable                          ? FusedAttention::kNone
-                                      : native_bf16_isa() == "amx_bf16" ? FusedAttention::kAmx
-                                      : cpu_has_avx512_bf16()           ? FusedAttention::kDot
-                                                                        : FusedAttention::kNone;
+      const testing::CpuFeatures& cpu = testing::cpu_features();
+      const FusedAttention expected = !fusable          ? FusedAttention::kNone
+                                      : cpu.amx_bf16    ? FusedAttention::kAmx
+                                      : cpu.avx512_bf16 ? FusedAttention::kDot
+                                                        : FusedAttention::kNone;
       EXPECT_EQ(attention.fused(d), expected) << "head size " << d;
       EXPECT_EQ(Bf16Attention::fused_for(kernels_for(isa), d), expected) << "head size " << d;
       const char* path = expected == FusedAttention::kAmx   ? " (AMX kernel)"
@@ -152,7 +148,7 @@ void expect_bf16_matches_reference(int heads, std::int64_t hidden,
 }
 
 TEST(AttentionBf16, PackedSequencesMatchReference) {
-  if (native_bf16_isa().empty()) GTEST_SKIP() << "no native bf16 on this CPU";
+  NEED_CPU(native_bf16(), "native bf16");
   // Head sizes 64 (BERT), 32 (MiniLM) and 24; lengths around the 16-token padding (a long one
   // after short ones, short ones after it), one sequence of one token.
   expect_bf16_matches_reference(

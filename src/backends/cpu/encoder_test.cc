@@ -17,7 +17,7 @@ using namespace model;
 namespace {
 
 namespace fs = std::filesystem;
-constexpr float kTolerance = 1e-4f;
+constexpr float kTolerance = 1e-5f;
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& want,
                   const std::string& what) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "support/cpu_features.h"
 
 #include <algorithm>
 #include <bit>
@@ -113,7 +114,7 @@ TEST(Gemm, SameShapeLayersShareKernelsAndKeepTheirOwnWeights) {
 // accumulate in f32. Against a double reference over the same rounded values, the f32 output
 // differs by accumulation rounding only; the bf16 output by one more bf16 rounding (2^-8).
 TEST(Gemm, Bf16LinearMatchesReferenceOnRoundedValues) {
-  if (native_bf16_isa().empty()) GTEST_SKIP() << "no native bf16 on this CPU";
+  NEED_CPU(native_bf16(), "native bf16");
   GemmEngine engine;
   GemmRunner runner(engine, 1);
   const KernelTable& k = kernels_for(best_isa());
@@ -172,7 +173,7 @@ void reference_quantize(const float* x, std::int64_t cols, std::int8_t* q, doubl
 // s8 weights and inputs: exact integer products scaled back, against the same quantization done
 // independently in double; every output type, row counts across the block size, 1 and 2 threads.
 TEST(Gemm, S8LinearMatchesIntegerReference) {
-  if (native_int8_isa().empty()) GTEST_SKIP() << "no native int8 dot products on this CPU";
+  NEED_CPU(native_int8(), "native int8 dot products");
   GemmEngine engine;
   const KernelTable& k = kernels_for(best_isa());
   for (int threads : {1, 2}) {
@@ -250,7 +251,7 @@ TEST(Gemm, S8LinearMatchesIntegerReference) {
 // they are quantized, inputs by 1 / s; the products equal an integer reference built that way,
 // and on inputs with a few outlier channels (as a LayerNorm's output has) the error drops.
 TEST(Gemm, S8SmoothingMatchesItsDefinitionAndHelpsOutlierChannels) {
-  if (native_int8_isa().empty()) GTEST_SKIP() << "no native int8 dot products on this CPU";
+  NEED_CPU(native_int8(), "native int8 dot products");
   GemmEngine engine;
   GemmRunner runner(engine, 1);
   const KernelTable& k = kernels_for(best_isa());

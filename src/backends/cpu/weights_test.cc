@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "support/cpu_features.h"
 #include "support/paths.h"
 #include "support/safetensors_writer.h"
 
@@ -209,7 +210,7 @@ double packed_ratio_to_fp32(ops::Precision precision, ops::DType input_type) {
 
 // bf16 weights are prepared once, shared, and take about half the fp32 packing.
 TEST(Bf16Weights, PackedBytesAreAtMostHalfOfFp32Plus5Percent) {
-  if (cpu::native_bf16_isa().empty()) GTEST_SKIP() << "no native bf16 on this CPU";
+  NEED_CPU(native_bf16(), "native bf16");
   const double ratio = packed_ratio_to_fp32(ops::Precision::kBf16, ops::DType::kBf16);
   EXPECT_LE(ratio, 0.55);
   EXPECT_GE(ratio, 0.45);
@@ -217,7 +218,7 @@ TEST(Bf16Weights, PackedBytesAreAtMostHalfOfFp32Plus5Percent) {
 
 // int8 weights: a quarter of the fp32 packing plus the scales (issue 13: at most 0.3), shared.
 TEST(Int8Weights, PackedBytesAreAtMostThreeTenthsOfFp32) {
-  if (cpu::native_int8_isa().empty()) GTEST_SKIP() << "no native int8 on this CPU";
+  NEED_CPU(native_int8(), "native int8 dot products");
   const double ratio = packed_ratio_to_fp32(ops::Precision::kInt8, ops::DType::kS8);
   EXPECT_LE(ratio, 0.30);
   EXPECT_GE(ratio, 0.24);
@@ -225,7 +226,7 @@ TEST(Int8Weights, PackedBytesAreAtMostThreeTenthsOfFp32) {
 
 // Kept GEMMs are prepared in the fallback precision; a keep list outside int8 is an error.
 TEST(Int8Weights, KeptGemmsUseTheFallbackPrecision) {
-  if (cpu::native_int8_isa().empty()) GTEST_SKIP() << "no native int8 on this CPU";
+  NEED_CPU(native_int8(), "native int8 dot products");
   auto device = ops::Device::cpu();
   const auto model = testing::fixture("models/bert_cls_single");
   const std::vector<GemmId> keep = {{1, GemmSlot::kFfnIn}, {0, GemmSlot::kQkv}};

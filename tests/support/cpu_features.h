@@ -1,0 +1,76 @@
+#pragma once
+// What this CPU can run, from cpuid and the register state the OS enables (XCR0), never from
+// mcinfer or its GEMM library: a test that needs an instruction set then fails, instead of
+// skipping, when the code under test wrongly decides that the CPU lacks it.
+
+#include <cpuid.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mcinfer::testing {
+
+struct CpuFeatures {
+  bool avx2 = false;
+  bool avx512 = false;  // F, DQ, BW, VL, with the OS saving the zmm and mask registers
+  bool avx512_bf16 = false, avx512_vnni = false, avx_vnni = false;
+  bool amx_bf16 = false, amx_int8 = false;  // with the OS saving the tile state
+
+  // What mcinfer runs natively: bf16 dot products (its bf16 path), int8 dot products (int8).
+  bool native_bf16() const { return (avx512 && avx512_bf16) || amx_bf16; }
+  bool native_int8() const { return (avx512 && avx512_vnni) || avx_vnni || amx_int8; }
+
+  // The precision paths and instruction sets this CPU cannot exercise, in words.
+  std::vector<std::string> not_exercised() const {
+    std::vector<std::string> out;
+    if (!native_bf16()) out.push_back("bf16 (no avx512_bf16, no AMX-BF16)");
+    if (!amx_bf16) out.push_back("AMX-BF16");
+    if (!native_int8()) out.push_back("int8 (no avx512_vnni, avx_vnni or AMX-INT8)");
+    if (!amx_int8) out.push_back("AMX-INT8");
+    if (!avx_vnni) out.push_back("avx2_vnni (no avx_vnni)");
+    if (!avx512) out.push_back("avx512 kernels");
+    if (!avx2) out.push_back("avx2 kernels");
+    return out;
+  }
+};
+
+inline CpuFeatures read_cpu_features() {
+  CpuFeatures f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(1, 0, &a, &b, &c, &d) || !(c & (1u << 27))) return f;  // no OSXSAVE
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  const std::uint64_t xcr0 = (static_cast<std::uint64_t>(hi) << 32) | lo;
+  const bool ymm = (xcr0 & 0x6) == 0x6;
+  const bool zmm = ymm && (xcr0 & 0xE0) == 0xE0;
+  const bool tiles = (xcr0 & (3ull << 17)) == (3ull << 17);
+  unsigned a7 = 0, b7 = 0, c7 = 0, d7 = 0;
+  if (!__get_cpuid_count(7, 0, &a7, &b7, &c7, &d7)) return f;
+  unsigned a71 = 0, b71 = 0, c71 = 0, d71 = 0;
+  __get_cpuid_count(7, 1, &a71, &b71, &c71, &d71);
+  auto bit = [](unsigned reg, int n) { return ((reg >> n) & 1u) != 0; };
+  f.avx2 = ymm && bit(b7, 5);
+  f.avx512 = zmm && bit(b7, 16) && bit(b7, 17) && bit(b7, 30) && bit(b7, 31);
+  f.avx512_vnni = f.avx512 && bit(c7, 11);
+  f.avx512_bf16 = f.avx512 && bit(a71, 5);
+  f.avx_vnni = ymm && bit(a71, 4);
+  f.amx_bf16 = tiles && bit(d7, 24) && bit(d7, 22);
+  f.amx_int8 = tiles && bit(d7, 24) && bit(d7, 25);
+  return f;
+}
+
+inline const CpuFeatures& cpu_features() {
+  static const CpuFeatures f = read_cpu_features();
+  return f;
+}
+
+}  // namespace mcinfer::testing
+
+// Skips the test (saying so) when the CPU lacks `feature`, a member of CpuFeatures or a call.
+#define NEED_CPU(feature, what)                           \
+  do {                                                    \
+    if (!::mcinfer::testing::cpu_features().feature)      \
+      GTEST_SKIP() << "this CPU has no " what " (cpuid)"; \
+  } while (0)
