@@ -43,4 +43,10 @@ void fault_point(std::string_view point) {
   }
 }
 
+bool fault_active(std::string_view point) {
+  FaultPlan* p = plan();
+  if (p == nullptr || point != p->point) return false;
+  return p->seen.fetch_add(1) + 1 >= p->at;
+}
+
 }  // namespace mcinfer

@@ -11,6 +11,7 @@
 
 #include "backends/cpu/gemm_engine.h"
 #include "core/error.h"
+#include "core/fault.h"
 
 namespace mcinfer::cpu {
 namespace {
@@ -406,6 +407,12 @@ void GemmRunner::linear_s8(const PackedLinear& w, const std::int8_t* x, const fl
     const std::int64_t padded = round_rows(count);
     const Impl::Kernel& kernel = impl_->kernel(w, padded, Activation::kNone, false, DType::kS8);
     impl_->run(kernel, w, x + begin * k, padded, impl_->s32.data(), dt::s32, false);
+    if (fault_active("int8-gemm-wrong")) {
+      // A broken kernel for the tests that must catch one: the last 16 output channels lost.
+      for (std::int64_t r = 0; r < count; ++r)
+        std::fill_n(impl_->s32.data() + r * n + std::max<std::int64_t>(0, n - 16),
+                    std::min<std::int64_t>(16, n), 0);
+    }
     const Int8Output at = rows_from(out, begin, n);
     const float* row_scales = x_scales + begin;
     std::int32_t* acc = impl_->s32.data();
