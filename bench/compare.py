@@ -315,13 +315,20 @@ def peer_cmd(ctx, mode: str, system: str, model: dict, k: int, extra: list) -> l
             "--art", str(model["art"])] + extra
 
 
+def calibration(model: dict, system: str) -> list:
+    """int8: `--calibrate-on` the guard run's rows, so that the speed timed is that of the model
+    whose accuracy the guard reports (calibrated input smoothing, the GEMMs its check keeps)."""
+    src = model.get("guard_input", {}).get(system)
+    return ["--calibrate-on", str(src)] if MCINFER_PRECISION[system] == "int8" and src else []
+
+
 def run_a(ctx, model: dict, system: str, k: int, rep: int) -> dict:
     a = ctx.a
     first = model["art"] / f"first_{system}_k{k}_{a.batch}x{a.seq}.npy"
     if system in MCINFER_PRECISION:
         cmd = [str(a.mcinfer), "bench", str(model["dir"]), "--batch", str(a.batch), "--seq", str(a.seq),
                "--threads", "1", "--replicas", str(k), "--warmup", str(a.warmup), "--iters", str(a.iters),
-               "--precision", MCINFER_PRECISION[system], "--json"]
+               "--precision", MCINFER_PRECISION[system], "--json"] + calibration(model, system)
     else:
         first.unlink(missing_ok=True)
         cmd = peer_cmd(ctx, "a", system, model, k, ["--batch", str(a.batch), "--seq", str(a.seq), "--warmup",
@@ -415,6 +422,8 @@ def mcinfer_guard(ctx, model: dict, system: str) -> dict:
     with open(src, "w") as f:
         for i, row in enumerate(ids.tolist()):
             f.write(json.dumps({"id": f"r{i}", "input_ids": row}) + "\n")
+    # int8 is timed as this run builds it: calibrated on these rows (mcinfer bench --calibrate-on).
+    model.setdefault("guard_input", {})[system] = src
     cmd = [str(a.mcinfer), "run", str(model["dir"]), "--input", str(src), "--output", str(dst), "--replicas", "1",
            "--precision", MCINFER_PRECISION[system], "--report", str(rep), "--quiet"] + \
         (["--activation", "none"] if model["kind"] == "classify" else EMBED_AS_PEERS["embed"])
@@ -494,7 +503,7 @@ def diagnostics(ctx) -> tuple[list, list, list]:
         for system in (s for s in MCINFER_PRECISION if s in a.systems):
             cmd = [str(a.mcinfer), "bench", str(m["dir"]), "--batch", str(a.batch), "--seq", str(a.seq), "--threads",
                    "1", "--warmup", str(a.warmup), "--iters", str(a.iters), "--precision", MCINFER_PRECISION[system],
-                   "--profile", "--json"]
+                   "--profile", "--json"] + calibration(m, system)
             info = last_json(sh(cmd, timeout=a.timeout_s or 3600))
             if not info:
                 md.append(f"| {name} | {MCINFER_PRECISION[system]} | failed: `{shlex.join(cmd)}` |")

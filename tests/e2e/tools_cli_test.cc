@@ -4,6 +4,8 @@
 #include "core/json.h"
 #include "io/safetensors.h"
 #include "support/cli.h"
+#include "support/cpu_features.h"
+#include "support/fixture_rows.h"
 
 namespace mcinfer {
 namespace {
@@ -63,6 +65,44 @@ TEST(BenchCli, ReportsThroughputGemmSpeedAndOpShares) {
 // A failure the code does not wrap in its own error type (here std::filesystem::filesystem_error
 // from stat on a symlink loop, or on a name longer than the filesystem allows) must still end as
 // "mcinfer: error: ..." and status 1, never std::terminate (an abort, status 134).
+// `bench --calibrate-on FILE` times the int8 model a run over FILE would use: calibrated on its
+// check rows, with the kept GEMMs the check chooses (issue 30: speed and accuracy of one model).
+TEST(BenchCli, Int8CalibratedOnAnInputIsTheRunsModel) {
+  NEED_CPU(native_int8(), "native int8 dot products");
+  auto dir = testing::scratch_dir("bench_calibrate");
+  const std::string model = testing::fixture("models/bert_cls_multi").string();
+  const auto rows = testing::write_fixture_rows(dir, "bert_cls_multi");
+  auto bench = [&](std::vector<std::string> extra, std::vector<std::string> env = {}) {
+    std::vector<std::string> a = {"bench",   model, "--batch", "4",           "--seq", "16",
+                                  "--iters", "1",   "--json",  "--precision", "int8"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return testing::run_cli(a, "", env);
+  };
+  auto r = bench({"--calibrate-on", rows.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string plan = Json::parse(r.out)["int8_plan"];
+  EXPECT_NE(plan.find("int8: 12 of 12 GEMMs; precision check: 6 rows"), std::string::npos) << plan;
+  // The same run's report says the same plan.
+  auto run = testing::run_cli({"run", model, "--input", rows.string(), "--output",
+                               (dir / "o.csv").string(), "--precision", "int8", "--report",
+                               (dir / "r.json").string(), "--quiet"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(plan.substr(0, plan.find(';')),
+            read_json_file(dir / "r.json")["int8_plan"]["summary"].get<std::string>());
+  // A broken int8 GEMM: the check keeps GEMMs out of int8 or refuses, as the run would.
+  r = bench({"--calibrate-on", rows.string()}, {"MCINFER_FAULT=int8-gemm-wrong:1"});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("int8 misses its targets"), std::string::npos) << r.err;
+  // Without a file the int8 model is uncalibrated, and says so.
+  r = bench({});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(Json::parse(r.out)["int8_plan"].get<std::string>().find("uncalibrated"),
+            std::string::npos);
+  // Only int8 has a calibration.
+  r = testing::run_cli({"bench", model, "--precision", "fp32", "--calibrate-on", rows.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
 TEST(ToolsCli, FilesystemErrorsAreReportedNotAborted) {
   auto dir = testing::scratch_dir("tools_fs_error");
   const auto loop = dir / "loop";

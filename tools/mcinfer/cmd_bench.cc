@@ -17,14 +17,17 @@
 #include "core/system.h"
 #include "mcinfer/run.h"
 #include "model/model_dir.h"
+#include "sched/int8_plan.h"
 #include "sched/replica_pool.h"
+#include "sched/run_plan.h"
 
 namespace mcinfer::cli {
 namespace {
 
 struct BenchOptions {
   std::string model_dir;
-  std::string input;  // end-to-end mode: a whole run over this file, profiled
+  std::string input;         // end-to-end mode: a whole run over this file, profiled
+  std::string calibrate_on;  // int8: the check rows of this file build the model a run would
   std::string shape;
   std::int64_t batch = 32;
   std::int64_t seq = 128;
@@ -168,6 +171,29 @@ BenchResult measure(const BenchOptions& o, const backend::Backend& be,
   return result;
 }
 
+// int8 exactly as `mcinfer run --input FILE --precision int8` builds it: the precision check's
+// rows of FILE calibrate the input smoothing and choose the GEMMs kept out of int8, so that the
+// speed measured is that of the model whose accuracy a run reports. `summary`: the plan.
+std::shared_ptr<const backend::PreparedModel> calibrated_int8(const BenchOptions& o,
+                                                              const backend::Backend& be,
+                                                              std::string& summary) {
+  if (o.model_dir.empty())
+    fail_usage("--calibrate-on needs MODEL_DIR (a model with its tokenizer)");
+  sched::RunOptions ro;
+  ro.model_dir = o.model_dir;
+  ro.input = o.calibrate_on;
+  ro.output = std::filesystem::temp_directory_path() / "mcinfer_bench_unused.csv";
+  ro.precision = model::Precision::kInt8;
+  if (o.task == "embed") ro.task = model::TaskKind::kEmbed;
+  const model::ModelDir dir = model::ModelDir::open(o.model_dir);
+  const sched::RunPlan plan = sched::plan_run(ro, dir, be, sched::RankInfo{});
+  sched::Int8Request request;  // the run's defaults: 32 check rows, int8's default targets
+  const sched::Int8Plan int8 = sched::plan_int8(dir, be, plan.task, plan.feed, plan.tokenizer.get(),
+                                                o.replicas * o.threads, request, nullptr);
+  summary = int8.summary + (int8.check ? "; " + int8.check->summary() : "");
+  return int8.weights;
+}
+
 int run_bench(const BenchOptions& o) {
   if (!o.input.empty()) return run_end_to_end(o);
   if (o.model_dir.empty() == o.shape.empty()) fail_usage("give either MODEL_DIR or --shape NAME");
@@ -184,7 +210,13 @@ int run_bench(const BenchOptions& o) {
   const model::PrecisionChoice precision = be->resolve_precision(parse_precision_flag(o.precision));
   backend::PrepareOptions prepare;
   prepare.precision = precision.precision;
-  auto model = o.shape.empty()
+  if (!o.calibrate_on.empty() && precision.precision != model::Precision::kInt8)
+    fail_usage("--calibrate-on builds int8 as a run does: it needs --precision int8");
+  std::string int8_plan = precision.precision == model::Precision::kInt8
+                              ? "uncalibrated, every GEMM in int8 (--calibrate-on FILE: as a run)"
+                              : "";
+  auto model = !o.calibrate_on.empty() ? calibrated_int8(o, *be, int8_plan)
+               : o.shape.empty()
                    ? be->prepare(model::ModelDir::open(o.model_dir), prepare, nullptr)
                    : be->synthetic(model::ModelConfig::shape(o.shape), precision.precision);
   const model::ModelConfig& c = model->config();
@@ -207,6 +239,7 @@ int run_bench(const BenchOptions& o) {
       {"device", be->description()},
       {"precision", model::precision_name(precision.precision)},
       {"precision_reason", precision.reason},
+      {"int8_plan", int8_plan.empty() ? Json(nullptr) : Json(int8_plan)},
       {"batch", o.batch},
       {"seq", o.seq},
       {"threads_per_replica", o.threads},
@@ -239,6 +272,7 @@ int run_bench(const BenchOptions& o) {
              c.num_heads);
   fmt::print("device       {}\n", be->description());
   fmt::print("precision    {}\n", precision.reason);
+  if (!int8_plan.empty()) fmt::print("int8 plan    {}\n", int8_plan);
   fmt::print(
       "workload     {} replica(s) x {} thread(s), batch {} x {} tokens, {} timed batches each\n",
       o.replicas, o.threads, o.batch, o.seq, o.iters);
@@ -272,6 +306,9 @@ Action add_bench_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option(
       "--input", o->input,
       "Profile a whole run over this CSV/JSONL instead (tokenization and I/O included)");
+  sub->add_option("--calibrate-on", o->calibrate_on,
+                  "int8: build the model as `run --input FILE` does (its check rows calibrate the "
+                  "input smoothing and choose the GEMMs kept out of int8), then time it");
   sub->add_option("--shape", o->shape,
                   "Random weights of a known shape instead of a model directory")
       ->check(
@@ -302,7 +339,14 @@ Action add_bench_command(CLI::App& app, const Invocation& invocation) {
   sub->add_flag("--profile", o->profile, "Print the share of time per op");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_flag("!--no-pin", o->pin, "Do not pin replica threads to cores");
-  return [o] { return run_bench(*o); };
+  return [o] {
+    try {
+      return run_bench(*o);
+    } catch (const PrecisionCheckError& e) {  // --calibrate-on: int8 misses its targets
+      fmt::print(stderr, "mcinfer: {}\n", e.what());
+      return kExitPrecisionCheck;
+    }
+  };
 }
 
 }  // namespace mcinfer::cli
