@@ -132,8 +132,10 @@ std::string describe_text_plan(const TaskPlan& plan) {
   if (plan.prompt.value.empty()) return out + "; no prompt";
   out += fmt::format("; prompt {} ({})", Json(plan.prompt.value).dump(), plan.prompt.source);
   if (plan.task.pool_skip > 0)
-    out += fmt::format(", the first {} tokens (its own and the one before) left out of the pooling",
-                       plan.task.pool_skip);
+    out += fmt::format(
+        ", the first {} tokens (the leading special token and the prompt's) left out of the "
+        "pooling",
+        plan.task.pool_skip);
   return out;
 }
 

@@ -31,6 +31,41 @@ std::string human_bytes(std::uint64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
+// What run does to each text before the model (the tokenizer's build, the prompt) with these
+// flags.
+sched::TaskPlan text_plan_for(const model::ModelDir& dir, const TextFlags& flags) {
+  sched::TaskRequest request;
+  request.prompt = flags.prompt;
+  request.prompt_name = flags.prompt_name;
+  if (flags.tokenizer_compat != "auto")
+    request.tokenizer_compat = tokenizer::kCompatNames.parse(flags.tokenizer_compat);
+  return sched::plan_task(dir, request);
+}
+
+void print_head(const model::ModelConfig& c) {
+  if (c.head != model::Head::kSequenceClassification) {
+    fmt::print("head             none\n");
+    return;
+  }
+  fmt::print("head             sequence classification, {} labels, {}\n", c.num_labels,
+             model::problem_type_name(c.problem_type));
+  for (std::size_t i = 0; i < c.labels.size() && i < 20; ++i)
+    fmt::print("  {:>4}  {}\n", i, c.labels[i]);
+  if (c.labels.size() > 20) fmt::print("  ... {} more\n", c.labels.size() - 20);
+}
+
+// How each text is prepared, and which libraries saved the directory.
+void print_text_and_origin(const model::ModelDir& dir, const model::ModelConfig& c,
+                           const sched::TaskPlan& text_plan) {
+  fmt::print("text             {}\n", sched::describe_text_plan(text_plan));
+  fmt::print("saved by         transformers {}{}{}\n",
+             dir.transformers_version().value_or("(not recorded)"),
+             dir.st_behaviour().version.empty()
+                 ? ""
+                 : fmt::format(", sentence-transformers {}", dir.st_behaviour().version),
+             c.torch_dtype.empty() ? "" : fmt::format("; dtype {}", c.torch_dtype));
+}
+
 int run_inspect(const InspectOptions& o) {
   const auto backend = backend::make_backend(o.backend);
   std::vector<std::string> warnings;
@@ -40,13 +75,7 @@ int run_inspect(const InspectOptions& o) {
   // What `run` applies with no flag, and where each choice comes from.
   const auto task = dir.default_task();
   const model::EmbeddingPlan plan = dir.embedding_plan(std::nullopt, std::nullopt);
-  // What run does to each text before the model: the tokenizer's build, the prompt.
-  sched::TaskRequest request;
-  request.prompt = o.text.prompt;
-  request.prompt_name = o.text.prompt_name;
-  if (o.text.tokenizer_compat != "auto")
-    request.tokenizer_compat = tokenizer::kCompatNames.parse(o.text.tokenizer_compat);
-  const sched::TaskPlan text_plan = sched::plan_task(dir, request);
+  const sched::TaskPlan text_plan = text_plan_for(dir, o.text);
   std::optional<std::size_t> tokenizer_limit;
   std::size_t specials = 0;
   if (const auto* tok = text_plan.tokenizer.get()) {
@@ -125,15 +154,7 @@ int run_inspect(const InspectOptions& o) {
              human_bytes(s.packed_bytes));
   if (s.converted_bytes) fmt::print("; {} converted to float32", human_bytes(s.converted_bytes));
   fmt::print("\n");
-  if (c.head == model::Head::kSequenceClassification) {
-    fmt::print("head             sequence classification, {} labels, {}\n", c.num_labels,
-               model::problem_type_name(c.problem_type));
-    for (std::size_t i = 0; i < c.labels.size() && i < 20; ++i)
-      fmt::print("  {:>4}  {}\n", i, c.labels[i]);
-    if (c.labels.size() > 20) fmt::print("  ... {} more\n", c.labels.size() - 20);
-  } else {
-    fmt::print("head             none\n");
-  }
+  print_head(c);
   fmt::print("task             {} ({})\n", model::task_name(task.value), task.source);
   fmt::print("pooling          {} ({})\n", plan.pooling.value.name(), plan.pooling.source);
   for (const auto& d : plan.dense) {
@@ -148,13 +169,7 @@ int run_inspect(const InspectOptions& o) {
       "embedding        {} values per row{}\n", plan.output_dim,
       dir.strips_text() ? "; texts stripped of edge whitespace first (sentence-transformers)" : "");
   fmt::print("max length       {} tokens ({})\n", max_len.value, max_len.source);
-  fmt::print("text             {}\n", sched::describe_text_plan(text_plan));
-  fmt::print("saved by         transformers {}{}{}\n",
-             dir.transformers_version().value_or("(not recorded)"),
-             dir.st_behaviour().version.empty()
-                 ? ""
-                 : fmt::format(", sentence-transformers {}", dir.st_behaviour().version),
-             c.torch_dtype.empty() ? "" : fmt::format("; dtype {}", c.torch_dtype));
+  print_text_and_origin(dir, c, text_plan);
   fmt::print("backend          {}: {}\n", backend->name(), backend->description());
   for (const auto& line : backend->device_lines()) fmt::print("  {}\n", line);
   fmt::print("activations      {} per replica per 1,000 batch tokens (longest sequence {})\n",
