@@ -59,12 +59,47 @@ def mib(b):
     return None if not b else b / 2**20
 
 
-def check(name: str, value, target, detail: str, ok=None, spec: str = ".3f") -> dict:
+def check(name: str, value, target, detail: str, ok=None, spec: str = ".3f", spread=None) -> dict:
     """A target check; target None: reported, not judged (unless ok is given). spec: how value and
-    target are printed."""
-    if ok is None and value is not None and target is not None:
+    target are printed. spread: the (lowest, highest) of the figure over the repetitions, each
+    measured at one moment (a ratio of two systems: per repetition, the two run back to back); with
+    one, PASS only when the lowest clears the target, FAIL only when the highest misses it, else
+    "within noise". Fewer than MIN_REPS repetitions: never judged on speed, only reported."""
+    noise = False
+    if spread is not None:
+        lo, hi, n = spread
+        detail += f"; over {n} repetition(s): {fmt(lo, spec)} to {fmt(hi, spec)}"
+        if ok is None and target is not None:
+            if n < MIN_REPS:
+                noise = True
+                detail += f" (fewer than {MIN_REPS} repetitions: not judged)"
+            elif lo >= target:
+                ok = True
+            elif hi < target:
+                ok = False
+            else:
+                noise = True
+    if ok is None and not noise and value is not None and target is not None:
         ok = value >= target
-    return {"name": name, "value": value, "target": target, "ok": ok, "detail": detail, "spec": spec}
+    return {"name": name, "value": value, "target": target, "ok": ok, "detail": detail, "spec": spec,
+            "noise": noise}
+
+
+# A speed verdict needs this many repetitions (issue 30: two repetitions of three batches decided
+# PASS/FAIL at ratios that moved by ±10% between runs of unchanged code).
+MIN_REPS = 5
+
+
+def spread(values) -> tuple | None:
+    """(lowest, highest, count) of the figures that exist, or None."""
+    xs = [x for x in values if x is not None]
+    return (min(xs), max(xs), len(xs)) if xs else None
+
+
+def ratio_spread(xs, ys) -> tuple | None:
+    """The spread of x_i ÷ y_i over the repetitions where both exist (same repetition index: the
+    two systems ran in the same round)."""
+    return spread([x / y if x is not None and y else None for x, y in zip(xs, ys)])
 
 
 # ---------------------------------------------------------------- agreement with PyTorch fp32
@@ -146,19 +181,21 @@ def rss_check(workload: str, system: str, rss, weights, act, workers: int, sourc
                  f"activations")
 
 
-def speedup_check(workload: str, unit: str, bf, fp, bf16_target: tuple | None) -> dict:
-    """bf16_target: (CPU flag, target) for (a); None where issue 12 sets no target (b)."""
+def speedup_check(workload: str, unit: str, bf, fp, bf16_target: tuple | None, reps=None) -> dict:
+    """bf16_target: (CPU flag, target) for (a); None where issue 12 sets no target (b). reps: the
+    per-repetition figures (bf16's, fp32's)."""
     flag, target = bf16_target or (None, None)
     why = (f"no target for ({workload}) in issue 12" if bf16_target is None else
            f"target for a CPU with {flag}" if flag else "no target: this CPU has no native bf16")
     return check(f"({workload}) bf16 speed-up, all cores: mcinfer-bf16 ÷ mcinfer-fp32", bf / fp, target,
-                 f"{bf:.2f} ÷ {fp:.2f} {unit}; {why}")
+                 f"{bf:.2f} ÷ {fp:.2f} {unit}; {why}", spread=ratio_spread(*reps) if reps else None)
 
 
-def int8_speedup_check(workload: str, unit: str, i8, fp) -> dict:
+def int8_speedup_check(workload: str, unit: str, i8, fp, reps=None) -> dict:
     flag, target = int8_speedup_target() if workload == "a" else (None, None)
     return check(f"({workload}) int8 speed-up, all cores: mcinfer-int8 ÷ mcinfer-fp32", i8 / fp, target,
-                 f"{i8:.2f} ÷ {fp:.2f} {unit}" + (f"; target for a CPU with {flag}" if flag else ""))
+                 f"{i8:.2f} ÷ {fp:.2f} {unit}" + (f"; target for a CPU with {flag}" if flag else ""),
+                 spread=ratio_spread(*reps) if reps else None)
 
 
 def int8_cosine_check(workload: str, agreements: dict) -> dict | None:
@@ -175,10 +212,13 @@ def int8_cosine_check(workload: str, agreements: dict) -> dict | None:
                  "; ".join(f"{s} {cos[s]:.5f}" for s in ["mcinfer-int8"] + peers), spec=".5f")
 
 
-def best_peer_check(workload: str, label: str, mine: float, peers: list, target: float, unit: str) -> dict:
+def best_peer_check(workload: str, label: str, mine: float, peers: list, target: float, unit: str,
+                    reps: dict | None = None) -> dict:
+    """peers: (system, median); reps: each system's per-repetition figures (mcinfer's under "mine")."""
     name, value = max(peers, key=lambda p: p[1])
     return check(f"({workload}) {label}, all cores: mcinfer ÷ fastest of {', '.join(p[0] for p in peers)} ({name})",
-                 mine / value, target, f"{mine:.2f} ÷ {value:.2f} {unit}")
+                 mine / value, target, f"{mine:.2f} ÷ {value:.2f} {unit}",
+                 spread=ratio_spread(reps["mine"], reps[name]) if reps else None)
 
 
 # ---------------------------------------------------------------- summaries and checks
@@ -196,6 +236,7 @@ def summarise_a(a, model: dict, runs: list, bf16_target: tuple) -> dict:
                   "agreement": next((r["agreement"] for r in ok if r.get("agreement")), None),
                   "errors": [r["error"] for r in rs if "error" in r],
                   "efficiency": med([r.get("efficiency") for r in ok]), "gflops": med([r.get("gflops") for r in ok]),
+                  "efficiency_all": [r.get("efficiency") for r in ok],
                   "gemm_gflops": med([r.get("gemm_gflops") for r in ok])}
     guards = model.get("guard", {})
     for (system, k), v in s.items():
@@ -207,34 +248,41 @@ def summarise_a(a, model: dict, runs: list, bf16_target: tuple) -> dict:
     i8n = s.get(("mcinfer-int8", a.cores), {})
     if fp1:
         # per-run ratio (same process, same moment), then the median over repetitions
-        checks.append(check("(a) fp32, 1 thread: mcinfer GFLOP/s ÷ oneDNN fp32 GEMM alone on the same shapes",
-                            fp1["efficiency"], TARGETS["single_thread_eff"],
-                            f"{fmt(fp1['gflops'])} ÷ {fmt(fp1['gemm_gflops'])} GFLOP/s"))
+        checks.append(check("(a) fp32, 1 thread: the model's GEMM FLOPs ÷ oneDNN fp32 GEMM alone on the same "
+                            "shapes (GEMM share)", fp1["efficiency"], TARGETS["single_thread_eff"],
+                            f"{fmt(fp1['gflops'])} GFLOP/s whole model; oneDNN alone {fmt(fp1['gemm_gflops'])} GFLOP/s",
+                            spread=spread(fp1["efficiency_all"])))
     if fp1.get("seq_per_s") and fpn.get("seq_per_s") and a.cores > 1:
         v = fpn["seq_per_s"] / (a.cores * fp1["seq_per_s"])
         checks.append(check(f"(a) fp32, all cores: mcinfer {a.cores} replicas ÷ ({a.cores} × one replica)", v,
-                            TARGETS["scaling"], f"{fpn['seq_per_s']:.2f} ÷ ({a.cores} × {fp1['seq_per_s']:.2f}) seq/s"))
+                            TARGETS["scaling"], f"{fpn['seq_per_s']:.2f} ÷ ({a.cores} × {fp1['seq_per_s']:.2f}) seq/s",
+                            spread=ratio_spread(fpn["all"], [x * a.cores if x else None for x in fp1["all"]])))
     for k, v in ((1, bf1), (a.cores, bfn)):
         if v and (k == 1 or a.cores > 1):
-            checks.append(check(f"(a) bf16, {k} replica(s): mcinfer GFLOP/s ÷ oneDNN bf16 GEMM alone on the "
-                                    f"same shapes", v["efficiency"], TARGETS["bf16_eff"],
-                                    f"{fmt(v['gflops'])} ÷ {fmt(v['gemm_gflops'])} GFLOP/s"))
+            checks.append(check(f"(a) bf16, {k} replica(s): the model's GEMM FLOPs ÷ oneDNN bf16 GEMM alone on "
+                                f"the same shapes (GEMM share)", v["efficiency"], TARGETS["bf16_eff"],
+                                f"{fmt(v['gflops'])} GFLOP/s whole model; oneDNN alone {fmt(v['gemm_gflops'])} GFLOP/s",
+                                spread=spread(v["efficiency_all"])))
     i81 = s.get(("mcinfer-int8", 1), {})
     for k, v in ((1, i81), (a.cores, i8n)):
         if v.get("efficiency") and (k == 1 or a.cores > 1):
-            checks.append(check(f"(a) int8, {k} replica(s): mcinfer GOP/s ÷ oneDNN s8 GEMM alone (s32 out, no "
-                                f"epilogue) on the same shapes", v["efficiency"], TARGETS["int8_eff"],
-                                f"{fmt(v['gflops'])} ÷ {fmt(v['gemm_gflops'])} GOP/s"))
+            checks.append(check(f"(a) int8, {k} replica(s): the model's GEMM OPs ÷ oneDNN s8 GEMM alone (s32 out, "
+                                f"no epilogue) on the same shapes (GEMM share)", v["efficiency"], TARGETS["int8_eff"],
+                                f"{fmt(v['gflops'])} GOP/s whole model; oneDNN alone {fmt(v['gemm_gflops'])} GOP/s",
+                                spread=spread(v["efficiency_all"])))
     if bfn.get("seq_per_s") and fpn.get("seq_per_s"):
-        checks.append(speedup_check("a", "seq/s", bfn["seq_per_s"], fpn["seq_per_s"], bf16_target))
+        checks.append(speedup_check("a", "seq/s", bfn["seq_per_s"], fpn["seq_per_s"], bf16_target,
+                                    (bfn["all"], fpn["all"])))
     if i8n.get("seq_per_s") and fpn.get("seq_per_s"):
-        checks.append(int8_speedup_check("a", "seq/s", i8n["seq_per_s"], fpn["seq_per_s"]))
+        checks.append(int8_speedup_check("a", "seq/s", i8n["seq_per_s"], fpn["seq_per_s"], (i8n["all"], fpn["all"])))
     for precision, mine, target in (("fp32", fpn, TARGETS["a_vs_peer"]), ("bf16", bfn, TARGETS["a_bf16_vs_peer"]),
                                     ("int8", i8n, TARGETS["a_int8_vs_peer"])):
         peers = [(sys_, v["seq_per_s"]) for (sys_, k), v in s.items()
                  if k == a.cores and PRECISION[sys_] == precision and sys_ != MCINFER[precision] and v["seq_per_s"]]
         if mine.get("seq_per_s") and peers:
-            checks.append(best_peer_check("a", precision, mine["seq_per_s"], peers, target, "seq/s"))
+            reps = {sys_: s[(sys_, a.cores)]["all"] for sys_, _ in peers}
+            reps["mine"] = mine["all"]
+            checks.append(best_peer_check("a", precision, mine["seq_per_s"], peers, target, "seq/s", reps))
     for system, v in (("mcinfer-fp32", fpn), ("mcinfer-bf16", bfn), ("mcinfer-int8", i8n)):
         g = guards.get(system, {})
         if v.get("rss") and g.get("weights") and model.get("act_per_1000"):
@@ -258,6 +306,7 @@ def summarise_b(a, model: dict, runs: list, bf16_target: tuple) -> dict:
         ok = [r for r in rs if "error" not in r]
         last = (ok or rs)[-1]
         s[sys_] = {"rows_per_s": med([r["rows_per_s"] for r in ok]), "wall": med([r["wall"] for r in ok]),
+                   "all": [r.get("rows_per_s") for r in rs],
                    "walls": [round(r["wall"], 2) for r in ok], "rss": max((r["rss"] for r in ok), default=None),
                    "setting": last.get("setting"), "pipeline": last.get("pipeline"), "precision": last.get("precision"),
                    "real_tokens": last.get("real_tokens"), "padded_tokens": last.get("padded_tokens"),
@@ -275,11 +324,14 @@ def summarise_b(a, model: dict, runs: list, bf16_target: tuple) -> dict:
         peers = [(k, v["rows_per_s"]) for k, v in s.items()
                  if PRECISION[k] == precision and k != MCINFER[precision] and v["rows_per_s"]]
         if mine.get("rows_per_s") and peers:
-            checks.append(best_peer_check("b", f"{precision}, CSV to CSV", mine["rows_per_s"], peers, target, "rows/s"))
+            reps = {k: s[k]["all"] for k, _ in peers}
+            reps["mine"] = mine["all"]
+            checks.append(best_peer_check("b", f"{precision}, CSV to CSV", mine["rows_per_s"], peers, target,
+                                          "rows/s", reps))
     if fp.get("rows_per_s") and bf.get("rows_per_s"):
-        checks.append(speedup_check("b", "rows/s", bf["rows_per_s"], fp["rows_per_s"], None))
+        checks.append(speedup_check("b", "rows/s", bf["rows_per_s"], fp["rows_per_s"], None, (bf["all"], fp["all"])))
     if fp.get("rows_per_s") and i8.get("rows_per_s"):
-        checks.append(int8_speedup_check("b", "rows/s", i8["rows_per_s"], fp["rows_per_s"]))
+        checks.append(int8_speedup_check("b", "rows/s", i8["rows_per_s"], fp["rows_per_s"], (i8["all"], fp["all"])))
     for system, mc in (("mcinfer-fp32", fp), ("mcinfer-bf16", bf), ("mcinfer-int8", i8)):
         if mc.get("peak_rss_report") and mc.get("weights") and mc.get("act_per_replica"):
             checks.append(rss_check("b", system, mc["peak_rss_report"], mc["weights"], mc["act_per_replica"],
@@ -410,11 +462,11 @@ def table_b(a, name: str, model: dict, sb: dict) -> tuple[list, list]:
 def check_lines(title: str, checks: list) -> tuple[list, list]:
     term, md = [f"  checks ({title}):"], ["", f"Checks ({title}, from this run):", ""]
     for c in checks:
-        verdict = "—" if c["ok"] is None else ("PASS" if c["ok"] else "FAIL")
+        verdict = ("within noise" if c.get("noise") else "—") if c["ok"] is None else ("PASS" if c["ok"] else "FAIL")
         spec = c.get("spec", ".3f")
         value = "" if c["value"] is None else f": {fmt(c['value'], spec)}"
         target = f" (target ≥ {fmt(c['target'], spec) if spec != '.3f' else c['target']})" if c["target"] is not None else ("" if c["value"] is None else " (no target)")
-        term.append(f"    {verdict:<4} {c['name']}{value}{target}; {c['detail']}")
+        term.append(f"    {verdict:<12} {c['name']}{value}{target}; {c['detail']}")
         md.append(f"- **{verdict}** {c['name']}{value}{target}; {c['detail']}")
     return term, md
 
