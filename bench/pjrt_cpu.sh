@@ -4,7 +4,8 @@
 # alternating, REPS repetitions each) on synthetic model shapes, then `mcinfer run` end to end on
 # all-MiniLM-L6-v2 over ROWS_FILE (the report's compute time, padding and compile counters).
 # Prints a Markdown section for bench/RESULTS.md.
-# Usage: bench/pjrt_cpu.sh [REPS] [ROWS_FILE]   (from the repository root, after scripts/build.sh)
+# Usage: bench/pjrt_cpu.sh [REPS] [ROWS_FILE | N]   (from the repository root, after scripts/build.sh)
+#   N (a number): examples/sentences.csv N times over, ids made distinct (the 2026-12-02 run: 10)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 reps=${1:-3}
@@ -15,6 +16,14 @@ minilm=$("$root/scripts/get_minilm.sh")
 cores=$(nproc)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+if [[ "$rows" =~ ^[0-9]+$ ]]; then
+  times=$rows
+  rows="$work/sentences_x$times.csv"
+  head -1 "$root/examples/sentences.csv" >"$rows"
+  for ((i = 0; i < times; i++)); do
+    tail -n +2 "$root/examples/sentences.csv" | sed "s/^\([^,]*\),/\1_$i,/" >>"$rows"
+  done
+fi
 backends=("--backend cpu" "--backend pjrt --plugin $plugin --devices $cores")
 names=(cpu pjrt)
 
