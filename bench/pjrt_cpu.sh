@@ -19,10 +19,18 @@ trap 'rm -rf "$work"' EXIT
 if [[ "$rows" =~ ^[0-9]+$ ]]; then
   times=$rows
   rows="$work/sentences_x$times.csv"
-  head -1 "$root/examples/sentences.csv" >"$rows"
-  for ((i = 0; i < times; i++)); do
-    tail -n +2 "$root/examples/sentences.csv" | sed "s/^\([^,]*\),/\1_$i,/" >>"$rows"
-  done
+  # A CSV reader, not sed: texts span lines.
+  python3 - "$root/examples/sentences.csv" "$rows" "$times" <<'PY'
+import csv, sys
+src, dst, times = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with open(src, newline="", encoding="utf-8") as f:
+    rows = list(csv.reader(f))
+with open(dst, "w", newline="", encoding="utf-8") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(rows[0])
+    for i in range(times):
+        w.writerows([[f"{r[0]}_{i}"] + r[1:] for r in rows[1:]])
+PY
 fi
 backends=("--backend cpu" "--backend pjrt --plugin $plugin --devices $cores")
 names=(cpu pjrt)
