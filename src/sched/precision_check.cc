@@ -131,6 +131,11 @@ PrecisionCheck check_against(const PrecisionReference& reference,
   PrecisionCheck check;
   check.precision = std::string(model::precision_name(checked->precision()));
   check.rows = reference.rows.size();
+  for (const WorkItem& row : reference.rows) {
+    // A chunked row's windows share its ordinal: listed once.
+    if (check.row_ordinals.empty() || check.row_ordinals.back() != row.ordinal)
+      check.row_ordinals.push_back(row.ordinal);
+  }
   std::int64_t dim = 0;
   const std::vector<float> got = outputs(reference.rows, std::move(checked), task, threads, dim);
   if (dim != reference.dim)
@@ -166,9 +171,9 @@ PrecisionCheck check_against(const PrecisionReference& reference,
 
 Json PrecisionCheck::to_json() const {
   Json j = {
-      {"precision", precision},   {"reference", "fp32"},        {"rows", rows},
-      {"min_cosine", min_cosine}, {"mean_cosine", mean_cosine}, {"max_abs_diff", max_abs_diff},
-      {"seconds", seconds}};
+      {"precision", precision},   {"reference", "fp32"},         {"rows", rows},
+      {"min_cosine", min_cosine}, {"mean_cosine", mean_cosine},  {"max_abs_diff", max_abs_diff},
+      {"seconds", seconds},       {"row_ordinals", row_ordinals}};
   if (argmax_agreement) j["argmax_agreement"] = *argmax_agreement;
   return j;
 }
