@@ -66,7 +66,7 @@ class Model {
   Matrix predict(const std::vector<std::string>& texts,
                  const std::vector<std::string>& pairs = {}) const;
   // Token ids with the special tokens already in place; each row at most max_len long, every id
-  // inside the vocabulary (else Error naming the row).
+  // inside the vocabulary (else Error naming the row). Refused while a prompt is in force.
   Matrix predict_ids(const std::vector<std::vector<std::int32_t>>& ids) const;
 
  private:

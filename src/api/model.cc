@@ -110,6 +110,12 @@ Matrix Model::predict(const std::vector<std::string>& texts,
 }
 
 Matrix Model::predict_ids(const std::vector<std::vector<std::int32_t>>& ids) const {
+  if (!impl_->plan.prompt.value.empty()) {
+    fail_usage(
+        "a prompt is in force ({}) and token ids cannot carry it: give texts (predict), or "
+        "load the model with prompt = \"\"",
+        impl_->plan.prompt.source);
+  }
   const std::int64_t vocab = impl_->prepared->config().vocab_size;
   for (std::size_t r = 0; r < ids.size(); ++r) {
     if (ids[r].empty()) fail_usage("row {}: no token ids", r);

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "model/model_dir.h"
 
 namespace mcinfer::sched {
@@ -80,6 +81,14 @@ void RowFeeder::to_item(data::Row& row, WorkItem& item) {
   item.type_ids.clear();
   item.mask.clear();
   if (row.pretokenized) {
+    // The prompt is text: it cannot be put before ids, and the pooling would leave out tokens
+    // that are not the prompt's.
+    if (!options_.prompt.empty()) {
+      fail(
+          "{}:{}: the row carries input_ids, but a prompt is in force ({}); give the text, or "
+          "--prompt \"\" for none",
+          options_.input.string(), row.line, Json(options_.prompt).dump());
+    }
     item.ids = std::move(row.input_ids);
     item.type_ids = std::move(row.token_type_ids);
     item.mask = std::move(row.attention_mask);

@@ -145,6 +145,17 @@ TEST(Api, PromptsAsEncodeAppliesThem) {
   }
 }
 
+// Token ids cannot carry a prompt: refused while one is in force, accepted with prompt "".
+TEST(Api, TokenIdsRefusedWhileAPromptIsInForce) {
+  const std::string model = testing::fixture("st/st6_bert_prompts").string();
+  ConsumerRun run = run_consumer({model, "--ids"}, "4\n2 40 41 3\n");
+  EXPECT_EQ(run.result.exit_code, 2) << run.result.err;
+  EXPECT_NE(run.result.err.find("token ids cannot carry it"), std::string::npos) << run.result.err;
+  run = run_consumer({model, "--ids", "--prompt", ""}, "4\n2 40 41 3\n");
+  EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
+  EXPECT_EQ(run.rows.size(), 1u);
+}
+
 TEST(Api, TokenIdsAndRefusals) {
   const fs::path dir = testing::fixture("models/bert_cls_single");
   const ConsumerRun ok = run_consumer({dir.string(), "--ids"}, "3\n2 7 3\n4\n2 9 11 3\n");

@@ -184,6 +184,21 @@ TEST(St6Cli, PromptRefusals) {
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(dir / "o.csv"));
   }
+  // A prompt is text: rows that carry ids are refused, not silently left without it.
+  {
+    std::ofstream(dir / "ids.jsonl") << R"({"id": "a", "input_ids": [2, 40, 41, 3]})"
+                                     << "\n";
+    auto r = run_cli({"run", st6("st6_bert_prompts").string(), "--input",
+                      (dir / "ids.jsonl").string(), "--output", (dir / "o.csv").string()});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("ids.jsonl:1: the row carries input_ids, but a prompt is in force"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(fs::exists(dir / "o.csv"));
+    r = run_cli({"run", st6("st6_bert_prompts").string(), "--input", (dir / "ids.jsonl").string(),
+                 "--output", (dir / "o.csv").string(), "--prompt", "", "--quiet"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
   // The names are listed.
   auto r = run_cli(run_args("st6_bert_prompts", dir / "o.csv", {"--prompt-name", "nope"}));
   EXPECT_NE(r.err.find("'doc', 'document', 'query'"), std::string::npos) << r.err;
