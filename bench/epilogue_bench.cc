@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   const KernelTable& k = kernels_for(best_isa());
   const auto n = static_cast<std::size_t>(rows * cols);
   std::vector<std::int32_t> acc(n), scratch(n);
-  for (std::size_t i = 0; i < n; ++i) acc[i] = static_cast<std::int32_t>((i * 7919) % 20001) - 10000;
+  for (std::size_t i = 0; i < n; ++i)
+    acc[i] = static_cast<std::int32_t>((i * 7919) % 20001) - 10000;
   std::vector<float> row_scales(static_cast<std::size_t>(rows), 1e-4f),
       col_scales(static_cast<std::size_t>(cols), 2e-3f), bias(static_cast<std::size_t>(cols), 0.1f),
       mul(static_cast<std::size_t>(cols), 1.0f), f32(n), s8_scales(static_cast<std::size_t>(rows));
@@ -34,9 +35,11 @@ int main(int argc, char** argv) {
     Int8Output out;
   };
   const Case cases[] = {
-      {"gelu -> s8", Activation::kGeluErf,
+      {"gelu -> s8",
+       Activation::kGeluErf,
        {Int8Output::kS8, nullptr, nullptr, s8.data(), s8_scales.data(), mul.data()}},
-      {"none -> s8", Activation::kNone,
+      {"none -> s8",
+       Activation::kNone,
        {Int8Output::kS8, nullptr, nullptr, s8.data(), s8_scales.data(), mul.data()}},
       {"none -> bf16", Activation::kNone, {Int8Output::kBf16, nullptr, bf16.data()}},
       {"none -> f32", Activation::kNone, {Int8Output::kF32, f32.data()}},
@@ -49,8 +52,8 @@ int main(int argc, char** argv) {
     for (int r = 0; r <= reps; ++r) {
       std::copy(acc.begin(), acc.end(), scratch.begin());  // the epilogue overwrites it
       const auto t0 = std::chrono::steady_clock::now();
-      k.int8_epilogue(scratch.data(), rows, cols, row_scales.data(), col_scales.data(),
-                      bias.data(), c.act, c.out);
+      k.int8_epilogue(scratch.data(), rows, cols, row_scales.data(), col_scales.data(), bias.data(),
+                      c.act, c.out);
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (r > 0) best = std::min(best, s);  // pass 0 warms up
     }

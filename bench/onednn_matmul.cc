@@ -1,5 +1,5 @@
-// oneDNN's matmul alone, one thread, on one GEMM shape of the encoder: the ceiling `bench/RESULTS.md`
-// compares the model's GEMMs with ("the library alone on the run's shapes").
+// oneDNN's matmul alone, one thread, on one GEMM shape of the encoder: the ceiling
+// `bench/RESULTS.md` compares the model's GEMMs with ("the library alone on the run's shapes").
 //   onednn_matmul M K N [f32|bf16|s8] [gelu] [REPS]
 // prints one JSON line: the best and median GFLOP/s (GOP/s for s8) over REPS timed executions
 // (default 10, after one untimed), y[M, N] = x[M, K] · w[K, N] (+ GELU-erf as a post-op with
@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   const dt src_type = type == "s8" ? dt::u8 : in;  // oneDNN's int8 matmul: u8 · s8 on x86
   const dt out = type == "s8" ? dt::s32 : dt::f32;
   if (type == "s8" && gelu) {
-    std::fprintf(stderr, "onednn_matmul: s8 takes no post-op here (the model's epilogue is ours)\n");
+    std::fprintf(stderr,
+                 "onednn_matmul: s8 takes no post-op here (the model's epilogue is ours)\n");
     return 2;
   }
   omp_set_num_threads(1);

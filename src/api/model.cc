@@ -49,13 +49,8 @@ Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& op
   request.normalize = options.normalize;
   request.prompt = options.prompt;
   request.prompt_name = options.prompt_name;
-  if (options.tokenizer_compat != "auto") {
-    request.tokenizer_compat = tokenizer::kCompatNames.parse(options.tokenizer_compat);
-    if (!request.tokenizer_compat) {
-      fail_usage("tokenizer_compat must be auto, {}, not '{}'", tokenizer::kCompatNames.choices(),
-                 options.tokenizer_compat);
-    }
-  }
+  request.tokenizer_compat =
+      sched::parse_tokenizer_compat(options.tokenizer_compat, "tokenizer_compat");
   if (!options.pooling.empty()) {
     const auto pooling = model::parse_pooling(options.pooling);
     if (!pooling) fail_usage("pooling '{}' is not a pooling mode", options.pooling);

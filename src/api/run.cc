@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "sched/run.h"
+#include "sched/run_plan.h"
 
 namespace mcinfer {
 namespace {
@@ -32,10 +33,7 @@ sched::RunOptions to_sched(const RunOptions& o) {
   s.chunk = {.mode = parse_flag(sched::kLongInputNames, o.long_input, "--long-input"),
              .reduce = parse_flag(sched::kChunkReduceNames, o.chunk_reduce, "--chunk-reduce"),
              .values = parse_flag(sched::kChunkValuesNames, o.chunk_values, "--chunk-values")};
-  if (o.tokenizer_compat != "auto") {
-    s.tokenizer_compat =
-        parse_flag(tokenizer::kCompatNames, o.tokenizer_compat, "--tokenizer-compat (or auto)");
-  }
+  s.tokenizer_compat = sched::parse_tokenizer_compat(o.tokenizer_compat, "--tokenizer-compat");
   return s;
 }
 

@@ -74,18 +74,16 @@ void check_bounds(const RunOptions& o, const model::PrecisionChoice& precision,
           "the reference itself, so there is nothing to bound",
           flags);
     }
-    warnings.push_back(
-        fmt::format("{} met by construction: --precision auto chose fp32 on this CPU (no native "
-                    "bf16), and fp32 "
-                    "is what the bound compares against",
-                    flags));
+    warnings.push_back(fmt::format(
+        "{} met by construction: --precision auto chose fp32 on this CPU (no native bf16), and "
+        "fp32 is what the bound compares against",
+        flags));
     return;
   }
   if (o.check_precision_rows.value_or(kDefaultCheckRows) == 0) {
     fail_usage(
         "{} cannot be enforced: --check-precision 0 turns the precision check off; give rows to "
-        "check "
-        "(e.g. --check-precision 32) or drop the bound",
+        "check (e.g. --check-precision 32) or drop the bound",
         flags);
   }
 }

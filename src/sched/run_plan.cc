@@ -110,6 +110,13 @@ void check_chunking(const RunOptions& o, const TaskPlan& plan) {
 
 }  // namespace
 
+std::optional<tokenizer::Compat> parse_tokenizer_compat(const std::string& value,
+                                                        std::string_view flag) {
+  if (value == "auto") return std::nullopt;
+  if (auto compat = tokenizer::kCompatNames.parse(value)) return compat;
+  fail_usage("{} must be auto, {}, not '{}'", flag, tokenizer::kCompatNames.choices(), value);
+}
+
 model::Sourced<tokenizer::Compat> resolve_tokenizer_compat(
     const model::ModelDir& dir, std::optional<tokenizer::Compat> requested) {
   if (requested) return {*requested, "--tokenizer-compat"};
@@ -149,14 +156,21 @@ std::int64_t prompt_token_count(const tokenizer::Tokenizer& tokenizer, const std
   return static_cast<std::int64_t>(ids.size()) - (closed ? 1 : 0);
 }
 
-// The prompt in force, and the tokens of it the pooling leaves out (include_prompt false).
-void plan_prompt(const model::ModelDir& dir, const TaskRequest& request, TaskPlan& plan) {
+void plan_text(const model::ModelDir& dir, const TaskRequest& request, TaskPlan& plan) {
+  plan.tokenizer_compat = resolve_tokenizer_compat(dir, request.tokenizer_compat);
+  if (dir.has_tokenizer())
+    plan.tokenizer = tokenizer::Tokenizer::load(dir.path(), plan.tokenizer_compat.value);
+  plan.strip_text = dir.strips_text();
   plan.prompt = dir.prompt(request.prompt, request.prompt_name);
-  if (plan.prompt.value.empty()) return;
-  if (!plan.tokenizer) {
+  if (!plan.prompt.value.empty() && !plan.tokenizer) {
     fail_usage("a prompt ({}) is text, but {} has no tokenizer files", plan.prompt.source,
                dir.path().string());
   }
+}
+
+// The tokens of the prompt the pooling leaves out (include_prompt false).
+void plan_prompt_pooling(const model::ModelDir& dir, TaskPlan& plan) {
+  if (plan.prompt.value.empty()) return;
   if (plan.task.kind != model::TaskKind::kEmbed || dir.pools_prompt()) return;
   plan.task.pool_skip = prompt_token_count(*plan.tokenizer, plan.prompt.value, plan.strip_text);
   plan.task.cls_after_skip = dir.st_behaviour().cls_after_prompt;
@@ -172,10 +186,7 @@ void plan_prompt(const model::ModelDir& dir, const TaskRequest& request, TaskPla
 TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
   TaskPlan plan;
   const model::ModelConfig& config = dir.config();
-  plan.tokenizer_compat = resolve_tokenizer_compat(dir, request.tokenizer_compat);
-  if (dir.has_tokenizer())
-    plan.tokenizer = tokenizer::Tokenizer::load(dir.path(), plan.tokenizer_compat.value);
-  plan.strip_text = dir.strips_text();
+  plan_text(dir, request, plan);
   model::TaskSpec& task = plan.task;
   task.kind = request.task.value_or(dir.default_task().value);
   if (task.kind == model::TaskKind::kClassify &&
@@ -194,7 +205,7 @@ TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
   plan.max_len = dir.max_len(plan.tokenizer ? plan.tokenizer->model_max_length() : std::nullopt,
                              request.max_len)
                      .value;
-  plan_prompt(dir, request, plan);
+  plan_prompt_pooling(dir, plan);
   plan.schema = make_schema(config, task, plan.embedding ? plan.embedding->output_dim : 0);
   plan.dim = static_cast<std::int64_t>(plan.schema.columns.size());
   return plan;

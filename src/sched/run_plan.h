@@ -42,6 +42,15 @@ struct TaskRequest {
   std::optional<tokenizer::Compat> tokenizer_compat;  // nullopt: auto
 };
 
+// --tokenizer-compat's value: nullopt for auto; throws UsageError naming `flag` for another.
+std::optional<tokenizer::Compat> parse_tokenizer_compat(const std::string& value,
+                                                        std::string_view flag);
+
+// The text side of a plan, which needs no whole config.json (so `tokenize` shares it): the
+// tokenizer as `request` asks it built, the strip of sentence-transformers < 5.4, and the prompt in
+// force.
+void plan_text(const model::ModelDir& dir, const TaskRequest& request, TaskPlan& plan);
+
 // --tokenizer-compat: as requested, else auto: transformers 5's way when config.json records a
 // transformers_version of 5 or later, else the files' (no record: the files').
 model::Sourced<tokenizer::Compat> resolve_tokenizer_compat(

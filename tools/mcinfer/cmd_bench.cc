@@ -128,7 +128,7 @@ struct BenchResult {
   // The model's GEMM FLOPs over the model's time, ÷ the library's speed on the same GEMMs: the
   // same FLOPs on both sides (the time the GEMMs alone would take ÷ the model's time).
   std::optional<double> gemm_share;
-  backend::OpProfile profile;         // summed over the replicas
+  backend::OpProfile profile;  // summed over the replicas
 };
 
 // The model on fixed batches, every replica at once; then the GEMM library alone on the same

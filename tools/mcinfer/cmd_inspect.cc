@@ -37,8 +37,8 @@ sched::TaskPlan text_plan_for(const model::ModelDir& dir, const TextFlags& flags
   sched::TaskRequest request;
   request.prompt = flags.prompt;
   request.prompt_name = flags.prompt_name;
-  if (flags.tokenizer_compat != "auto")
-    request.tokenizer_compat = tokenizer::kCompatNames.parse(flags.tokenizer_compat);
+  request.tokenizer_compat =
+      sched::parse_tokenizer_compat(flags.tokenizer_compat, "--tokenizer-compat");
   return sched::plan_task(dir, request);
 }
 

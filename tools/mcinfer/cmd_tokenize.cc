@@ -57,14 +57,13 @@ int run_tokenize(TokenizeFlags& f) {
         "{}: no tokenizer files (tokenizer.json, vocab.txt, vocab.json or sentencepiece.bpe.model)",
         f.model_dir);
   }
+  sched::TaskRequest request;
+  request.prompt = f.text.prompt;
+  request.prompt_name = f.text.prompt_name;
+  request.tokenizer_compat =
+      sched::parse_tokenizer_compat(f.text.tokenizer_compat, "--tokenizer-compat");
   sched::TaskPlan plan;
-  plan.tokenizer_compat = sched::resolve_tokenizer_compat(
-      dir, f.text.tokenizer_compat == "auto"
-               ? std::nullopt
-               : tokenizer::kCompatNames.parse(f.text.tokenizer_compat));
-  plan.tokenizer = tokenizer::Tokenizer::load(f.model_dir, plan.tokenizer_compat.value);
-  plan.prompt = dir.prompt(f.text.prompt, f.text.prompt_name);
-  plan.strip_text = dir.strips_text();
+  sched::plan_text(dir, request, plan);
   const tokenizer::Tokenizer* tok = plan.tokenizer.get();
   fmt::print(stderr, "mcinfer: {}\n", sched::describe_text_plan(plan));
   std::size_t max_len = 0;  // 0: no truncation
