@@ -60,33 +60,57 @@ std::string_view problem_type_name(ProblemType type) {
   return "?";
 }
 
-std::string ModelConfig::base_prefix() const {
-  switch (family) {
-    case Family::kBert:
-      return "bert";
-    case Family::kRoberta:
-      return "roberta";  // XLM-R checkpoints use "roberta." too
-    case Family::kDistilBert:
-      return "distilbert";
-  }
-  return "";
+namespace {
+
+// What sets each model_type apart before the encoder description takes over: the family, the
+// prefix of the base model's tensors inside a task checkpoint, the name for messages, the stem of
+// its transformers class names.
+struct ModelType {
+  std::string_view model_type;
+  Family family;
+  std::string_view prefix;
+  std::string_view display;
+  std::string_view class_stem;
+};
+constexpr ModelType kModelTypes[] = {
+    {"bert", Family::kBert, "bert", "BERT", "Bert"},
+    {"roberta", Family::kRoberta, "roberta", "RoBERTa", "Roberta"},
+    {"xlm-roberta", Family::kRoberta, "roberta", "XLM-RoBERTa", "XLMRoberta"},
+    {"camembert", Family::kRoberta, "roberta", "CamemBERT", "Camembert"},
+    {"distilbert", Family::kDistilBert, "distilbert", "DistilBERT", "DistilBert"},
+    {"mpnet", Family::kMpnet, "mpnet", "MPNet", "MPNet"},
+    {"electra", Family::kElectra, "electra", "ELECTRA", "Electra"},
+};
+
+const ModelType* find_model_type(std::string_view model_type) {
+  for (const ModelType& t : kModelTypes)
+    if (t.model_type == model_type) return &t;
+  return nullptr;
 }
 
-std::string ModelConfig::family_name() const {
-  switch (family) {
-    case Family::kBert:
-      return "BERT";
-    case Family::kRoberta:
-      return model_type == "xlm-roberta" ? "XLM-RoBERTa" : "RoBERTa";
-    case Family::kDistilBert:
-      return "DistilBERT";
-  }
-  return "?";
+const ModelType& model_type_of(const ModelConfig& c) {
+  if (const ModelType* t = find_model_type(c.model_type)) return *t;
+  for (const ModelType& t : kModelTypes)
+    if (t.family == c.family) return t;
+  fail("internal: model family {} has no entry", static_cast<int>(c.family));
 }
+
+}  // namespace
+
+std::string ModelConfig::supported_model_types() {
+  std::string out;
+  for (const ModelType& t : kModelTypes)
+    out += (out.empty() ? "" : ", ") + std::string(t.model_type);
+  return out;
+}
+
+std::string ModelConfig::base_prefix() const { return std::string(model_type_of(*this).prefix); }
+
+std::string ModelConfig::family_name() const { return std::string(model_type_of(*this).display); }
 
 std::int64_t ModelConfig::max_sequence_length() const {
   // RoBERTa numbers real tokens from padding_idx + 1, so padding_idx + 1 rows are never used.
-  if (family == Family::kRoberta) return max_position_embeddings - pad_token_id - 1;
+  if (position_padding_idx) return max_position_embeddings - *position_padding_idx - 1;
   return max_position_embeddings;
 }
 
@@ -126,6 +150,15 @@ ModelConfig ModelConfig::shape(std::string_view name, std::int64_t num_labels) {
     c.family = Family::kDistilBert;
     c.num_layers = 6;
     c.type_vocab_size = 0;
+  } else if (name == "mpnet-base") {
+    c.model_type = "mpnet";
+    c.family = Family::kMpnet;
+    c.vocab_size = 30527;
+    c.max_position_embeddings = 514;
+    c.type_vocab_size = 0;
+    c.pad_token_id = 1;
+    c.layer_norm_eps = 1e-5f;
+    c.relative_attention_buckets = 32;
   } else if (name == "minilm-l6") {
     c.model_type = "bert";
     c.hidden_size = 384;
@@ -133,15 +166,15 @@ ModelConfig ModelConfig::shape(std::string_view name, std::int64_t num_labels) {
     c.intermediate_size = 1536;
   } else {
     fail_usage(
-        "unknown --shape '{}' (bert-base, bert-large, xlm-r-base, distilbert-base, minilm-l6)",
+        "unknown --shape '{}' (bert-base, bert-large, xlm-r-base, distilbert-base, mpnet-base, "
+        "minilm-l6)",
         name);
   }
-  const char* stem = c.family == Family::kBert         ? "Bert"
-                     : c.family == Family::kDistilBert ? "DistilBert"
-                     : c.model_type == "xlm-roberta"   ? "XLMRoberta"
-                                                       : "Roberta";
-  c.architecture =
-      std::string(stem) + (c.head == Head::kNone ? "Model" : "ForSequenceClassification");
+  c.embedding_size = c.hidden_size;
+  if (c.family == Family::kRoberta) c.position_padding_idx = c.pad_token_id;
+  if (c.family == Family::kMpnet) c.position_padding_idx = 1;
+  c.architecture = std::string(model_type_of(c).class_stem) +
+                   (c.head == Head::kNone ? "Model" : "ForSequenceClassification");
   return c;
 }
 
@@ -167,21 +200,37 @@ void read_sizes(const JsonObject& obj, ModelConfig& c) {
     c.num_heads = bounded(obj, "num_attention_heads", 1, kMaxHeads);
     c.intermediate_size = bounded(obj, "intermediate_size", 1, kMaxIntermediate);
     c.max_position_embeddings = bounded(obj, "max_position_embeddings", 1, kMaxPositions);
-    c.type_vocab_size = bounded(obj, "type_vocab_size", 1, kMaxTypeVocab, 2);
-    c.pad_token_id =
-        bounded(obj, "pad_token_id", 0, kMaxVocab, c.family == Family::kRoberta ? 1 : 0);
+    // MPNet has no token types (its config may still carry the key; its model ignores it).
+    c.type_vocab_size =
+        c.family == Family::kMpnet ? 0 : bounded(obj, "type_vocab_size", 1, kMaxTypeVocab, 2);
+    const bool roberta_positions = c.family == Family::kRoberta || c.family == Family::kMpnet;
+    c.pad_token_id = bounded(obj, "pad_token_id", 0, kMaxVocab, roberta_positions ? 1 : 0);
     c.hidden_act_name = obj.opt_string("hidden_act").value_or("gelu");
     c.hidden_act = parse_activation(obj, "hidden_act", c.hidden_act_name);
     double eps = obj.opt_number("layer_norm_eps").value_or(1e-12);
     if (!(eps > 0 && eps < 1))
       obj.fail_field("layer_norm_eps", fmt::format("{} is not in (0, 1)", eps));
     c.layer_norm_eps = static_cast<float>(eps);
-    std::string pos = obj.opt_string("position_embedding_type").value_or("absolute");
-    if (pos != "absolute") {
-      obj.fail_field("position_embedding_type",
-                     fmt::format("'{}' is not supported (only absolute position embeddings)", pos));
+    if (c.family != Family::kMpnet) {
+      std::string pos = obj.opt_string("position_embedding_type").value_or("absolute");
+      if (pos != "absolute") {
+        obj.fail_field(
+            "position_embedding_type",
+            fmt::format("'{}' is not supported (only absolute position embeddings)", pos));
+      }
     }
+    // RoBERTa numbers positions from its pad_token_id; MPNet's code fixes padding_idx at 1.
+    if (c.family == Family::kRoberta) c.position_padding_idx = c.pad_token_id;
+    if (c.family == Family::kMpnet) {
+      c.position_padding_idx = 1;
+      // transformers buckets relative positions into 32 whatever the table holds.
+      c.relative_attention_buckets = bounded(obj, "relative_attention_num_buckets", 32, 4096, 32);
+    }
+    c.embedding_size = c.family == Family::kElectra
+                           ? bounded(obj, "embedding_size", 1, kMaxHidden, c.hidden_size)
+                           : c.hidden_size;
   }
+  if (c.family == Family::kDistilBert) c.embedding_size = c.hidden_size;
 }
 
 // A classification head's labels (id2label, or num_labels) and problem type.
@@ -238,17 +287,12 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
   JsonObject obj(json, config_json.string());
   ModelConfig c;
   c.model_type = obj.get_string("model_type");
-  if (c.model_type == "bert") {
-    c.family = Family::kBert;
-  } else if (c.model_type == "roberta" || c.model_type == "xlm-roberta") {
-    c.family = Family::kRoberta;
-  } else if (c.model_type == "distilbert") {
-    c.family = Family::kDistilBert;
-  } else {
-    obj.fail_field("model_type",
-                   fmt::format("'{}' is not supported (bert, roberta, xlm-roberta, distilbert)",
-                               c.model_type));
+  const ModelType* type = find_model_type(c.model_type);
+  if (type == nullptr) {
+    obj.fail_field("model_type", fmt::format("'{}' is not supported ({})", c.model_type,
+                                             supported_model_types()));
   }
+  c.family = type->family;
 
   if (obj.has("architectures")) {
     const Json& archs = obj.raw("architectures");

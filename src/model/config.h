@@ -12,12 +12,14 @@
 
 namespace mcinfer::model {
 
-enum class Family { kBert, kRoberta, kDistilBert };
+// Families of encoders, each described once by model/encoder_desc.cc. CamemBERT and XLM-R are
+// RoBERTa bodies (their model_type is kept in ModelConfig::model_type).
+enum class Family { kBert, kRoberta, kDistilBert, kMpnet, kElectra };
 enum class Head { kNone, kSequenceClassification };
 enum class ProblemType { kSingleLabel, kMultiLabel, kRegression };
 
 struct ModelConfig {
-  std::string model_type;    // as written: "bert", "roberta", "xlm-roberta", "distilbert"
+  std::string model_type;    // as written: "bert", "roberta", "xlm-roberta", "mpnet", ...
   std::string architecture;  // e.g. "BertForSequenceClassification"
   Family family = Family::kBert;
   Head head = Head::kNone;
@@ -34,6 +36,14 @@ struct ModelConfig {
   std::string hidden_act_name;
   float layer_norm_eps = 1e-12f;
   bool sinusoidal_positions = false;  // DistilBERT's sinusoidal_pos_embds
+  // Width of the token embeddings: ELECTRA's embedding_size, projected to hidden_size after the
+  // embedding LayerNorm when it differs; hidden_size for every other family.
+  std::int64_t embedding_size = 0;
+  // RoBERTa-style position ids (real tokens numbered from padding_idx + 1, pad tokens at
+  // padding_idx): the padding_idx, or nullopt for positions 0, 1, 2, ... (BERT).
+  std::optional<std::int64_t> position_padding_idx;
+  // MPNet: rows of the relative attention bias table (relative_attention_num_buckets).
+  std::int64_t relative_attention_buckets = 0;
 
   // Sequence classification (num_labels == 0 without a classifier head).
   std::int64_t num_labels = 0;
@@ -47,6 +57,8 @@ struct ModelConfig {
   // Well-known shapes for benchmarks without files: bert-base, bert-large, xlm-r-base,
   // distilbert-base, minilm-l6. Throws UsageError for other names.
   static ModelConfig shape(std::string_view name, std::int64_t num_labels = 2);
+  // "bert, roberta, xlm-roberta, camembert, distilbert, mpnet, electra": the accepted model_types.
+  static std::string supported_model_types();
 
   std::int64_t head_dim() const { return hidden_size / num_heads; }
   // Longest sequence (special tokens included) the position table allows.

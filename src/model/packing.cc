@@ -33,7 +33,10 @@ void pack_batch(const ModelConfig& c, std::span<const SequenceInput> batch, Pack
            max_len);
     }
     const std::int64_t offset = out.tokens();
-    std::int32_t roberta_position = static_cast<std::int32_t>(c.pad_token_id);
+    // RoBERTa-style numbering counts from padding_idx; a pad token inside the row is the token
+    // whose id equals padding_idx (MPNet fixes both at 1, RoBERTa uses its pad_token_id).
+    const auto padding_idx = static_cast<std::int32_t>(c.position_padding_idx.value_or(0));
+    std::int32_t roberta_position = padding_idx;
     for (std::size_t i = 0; i < n; ++i) {
       const std::int32_t id = in.ids[i];
       if (id < 0 || id >= c.vocab_size) {
@@ -44,10 +47,9 @@ void pack_batch(const ModelConfig& c, std::span<const SequenceInput> batch, Pack
       }
       // Position ids as transformers computes them, from the unpadded layout of the row.
       std::int32_t position;
-      if (c.family == Family::kRoberta) {
+      if (c.position_padding_idx) {
         // Non-pad tokens are numbered from padding_idx + 1; pad tokens get padding_idx.
-        position =
-            id != c.pad_token_id ? ++roberta_position : static_cast<std::int32_t>(c.pad_token_id);
+        position = id != padding_idx ? ++roberta_position : padding_idx;
       } else {
         position = static_cast<std::int32_t>(i);
       }

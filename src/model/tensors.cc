@@ -79,16 +79,25 @@ class TensorFinder {
   }
 
   // A norm's two vectors, under either of the names transformers accepts.
-  NormTensors norm(const std::string& name) {
-    const std::int64_t h = t_.config_.hidden_size;
+  NormTensors norm(const NormDesc& desc) {
+    const std::string& name = desc.name;
+    const std::int64_t h = desc.width;
     if (has(name + ".gamma") && !has(name + ".weight"))
       return {&find(name + ".gamma", {h}), &find(name + ".beta", {h})};
     return {&find(name + ".weight", {h}), &find(name + ".bias", {h})};
   }
 
-  LinearTensors linear(const std::string& name, std::int64_t out, std::int64_t in,
-                       bool in_base = true) {
-    return {&find(name + ".weight", {out, in}, in_base), &find(name + ".bias", {out}, in_base)};
+  LinearTensors linear(const std::string& name, std::int64_t out, std::int64_t in, bool bias,
+                       bool in_base) {
+    return {&find(name + ".weight", {out, in}, in_base),
+            bias ? &find(name + ".bias", {out}, in_base) : nullptr};
+  }
+
+  GemmTensors gemm(const LinearDesc& desc) {
+    GemmTensors g;
+    for (const std::string& part : desc.parts)
+      g.parts.push_back(linear(part, desc.part_out, desc.in, desc.bias, desc.in_base));
+    return g;
   }
 
   // Every tensor of the checkpoint is either used or known to be safe to ignore.
@@ -119,83 +128,38 @@ class TensorFinder {
   std::set<std::string> used_;
 };
 
-namespace {
-
-// Where each family keeps a layer's tensors below its layer prefix ({} is the layer index), in
-// the order of the members (the fixtures of every family check each name).
-struct LayerNames {
-  const char *prefix, *query, *key, *value, *attn_out, *attn_norm, *ffn_in, *ffn_out, *ffn_norm;
-};
-constexpr LayerNames kBertLayer{
-    "encoder.layer.{}.",    "attention.self.query",   "attention.self.key",
-    "attention.self.value", "attention.output.dense", "attention.output.LayerNorm",
-    "intermediate.dense",   "output.dense",           "output.LayerNorm"};
-constexpr LayerNames kDistilBertLayer{
-    "transformer.layer.{}.", "attention.q_lin", "attention.k_lin", "attention.v_lin",
-    "attention.out_lin",     "sa_layer_norm",   "ffn.lin1",        "ffn.lin2",
-    "output_layer_norm"};
-
-LayerTensors find_layer(TensorFinder& f, const ModelConfig& c, std::int64_t i) {
-  const std::int64_t h = c.hidden_size, inter = c.intermediate_size;
-  const LayerNames& n = c.family == Family::kDistilBert ? kDistilBertLayer : kBertLayer;
-  const std::string p = fmt::format(fmt::runtime(n.prefix), i);
-  LayerTensors layer;
-  layer.query = f.linear(p + n.query, h, h);
-  layer.key = f.linear(p + n.key, h, h);
-  layer.value = f.linear(p + n.value, h, h);
-  layer.attn_out = f.linear(p + n.attn_out, h, h);
-  layer.attn_norm = f.norm(p + n.attn_norm);
-  layer.ffn_in = f.linear(p + n.ffn_in, inter, h);
-  layer.ffn_out = f.linear(p + n.ffn_out, h, inter);
-  layer.ffn_norm = f.norm(p + n.ffn_norm);
-  return layer;
-}
-
-HeadTensors find_head(TensorFinder& f, const ModelConfig& c) {
-  const std::int64_t h = c.hidden_size, labels = c.num_labels;
-  HeadTensors head;
-  switch (c.family) {
-    case Family::kBert:
-      head.dense = f.linear("pooler.dense", h, h);
-      head.dense_activation = Activation::kTanh;
-      head.out = f.linear("classifier", labels, h, /*in_base=*/false);
-      break;
-    case Family::kRoberta:
-      head.dense = f.linear("classifier.dense", h, h, false);
-      head.dense_activation = Activation::kTanh;
-      head.out = f.linear("classifier.out_proj", labels, h, false);
-      break;
-    case Family::kDistilBert:
-      head.dense = f.linear("pre_classifier", h, h, false);
-      head.dense_activation = Activation::kRelu;
-      head.out = f.linear("classifier", labels, h, false);
-      break;
-  }
-  return head;
-}
-
-}  // namespace
-
 ModelTensors ModelTensors::open(const std::filesystem::path& dir, const ModelConfig& config,
                                 std::vector<std::string>* warnings) {
   ModelTensors t;
   t.config_ = config;
+  t.desc_ = describe_encoder(config);
   t.checkpoint_ = io::Checkpoint::open(dir);
   t.stats_.file_bytes = t.checkpoint_.total_bytes();
-  const ModelConfig& c = t.config_;
-  const std::int64_t h = c.hidden_size;
+  const EncoderDesc& d = t.desc_;
+  const EmbeddingDesc& e = d.embeddings;
   TensorFinder f(t, dir);
-  t.word_ = &f.find("embeddings.word_embeddings.weight", {c.vocab_size, h});
-  if (!(c.family == Family::kDistilBert && c.sinusoidal_positions &&
-        !f.has("embeddings.position_embeddings.weight"))) {
-    t.position_ = &f.find("embeddings.position_embeddings.weight", {c.max_position_embeddings, h});
+  t.word_ = &f.find(e.word + ".weight", {e.vocab, e.width});
+  // DistilBERT's sinusoidal table may be absent (then computed) or saved (then used as is).
+  if (!(e.positions == PositionScheme::kSinusoidal && !f.has(e.position + ".weight")))
+    t.position_ = &f.find(e.position + ".weight", {e.max_positions, e.width});
+  if (!e.token_type.empty())
+    t.token_type_ = &f.find(e.token_type + ".weight", {e.type_vocab, e.width});
+  t.embedding_norm_ = f.norm(e.norm);
+  if (e.projection) t.projection_ = f.gemm(*e.projection).parts.front();
+  if (d.relative_bias)
+    t.relative_bias_ =
+        &f.find(d.relative_bias->table + ".weight", {d.relative_bias->table_rows, d.heads});
+  t.layers_.reserve(d.layers.size());
+  for (const LayerDesc& layer : d.layers) {
+    LayerTensors lt;
+    for (const GemmDesc& g : layer.gemms) lt.gemms.push_back(f.gemm(g.linear));
+    lt.attention_norm = f.norm(layer.attention_norm);
+    lt.ffn_norm = f.norm(layer.ffn_norm);
+    t.layers_.push_back(std::move(lt));
   }
-  if (c.type_vocab_size > 0)
-    t.token_type_ = &f.find("embeddings.token_type_embeddings.weight", {c.type_vocab_size, h});
-  t.embedding_norm_ = f.norm("embeddings.LayerNorm");
-  t.layers_.reserve(static_cast<std::size_t>(c.num_layers));
-  for (std::int64_t i = 0; i < c.num_layers; ++i) t.layers_.push_back(find_layer(f, c, i));
-  if (c.head == Head::kSequenceClassification) t.head_ = find_head(f, c);
+  if (d.head) {
+    t.head_ = HeadTensors{f.gemm(d.head->dense).parts.front(), f.gemm(d.head->out).parts.front()};
+  }
   f.check_all_used(warnings);
   return t;
 }

@@ -1,6 +1,6 @@
 #pragma once
-// The checkpoint's tensors as an encoder uses them, by role: every tensor config.json implies is
-// found (under the names transformers uses for each family), its shape checked against the
+// The checkpoint's tensors as an encoder uses them, by role: every tensor the encoder description
+// (encoder_desc.h) names is found, its shape checked against the
 // config and its dtype one a backend can take (F32, F16, BF16, F64); each is a view of the read-
 // only file mapping. Nothing here knows a device: packing for a GEMM library, converting dtypes
 // or uploading to an accelerator is the backend's (backends/cpu/weights.h).
@@ -15,36 +15,36 @@
 
 #include "io/safetensors.h"
 #include "model/config.h"
+#include "model/encoder_desc.h"
 
 namespace mcinfer::model {
 
 using Tensor = io::TensorView;
 
 struct NormTensors {
-  const Tensor* gamma = nullptr;  // [hidden]
-  const Tensor* beta = nullptr;   // [hidden]
+  const Tensor* gamma = nullptr;  // [width]
+  const Tensor* beta = nullptr;   // [width]
 };
 
 struct LinearTensors {
   const Tensor* weight = nullptr;  // [out, in] (PyTorch layout)
-  const Tensor* bias = nullptr;    // [out]
+  const Tensor* bias = nullptr;    // [out]; null when the description says the layer has none
+};
+
+// One GEMM of the description: its parts, stacked along the output in this order.
+struct GemmTensors {
+  std::vector<LinearTensors> parts;
 };
 
 struct LayerTensors {
-  LinearTensors query, key, value;  // each [hidden, hidden]
-  LinearTensors attn_out;           // [hidden, hidden]
-  NormTensors attn_norm;
-  LinearTensors ffn_in;   // [intermediate, hidden], followed by config.hidden_act
-  LinearTensors ffn_out;  // [hidden, intermediate]
+  std::vector<GemmTensors> gemms;  // as LayerDesc::gemms
+  NormTensors attention_norm;
   NormTensors ffn_norm;
 };
 
-// The sequence-classification head on the first token: dense + activation (tanh for BERT's
-// pooler and RoBERTa's head, ReLU for DistilBERT's pre_classifier), then the projection.
 struct HeadTensors {
-  LinearTensors dense;  // [hidden, hidden]
-  Activation dense_activation = Activation::kTanh;
-  LinearTensors out;  // [labels, hidden]
+  LinearTensors dense;
+  LinearTensors out;
 };
 
 struct TensorStats {
@@ -63,12 +63,15 @@ class ModelTensors {
                            std::vector<std::string>* warnings = nullptr);
 
   const ModelConfig& config() const { return config_; }
-  const Tensor& word_embeddings() const { return *word_; }  // [vocab, hidden]
-  // [max_positions, hidden]; null for a DistilBERT checkpoint with sinusoidal positions and no
-  // stored table (sinusoidal_table() computes it).
+  const EncoderDesc& desc() const { return desc_; }
+  const Tensor& word_embeddings() const { return *word_; }  // [vocab, width]
+  // [max_positions, width]; null for a DistilBERT checkpoint with sinusoidal positions and no
+  // stored table (fill_sinusoidal() computes it).
   const Tensor* position_embeddings() const { return position_; }
-  const Tensor* token_type_embeddings() const { return token_type_; }  // null for DistilBERT
+  const Tensor* token_type_embeddings() const { return token_type_; }  // null without types
   const NormTensors& embedding_norm() const { return embedding_norm_; }
+  const std::optional<LinearTensors>& embedding_projection() const { return projection_; }
+  const Tensor* relative_bias_table() const { return relative_bias_; }  // [rows, heads] or null
   const std::vector<LayerTensors>& layers() const { return layers_; }
   const std::optional<HeadTensors>& head() const { return head_; }
   const TensorStats& stats() const { return stats_; }
@@ -79,11 +82,14 @@ class ModelTensors {
  private:
   friend class TensorFinder;
   ModelConfig config_;
+  EncoderDesc desc_;
   io::Checkpoint checkpoint_;
   const Tensor* word_ = nullptr;
   const Tensor* position_ = nullptr;
   const Tensor* token_type_ = nullptr;
   NormTensors embedding_norm_;
+  std::optional<LinearTensors> projection_;
+  const Tensor* relative_bias_ = nullptr;
   std::vector<LayerTensors> layers_;
   std::optional<HeadTensors> head_;
   TensorStats stats_;

@@ -25,7 +25,8 @@ float* AttentionScratch::block(int thread, std::int64_t max_len) {
 
 void attention(const KernelTable& kernels, const float* qkv, float* ctx,
                std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
-               AttentionScratch& scratch, int threads, std::int64_t own_kernel_max_len) {
+               AttentionScratch& scratch, int threads, std::int64_t own_kernel_max_len,
+               ScoreBias bias) {
   const std::int64_t head_dim = hidden / heads;
   const std::int64_t ld_qkv = 3 * hidden;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
@@ -48,7 +49,8 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
     const float* k = q + hidden;
     const float* v = q + 2 * hidden;
     float* scores = scratch.block(thread, std::max(max_len, block_side));
-    if (len <= own_kernel_max_len) {
+    // Our fused kernel adds no bias: biased scores take the library's path at every length.
+    if (len <= own_kernel_max_len && !bias) {
       kernels.attention_head(q, k, v, ld_qkv, ctx + seq.offset * hidden + h * head_dim, hidden, len,
                              head_dim, scale, scores);
       return;
@@ -57,6 +59,10 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
     // scores = Q Kᵀ (row-major sgemm; the 1/√d scale is applied inside the softmax).
     dnnl_status_t st =
         dnnl_sgemm('N', 'T', len, len, head_dim, 1.0f, q, ld_qkv, k, ld_qkv, 0.0f, scores, len);
+    if (bias) {
+      for (std::int64_t i = 0; i < len; ++i)
+        add_score_bias(scores + i * len, bias.row(h, i), len, 1.0f / scale);
+    }
     kernels.softmax(scores, len, len, len, scale);
     float* out = ctx + seq.offset * hidden + h * head_dim;
     dnnl_status_t st2 =

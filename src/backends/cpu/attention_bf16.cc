@@ -43,7 +43,7 @@ struct Bf16Attention::Impl {
   AlignedBuffer<float> s;                               // [heads, L, L]
   AlignedBuffer<std::uint8_t> fused_scratch;            // [threads, packed sequence + block]
 
-  void run_fused(FusedAttention kernel, const Bf16* qkv, Bf16* ctx,
+  void run_fused(FusedAttention kernel, ScoreBias bias, const Bf16* qkv, Bf16* ctx,
                  std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden);
 
   const Products& for_shape(std::int64_t heads, std::int64_t d, std::int64_t len) {
@@ -110,12 +110,12 @@ std::uint64_t Bf16Attention::workspace_bytes_for(std::int64_t max_len, std::int6
 }
 
 void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences,
-                        int heads, std::int64_t hidden) {
+                        int heads, std::int64_t hidden, ScoreBias bias) {
   Impl& m = *impl_;
   const std::int64_t d = hidden / heads, ld = 3 * hidden;
   const FusedAttention kernel = fused(d);
   if (kernel != FusedAttention::kNone)
-    return m.run_fused(kernel, qkv, ctx, sequences, heads, hidden);
+    return m.run_fused(kernel, bias, qkv, ctx, sequences, heads, hidden);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const int threads = m.threads;
   for (const SequenceSpan& seq : sequences) {
@@ -152,6 +152,7 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
     auto softmax_row = [&](std::int64_t r) {
       const std::int64_t h = r / len, i = r % len;
       const std::int64_t at = (h * lp + i) * lp;
+      if (bias) add_score_bias(m.s.data() + at, bias.row(h, i), len, 1.0f / scale);
       m.kernels->softmax_to_bf16(m.s.data() + at, m.p.data() + at, len, lp, scale);
     };
     if (threads <= 1) {
@@ -176,8 +177,8 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
 // Many sequences: each thread takes whole sequences (packs one, runs its heads) with its own
 // scratch. Fewer sequences than threads (a replica with many threads on a few long rows): the
 // sequences go one at a time, packed by one thread, their heads shared among all.
-void Bf16Attention::Impl::run_fused(FusedAttention kernel, const Bf16* qkv, Bf16* ctx,
-                                    std::span<const SequenceSpan> sequences, int heads,
+void Bf16Attention::Impl::run_fused(FusedAttention kernel, ScoreBias bias, const Bf16* qkv,
+                                    Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
                                     std::int64_t hidden) {
   const std::int64_t d = hidden / heads, ld = 3 * hidden;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -197,11 +198,12 @@ void Bf16Attention::Impl::run_fused(FusedAttention kernel, const Bf16* qkv, Bf16
   auto head = [&](const SequenceSpan& seq, int h, int packed_by, int thread) {
     std::uint8_t* mine = scratch + per_thread * static_cast<std::size_t>(thread);
     const std::uint8_t* packed = scratch + per_thread * static_cast<std::size_t>(packed_by);
+    const float* row0 = bias ? bias.row(h, 0) : nullptr;
     if (amx) {
-      amx_attention_head(packed, seq.length, hidden, heads, h, scale, *kernels, mine + packed_bytes,
-                         ctx + seq.offset * hidden, hidden);
+      amx_attention_head(packed, seq.length, hidden, heads, h, scale, row0, *kernels,
+                         mine + packed_bytes, ctx + seq.offset * hidden, hidden);
     } else {
-      dot_attention_head(packed, seq.length, hidden, heads, h, scale, mine + packed_bytes,
+      dot_attention_head(packed, seq.length, hidden, heads, h, scale, row0, mine + packed_bytes,
                          ctx + seq.offset * hidden, hidden);
     }
   };

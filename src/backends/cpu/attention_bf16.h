@@ -37,8 +37,9 @@ class Bf16Attention {
 
   // ctx[s, h·d:(h+1)·d] = softmax(Q_h K_hᵀ / √d) V_h for each sequence and head; qkv is
   // [tokens, 3·hidden] (Q, K, V column blocks), ctx [tokens, hidden], both bf16.
+  // With a bias, each score gets bias.row(h, i)[j] before the softmax.
   void run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
-           std::int64_t hidden);
+           std::int64_t hidden, ScoreBias bias = {});
 
   // Which fused kernel (attention_fused.h) heads of this size run, or kNone for the library's
   // products.

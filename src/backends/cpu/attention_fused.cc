@@ -172,6 +172,12 @@ void store_bf16(Bf16* p, __m512 v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), (__m256i)_mm512_cvtneps_pbh(v));
 }
 
+// s[j] += bias[j] · inv_scale for j < len (attention.h's add_score_bias, kept local: an inline
+// function shared with a TU built for other ISAs could be merged into this one's copy).
+void add_bias(float* s, const float* bias, std::int64_t len, float inv_scale) {
+  for (std::int64_t j = 0; j < len; ++j) s[j] += bias[j] * inv_scale;
+}
+
 // p[:cols] = bf16(softmax(s[:cols] · scale)), p[cols:padded] = 0; s is overwritten.
 void softmax_row(float* s, Bf16* p, std::int64_t cols, std::int64_t padded, float scale) {
   const std::int64_t full = cols / 16 * 16;
@@ -403,8 +409,8 @@ void fused_pack_sequence(const Bf16* qkv, std::int64_t ld, std::int64_t len, std
 }
 
 void amx_attention_head(const void* packed, std::int64_t len, std::int64_t hidden,
-                        std::int64_t heads, std::int64_t h, float scale, const KernelTable& kernels,
-                        void* block, Bf16* out, std::int64_t ld_out) {
+                        std::int64_t heads, std::int64_t h, float scale, const float* bias,
+                        const KernelTable& kernels, void* block, Bf16* out, std::int64_t ld_out) {
   if (len <= 0) return;
   const Packed m(const_cast<void*>(packed), len, hidden, heads);
   const std::int64_t d = m.d, lp32 = m.lp32;
@@ -421,8 +427,10 @@ void amx_attention_head(const void* packed, std::int64_t len, std::int64_t hidde
     tile_products(key_blocks, q + i0 * d, d * 2, kt, lp32 * 4, 16 * lp32, d / 32, b.s, lp32 * 4);
     // P's rows past `rows` keep stale values: a row of a tile product depends only on the same
     // row of A, and those context rows are never written out.
-    for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      if (bias) add_bias(b.s + r * lp32, bias - (i0 + r), len, 1.0f / scale);
       softmax_row(b.s + r * lp32, b.p + r * lp32, len, lp32, scale);
+    }
     // Context [16, d]: A = P, B = V, lp32 / 32 steps.
     tile_products(d / 16, b.p, lp32 * 2, vv, d * 4, 16 * d, lp32 / 32, b.o, d * 4);
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -434,8 +442,8 @@ void amx_attention_head(const void* packed, std::int64_t len, std::int64_t hidde
 }
 
 void dot_attention_head(const void* packed, std::int64_t len, std::int64_t hidden,
-                        std::int64_t heads, std::int64_t h, float scale, void* block, Bf16* out,
-                        std::int64_t ld_out) {
+                        std::int64_t heads, std::int64_t h, float scale, const float* bias,
+                        void* block, Bf16* out, std::int64_t ld_out) {
   if (len <= 0) return;
   constexpr std::int64_t kRows = 8;
   const Packed m(const_cast<void*>(packed), len, hidden, heads);
@@ -455,8 +463,10 @@ void dot_attention_head(const void* packed, std::int64_t len, std::int64_t hidde
       qa[r] = reinterpret_cast<const std::uint32_t*>(q + (i0 + r) * d);
     for (std::int64_t j0 = 0; j0 < len; j0 += 32)
       pair_products(qa, kt + j0, lp32, d / 2, b.s + j0, lp32);
-    for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      if (bias) add_bias(b.s + r * lp32, bias - (i0 + r), len, 1.0f / scale);
       softmax_row(b.s + r * lp32, b.p + r * lp32, len, lp32, scale);
+    }
     // Context [8, d]: rows past `rows` repeat the last real row's probabilities.
     const std::uint32_t* pa[kRows];
     for (std::int64_t r = 0; r < kRows; ++r)

@@ -42,16 +42,17 @@ void fused_pack_sequence(const Bf16* qkv, std::int64_t ld, std::int64_t len, std
 
 // Head h of a packed sequence: out[i, h·d:(h+1)·d] = softmax(q_i · Kᵀ · scale) V for i < len,
 // row i of out at out + i·ld_out. `block` holds fused_block_bytes(len, d) bytes, 64-byte aligned.
-// `kernels` supplies the row softmax and conversions (an AVX-512 table).
+// `kernels` supplies the row softmax and conversions (an AVX-512 table). bias, when not null, is
+// query 0's score bias: query i adds (bias − i)[j] to its score of key j (ScoreBias::row).
 void amx_attention_head(const void* packed, std::int64_t len, std::int64_t hidden,
-                        std::int64_t heads, std::int64_t h, float scale, const KernelTable& kernels,
-                        void* block, Bf16* out, std::int64_t ld_out);
+                        std::int64_t heads, std::int64_t h, float scale, const float* bias,
+                        const KernelTable& kernels, void* block, Bf16* out, std::int64_t ld_out);
 
 // The same as amx_attention_head with VDPBF16PS (8 queries × 32 keys or 32 context columns in
 // registers at a time) instead of tiles; needs dot_attention_usable(d).
 void dot_attention_head(const void* packed, std::int64_t len, std::int64_t hidden,
-                        std::int64_t heads, std::int64_t h, float scale, void* block, Bf16* out,
-                        std::int64_t ld_out);
+                        std::int64_t heads, std::int64_t h, float scale, const float* bias,
+                        void* block, Bf16* out, std::int64_t ld_out);
 
 // Tiles are per thread; call once a thread is done with amx_attention_head calls.
 void amx_release_tiles();

@@ -79,8 +79,9 @@ class CpuModel final : public backend::PreparedModel {
   ops::EpilogueMode epilogue_;
 };
 
-// The library's GEMMs alone on the model's four shapes: bf16 inputs for a bf16 model (the FFN's
-// first GEMM writes bf16, as in the encoder), the s8 → s32 product without our epilogue for int8.
+// The library's GEMMs alone on the shapes of the model's layer GEMMs: bf16 inputs for a bf16 model
+// (the FFN's first GEMM writes bf16, as in the encoder), the s8 → s32 product without our epilogue
+// for int8.
 class CpuGemmProbe final : public backend::GemmProbe {
  public:
   CpuGemmProbe(const CpuModel& model, std::int64_t rows, int threads)
@@ -89,7 +90,7 @@ class CpuGemmProbe final : public backend::GemmProbe {
     const std::int64_t width = std::max(3 * c.hidden_size, c.intermediate_size);
     in_.resize(static_cast<std::size_t>(ops::padded_rows(rows) * width));
     out_.resize(in_.size());
-    type_ = layer_.qkv.input_type();
+    type_ = layer_.gemms.front().input_type();
     // Every input 0.00995, in f32 or in bf16 (bits 0x3C23), or 3 in s8: finite, realistic.
     std::fill(in_.data(), in_.data() + in_.size(), 0.00995f);
     if (type_ == ops::DType::kBf16) {
@@ -98,18 +99,21 @@ class CpuGemmProbe final : public backend::GemmProbe {
     } else if (type_ == ops::DType::kS8) {
       std::memset(in_.data(), 3, in_.size() * sizeof(float));
     }
-    flops_ = 2.0 * static_cast<double>(rows) *
-             (4.0 * c.hidden_size * c.hidden_size + 2.0 * c.hidden_size * c.intermediate_size);
+    for (const ops::Linear& l : layer_.gemms)
+      flops_ += 2.0 * static_cast<double>(rows) * static_cast<double>(l.in_features()) *
+                static_cast<double>(l.out_features());
   }
 
   void run() override {
-    for (const ops::Linear* l : {&layer_.qkv, &layer_.attn_out, &layer_.ffn_in, &layer_.ffn_out}) {
+    const ops::Linear* ffn_in = &layer_.gemm(model::GemmSlot::kFfnIn);
+    for (const ops::Linear& gemm : layer_.gemms) {
+      const ops::Linear* l = &gemm;
       if (type_ == ops::DType::kS8) {
         ctx_.gemm().library_s8(l->cpu_weights(), reinterpret_cast<const std::int8_t*>(in_.data()),
                                rows_, reinterpret_cast<std::int32_t*>(out_.data()));
         continue;
       }
-      const bool bf16_out = type_ == ops::DType::kBf16 && l == &layer_.ffn_in;
+      const bool bf16_out = type_ == ops::DType::kBf16 && l == ffn_in;
       ops::linear(ctx_, *l, ops::ConstRows{in_.data(), type_}, rows_,
                   ops::Rows{out_.data(), bf16_out ? ops::DType::kBf16 : ops::DType::kF32});
     }

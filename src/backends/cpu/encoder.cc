@@ -64,7 +64,8 @@ std::size_t Encoder::workspace_bytes() const {
          head_mid_.capacity_bytes() + x_bf16_.capacity_bytes() + ctx_bf16_.capacity_bytes() +
          ffn_bf16_.capacity_bytes() + qkv_bf16_.capacity_bytes() + tmp_bf16_.capacity_bytes() +
          x_s8_.capacity_bytes() + x_scales_.capacity_bytes() + ffn_s8_.capacity_bytes() +
-         ffn_scales_.capacity_bytes() + ctx_.workspace_bytes();
+         ffn_scales_.capacity_bytes() + embedded_.capacity_bytes() +
+         relative_bias_.capacity() * sizeof(float) + ctx_.workspace_bytes();
 }
 
 void Encoder::pack(std::span<const SequenceInput> batch) {
@@ -77,120 +78,58 @@ void Encoder::pack(std::span<const SequenceInput> batch) {
 void Encoder::forward(std::span<const SequenceInput> batch) {
   pack(batch);
   const Weights& w = *weights_;
-  const ModelConfig& c = w.config();
-  const std::int64_t h = c.hidden_size, t = tokens_;
+  const EncoderDesc& d = w.desc();
+  const std::int64_t h = d.hidden, t = tokens_, width = d.embeddings.width;
   const EmbeddingWeights& e = w.embeddings();
   ensure(x_, ops::padded_rows(t), h);
-  ops::embedding_sum(ctx_, x_.data(), t, h, e.word, packed_.ids.data(), e.position,
+  // Embeddings narrower than the layers (ELECTRA) are summed and normalized at their width,
+  // then projected.
+  float* sum = x_.data();
+  if (e.projection) {
+    ensure(embedded_, ops::padded_rows(t), width);
+    sum = embedded_.data();
+  }
+  ops::embedding_sum(ctx_, sum, t, width, e.word, packed_.ids.data(), e.position,
                      packed_.positions.data(), e.token_type,
                      e.token_type ? packed_.types.data() : nullptr);
-  ops::residual_layer_norm(ctx_, x_.data(), nullptr, t, h, e.norm.gamma, e.norm.beta,
-                           c.layer_norm_eps);
-  switch (w.precision()) {
-    case ops::Precision::kBf16:
-      layers_bf16();
-      break;
-    case ops::Precision::kInt8:
-      layers_int8();
-      break;
-    default:
-      layers_fp32();
+  ops::residual_layer_norm(ctx_, sum, nullptr, t, width, e.norm.gamma, e.norm.beta,
+                           d.embeddings.norm.eps);
+  if (e.projection) ops::linear(ctx_, *e.projection, sum, t, x_.data());
+  ops::ScoreBias bias;
+  if (d.relative_bias) {
+    const std::int64_t longest = packed_.longest();
+    model::relative_bias_by_distance(*d.relative_bias, e.relative_bias, d.heads, longest,
+                                     relative_bias_);
+    bias = {relative_bias_.data(), 2 * longest - 1, longest - 1};
   }
+  layers(bias);
   double attention_flops = 0;
   for (const auto& s : spans_)
     attention_flops += 4.0 * static_cast<double>(s.length) * s.length * h;
-  const double dense = 2.0 * static_cast<double>(t) * (4.0 * h * h + 2.0 * h * c.intermediate_size);
-  last_flops_ = static_cast<double>(c.num_layers) * (dense + attention_flops);
+  double dense = 0;
+  for (const GemmDesc& g : d.layers.front().gemms)
+    dense += 2.0 * static_cast<double>(t) * static_cast<double>(g.linear.in * g.linear.out());
+  last_flops_ = static_cast<double>(d.layers.size()) * (dense + attention_flops);
 }
 
-void Encoder::layers_fp32() {
-  const ModelConfig& c = weights_->config();
-  const std::int64_t h = c.hidden_size, t = tokens_;
+// Every precision runs this loop: each GEMM's input type is the one its weights were prepared
+// for (fp32, bf16 or int8 per GEMM: an int8 plan keeps some in the fallback precision), and each
+// producer writes what its consumer reads. The residual stream x and LayerNorm stay f32; each
+// LayerNorm also writes the copy of x the next GEMM reads (bf16, or s8 with per-row scales, in
+// the same pass). bf16 models write the projections that feed a residual add in bf16, as under
+// torch.autocast (a bf16 Linear's output is bf16 and the add promotes it to f32): half the bytes
+// for the memory-bound LayerNorm pass (7% of a bert-base batch). The FFN's middle rows are
+// written by the first FFN GEMM's epilogue in the type the second reads (an int8 one quantizes
+// them there). Attention runs on f32 Q, K, V for fp32 models, bf16 ones otherwise (int8: where
+// the CPU has bf16). Calibration's observer sees each GEMM of an fp32 model.
+void Encoder::layers(ops::ScoreBias bias) {
+  const EncoderDesc& d = weights_->desc();
+  const std::int64_t h = d.hidden, t = tokens_, inter = d.intermediate;
   const std::int64_t rows = ops::padded_rows(t);
-  ensure(qkv_, rows, 3 * h);
-  ensure(ctx_buf_, rows, h);
-  ensure(tmp_, rows, h);
-  ensure(ffn_, rows, c.intermediate_size);
-  const int heads = static_cast<int>(c.num_heads);
-  std::int64_t index = 0;
-  for (const LayerWeights& layer : weights_->layers()) {
-    auto seen = [&](GemmSlot slot, const ops::Linear& w, const float* x, const float* y,
-                    ops::Activation act = ops::Activation::kNone) {
-      if (observer_) observer_(GemmId{index, slot}, w, x, t, y, act);
-    };
-    ops::linear(ctx_, layer.qkv, x_.data(), t, qkv_.data());
-    seen(GemmSlot::kQkv, layer.qkv, x_.data(), qkv_.data());
-    ops::attention(ctx_, qkv_.data(), ctx_buf_.data(), spans_, heads, h);
-    ops::linear(ctx_, layer.attn_out, ctx_buf_.data(), t, tmp_.data());
-    seen(GemmSlot::kAttnOut, layer.attn_out, ctx_buf_.data(), tmp_.data());
-    ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.attn_norm.gamma,
-                             layer.attn_norm.beta, c.layer_norm_eps);
-    ops::linear(ctx_, layer.ffn_in, x_.data(), t, ffn_.data(), c.hidden_act);
-    seen(GemmSlot::kFfnIn, layer.ffn_in, x_.data(), ffn_.data(), c.hidden_act);
-    ops::linear(ctx_, layer.ffn_out, ffn_.data(), t, tmp_.data());
-    seen(GemmSlot::kFfnOut, layer.ffn_out, ffn_.data(), tmp_.data());
-    ++index;
-    ops::residual_layer_norm(ctx_, x_.data(), tmp_.data(), t, h, layer.ffn_norm.gamma,
-                             layer.ffn_norm.beta, c.layer_norm_eps);
-  }
-}
-
-// The same layers with bf16 GEMM inputs: the residual stream x and LayerNorm stay f32 (each
-// LayerNorm also writes x's bf16 copy), the FFN's GELU output is written in bf16 by the GEMM,
-// and so are the projections that feed a residual add, as under torch.autocast (where a bf16
-// Linear's output is bf16 and the add promotes it to f32): half the bytes of the f32 version
-// for the memory-bound LayerNorm pass to read (LayerNorm was 7% of a bert-base batch).
-// Attention runs on bf16 Q, K, V with f32 scores and softmax, writing the bf16 input of the
-// output projection.
-void Encoder::layers_bf16() {
-  const ModelConfig& c = weights_->config();
-  const std::int64_t h = c.hidden_size, t = tokens_;
-  const std::int64_t rows = ops::padded_rows(t);
-  const int heads = static_cast<int>(c.num_heads);
-  ensure(qkv_bf16_, rows, 3 * h);
-  ensure(tmp_bf16_, rows, h);
-  ensure(x_bf16_, rows, h);
-  ensure(ctx_bf16_, rows, h);
-  ensure(ffn_bf16_, rows, c.intermediate_size);
   using ops::ConstRows, ops::Rows, ops::DType;
-  const ConstRows x_in{x_bf16_.data(), DType::kBf16};
-  ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), t, h);
-  for (const LayerWeights& layer : weights_->layers()) {
-    ops::linear(ctx_, layer.qkv, x_in, t, Rows{qkv_bf16_.data(), DType::kBf16});
-    ops::attention(ctx_, qkv_bf16_.data(), ctx_bf16_.data(), spans_, heads, h);
-    ops::linear(ctx_, layer.attn_out, ConstRows{ctx_bf16_.data(), DType::kBf16}, t,
-                Rows{tmp_bf16_.data(), DType::kBf16});
-    ops::residual_layer_norm(ctx_, x_.data(), tmp_bf16_.data(), t, h, layer.attn_norm.gamma,
-                             layer.attn_norm.beta, c.layer_norm_eps, x_bf16_.data());
-    ops::linear(ctx_, layer.ffn_in, x_in, t, Rows{ffn_bf16_.data(), DType::kBf16}, c.hidden_act);
-    ops::linear(ctx_, layer.ffn_out, ConstRows{ffn_bf16_.data(), DType::kBf16}, t,
-                Rows{tmp_bf16_.data(), DType::kBf16});
-    // The last layer's output feeds pooling and the head in f32 only.
-    const bool last = &layer == &weights_->layers().back();
-    ops::residual_layer_norm(ctx_, x_.data(), tmp_bf16_.data(), t, h, layer.ffn_norm.gamma,
-                             layer.ffn_norm.beta, c.layer_norm_eps,
-                             last ? nullptr : x_bf16_.data());
-  }
-}
-
-// int8: the four dense GEMMs of each layer run on s8 rows (one scale per token) and s8 weights
-// (one scale per output channel) with s32 sums; our epilogue applies both scales, the bias and
-// the GELU. Each LayerNorm writes the residual stream in f32 and its s8 copy in one pass, and the
-// first FFN GEMM's epilogue quantizes the GELU output for the second, so no separate pass reads
-// a GEMM input back to quantize it except the attention output's (hidden wide). Attention runs in
-// bf16 where the CPU has it, f32 otherwise. GEMMs a plan keeps out of int8 (Weights::kept()) are
-// bf16 or f32 layers: each producer writes what its consumer reads, and an int8 consumer
-// quantizes whatever it is given.
-void Encoder::layers_int8() {
-  const ModelConfig& c = weights_->config();
-  const std::int64_t h = c.hidden_size, t = tokens_, inter = c.intermediate_size;
-  const std::int64_t rows = ops::padded_rows(t);
-  const int heads = static_cast<int>(c.num_heads);
-  const float eps = c.layer_norm_eps;
-  using ops::ConstRows, ops::Rows, ops::DType;
-  const DType attention_type =
-      ops::int8_fallback_precision() == ops::Precision::kBf16 ? DType::kBf16 : DType::kF32;
-  ensure(tmp_, rows, h);
+  const DType attention_type = weights_->attention_type();
+  const DType residual_type =
+      weights_->precision() == ops::Precision::kBf16 ? DType::kBf16 : DType::kF32;
   Rows qkv{nullptr, attention_type}, context{nullptr, attention_type};
   if (attention_type == DType::kBf16) {
     ensure(qkv_bf16_, rows, 3 * h);
@@ -203,9 +142,28 @@ void Encoder::layers_int8() {
     qkv.data = qkv_.data();
     context.data = ctx_buf_.data();
   }
-  // x_ = LayerNorm(x_ + y), with the copy of x that `next` reads (none after the last layer).
-  auto norm = [&](const float* y, const Norm& n, const ops::Linear* next) -> ConstRows {
-    switch (next ? next->input_type() : DType::kF32) {
+  Rows projected{nullptr, residual_type};
+  if (residual_type == DType::kBf16) {
+    ensure(tmp_bf16_, rows, h);
+    projected.data = tmp_bf16_.data();
+  } else {
+    ensure(tmp_, rows, h);
+    projected.data = tmp_.data();
+  }
+  // x_ = LayerNorm(x_ + projected), with the copy of x that `next` reads (none after the last
+  // layer).
+  auto norm = [&](const Norm& n, float eps, const ops::Linear* next) -> ConstRows {
+    const DType want = next ? next->input_type() : DType::kF32;
+    if (residual_type == DType::kBf16) {
+      const bool copy = want == DType::kBf16;
+      if (copy) ensure(x_bf16_, rows, h);
+      ops::residual_layer_norm(ctx_, x_.data(), static_cast<const ops::Bf16*>(projected.data), t, h,
+                               n.gamma, n.beta, eps, copy ? x_bf16_.data() : nullptr);
+      if (copy) return {x_bf16_.data(), DType::kBf16};
+      return {x_.data(), DType::kF32};
+    }
+    const auto* y = static_cast<const float*>(projected.data);
+    switch (want) {
       case DType::kS8:
         ensure(x_s8_, rows, h);
         ensure(x_scales_, rows, 1);
@@ -223,14 +181,14 @@ void Encoder::layers_int8() {
     return {x_.data(), DType::kF32};
   };
   // The FFN's middle rows in the type ffn_in writes: what ffn_out reads when ffn_in is int8,
-  // else ffn_in's own type (ffn_out, int8, then quantizes them).
-  auto ffn_rows = [&](const LayerWeights& layer) -> Rows {
-    const DType in = layer.ffn_in.input_type();
-    switch (in == DType::kS8 ? layer.ffn_out.input_type() : in) {
+  // else ffn_in's own type (an int8 ffn_out then quantizes them).
+  auto ffn_rows = [&](const ops::Linear& ffn_in, const ops::Linear& ffn_out) -> Rows {
+    const DType in = ffn_in.input_type();
+    switch (in == DType::kS8 ? ffn_out.input_type() : in) {
       case DType::kS8:
         ensure(ffn_s8_, rows, inter);
         ensure(ffn_scales_, rows, 1);
-        return {ffn_s8_.data(), DType::kS8, ffn_scales_.data(), layer.ffn_out.input_multiplier()};
+        return {ffn_s8_.data(), DType::kS8, ffn_scales_.data(), ffn_out.input_multiplier()};
       case DType::kBf16:
         ensure(ffn_bf16_, rows, inter);
         return {ffn_bf16_.data(), DType::kBf16};
@@ -240,29 +198,40 @@ void Encoder::layers_int8() {
     ensure(ffn_, rows, inter);
     return {ffn_.data(), DType::kF32};
   };
+  // One GEMM, shown to the observer when its input and output are f32.
+  auto gemm = [&](std::int64_t layer, const GemmDesc& g, const ops::Linear& w, ConstRows x,
+                  Rows y) {
+    ops::linear(ctx_, w, x, t, y, g.linear.activation);
+    if (observer_ && x.type == DType::kF32 && y.type == DType::kF32) {
+      observer_(GemmId{layer, g.slot}, w, static_cast<const float*>(x.data), t,
+                static_cast<const float*>(y.data), g.linear.activation);
+    }
+  };
   const auto& layers = weights_->layers();
   ConstRows x_in{x_.data(), DType::kF32};  // an int8 first layer quantizes it itself
-  if (layers.front().qkv.input_type() == DType::kBf16) {
+  if (layers.front().gemm(GemmSlot::kQkv).input_type() == DType::kBf16) {
     ensure(x_bf16_, rows, h);
     ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), t, h);
     x_in = {x_bf16_.data(), DType::kBf16};
   }
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const LayerWeights& layer = layers[i];
-    ops::linear(ctx_, layer.qkv, x_in, t, qkv);
-    if (attention_type == DType::kBf16) {
-      ops::attention(ctx_, qkv_bf16_.data(), ctx_bf16_.data(), spans_, heads, h);
-    } else {
-      ops::attention(ctx_, qkv_.data(), ctx_buf_.data(), spans_, heads, h);
-    }
-    ops::linear(ctx_, layer.attn_out, ConstRows{context.data, context.type}, t,
-                Rows{tmp_.data(), DType::kF32});
-    x_in = norm(tmp_.data(), layer.attn_norm, &layer.ffn_in);
-    const Rows mid = ffn_rows(layer);
-    ops::linear(ctx_, layer.ffn_in, x_in, t, mid, c.hidden_act);
-    ops::linear(ctx_, layer.ffn_out, ConstRows{mid.data, mid.type, mid.scales}, t,
-                Rows{tmp_.data(), DType::kF32});
-    x_in = norm(tmp_.data(), layer.ffn_norm, i + 1 < layers.size() ? &layers[i + 1].qkv : nullptr);
+    const LayerDesc& ld = d.layers[i];
+    const auto index = static_cast<std::int64_t>(i);
+    const ops::Linear& ffn_in = layer.gemm(GemmSlot::kFfnIn);
+    const ops::Linear& ffn_out = layer.gemm(GemmSlot::kFfnOut);
+    gemm(index, ld.gemm(GemmSlot::kQkv), layer.gemm(GemmSlot::kQkv), x_in, qkv);
+    ops::attention(ctx_, ConstRows{qkv.data, qkv.type}, context, spans_, static_cast<int>(ld.heads),
+                   h, bias);
+    gemm(index, ld.gemm(GemmSlot::kAttnOut), layer.gemm(GemmSlot::kAttnOut),
+         ConstRows{context.data, context.type}, projected);
+    x_in = norm(layer.attention_norm, ld.attention_norm.eps, &ffn_in);
+    const Rows mid = ffn_rows(ffn_in, ffn_out);
+    gemm(index, ld.gemm(GemmSlot::kFfnIn), ffn_in, x_in, mid);
+    gemm(index, ld.gemm(GemmSlot::kFfnOut), ffn_out, ConstRows{mid.data, mid.type, mid.scales},
+         projected);
+    x_in = norm(layer.ffn_norm, ld.ffn_norm.eps,
+                i + 1 < layers.size() ? &layers[i + 1].gemm(GemmSlot::kQkv) : nullptr);
   }
 }
 
@@ -271,7 +240,7 @@ void Encoder::classify(float* logits) {
   if (!head)
     fail("{}: the model has no classification head (architecture '{}'); use --task embed",
          weights_->directory().string(), weights_->config().architecture);
-  const std::int64_t h = weights_->config().hidden_size;
+  const std::int64_t h = weights_->desc().hidden;
   const std::int64_t batch = static_cast<std::int64_t>(spans_.size());
   const std::int64_t rows = ops::padded_rows(batch);
   ensure(head_in_, rows, h);

@@ -61,9 +61,7 @@ class Encoder {
 
  private:
   void pack(std::span<const SequenceInput> batch);
-  void layers_fp32();
-  void layers_bf16();
-  void layers_int8();
+  void layers(ops::ScoreBias bias);
   void classify(float* logits);
 
   std::shared_ptr<const Weights> weights_;
@@ -82,13 +80,15 @@ class Encoder {
   AlignedBuffer<float> ffn_;      // [tokens, intermediate]
   AlignedBuffer<float> head_in_, head_mid_;  // [batch, hidden]: first-token rows, head dense
   std::vector<float> logits_;                // [batch, labels]
-  // bf16 precision only: GEMM inputs and outputs (ffn_bf16_, tmp_bf16_ replace ffn_, tmp_).
+  AlignedBuffer<float> embedded_;     // [tokens, embedding width]: before the projection (ELECTRA)
+  std::vector<float> relative_bias_;  // [heads, 2·longest − 1]: MPNet's bias by distance
+  // bf16 GEMM inputs and outputs (ffn_bf16_, tmp_bf16_ replace ffn_, tmp_ in bf16 models).
   AlignedBuffer<ops::Bf16> x_bf16_;    // [tokens, hidden]: x after each LayerNorm
   AlignedBuffer<ops::Bf16> ctx_bf16_;  // [tokens, hidden]: attention output
   AlignedBuffer<ops::Bf16> ffn_bf16_;  // [tokens, intermediate]: GELU(x · W1ᵀ + b1)
   AlignedBuffer<ops::Bf16> qkv_bf16_;  // [tokens, 3·hidden]: Q, K, V
   AlignedBuffer<ops::Bf16> tmp_bf16_;  // [tokens, hidden]: projection outputs before residual+norm
-  // int8 precision only: the s8 inputs of int8 GEMMs and their per-row scales.
+  // int8 GEMMs only: the s8 inputs of int8 GEMMs and their per-row scales.
   AlignedBuffer<std::int8_t> x_s8_;    // [tokens, hidden]: x after each LayerNorm
   AlignedBuffer<float> x_scales_;      // [tokens]
   AlignedBuffer<std::int8_t> ffn_s8_;  // [tokens, intermediate]: GELU(x · W1ᵀ + b1)

@@ -313,20 +313,33 @@ void residual_layer_norm(Context& ctx, float* x, const Bf16* y, std::int64_t row
 }
 
 void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden) {
+               int heads, std::int64_t hidden, ScoreBias bias) {
   double flops = 0;
   for (const auto& s : sequences) flops += 4.0 * static_cast<double>(s.length) * s.length * hidden;
   ScopedOpTimer timer(ctx, OpKind::kAttention, flops);
   cpu::attention(ctx.device().kernels(), qkv, out, sequences, heads, hidden,
-                 ctx.attention_scratch(), ctx.threads());
+                 ctx.attention_scratch(), ctx.threads(), cpu::kOwnAttentionMaxLen, bias);
 }
 
 void attention(Context& ctx, const Bf16* qkv, Bf16* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden) {
+               int heads, std::int64_t hidden, ScoreBias bias) {
   double flops = 0;
   for (const auto& s : sequences) flops += 4.0 * static_cast<double>(s.length) * s.length * hidden;
   ScopedOpTimer timer(ctx, OpKind::kAttention, flops);
-  ctx.bf16_attention().run(qkv, out, sequences, heads, hidden);
+  ctx.bf16_attention().run(qkv, out, sequences, heads, hidden, bias);
+}
+
+void attention(Context& ctx, ConstRows qkv, Rows out, std::span<const SequenceSpan> sequences,
+               int heads, std::int64_t hidden, ScoreBias bias) {
+  if (qkv.type != out.type || (qkv.type != DType::kF32 && qkv.type != DType::kBf16))
+    fail("internal: attention runs on f32 or bf16 rows of one type");
+  if (qkv.type == DType::kBf16) {
+    attention(ctx, static_cast<const Bf16*>(qkv.data), static_cast<Bf16*>(out.data), sequences,
+              heads, hidden, bias);
+  } else {
+    attention(ctx, static_cast<const float*>(qkv.data), static_cast<float*>(out.data), sequences,
+              heads, hidden, bias);
+  }
 }
 
 void embedding_sum(Context& ctx, float* out, std::int64_t tokens, std::int64_t cols,

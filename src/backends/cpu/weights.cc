@@ -31,50 +31,42 @@ class WeightLoader {
 
   Norm norm(const NormTensors& n) { return {f32(*n.gamma), f32(*n.beta)}; }
 
-  // A Linear layer packed for the device in `precision` (weight and bias both copied there, so
-  // neither stays in use from the mapping). int8: input_max smooths the layer's inputs.
-  ops::Linear linear(const LinearTensors& t, ops::Precision precision = ops::Precision::kFp32,
+  // A GEMM packed for the device in `precision` from its parts stacked along the output (weight
+  // and bias copied there, so neither stays in use from the mapping). int8: input_max smooths
+  // the layer's inputs. A checkpoint's bf16 weights reach a bf16 or int8 layer unwidened.
+  ops::Linear linear(const GemmTensors& g, ops::Precision precision = ops::Precision::kFp32,
                      const float* input_max = nullptr) {
-    const Tensor& wt = *t.weight;
-    const std::int64_t out = wt.shape[0], in = wt.shape[1];
-    const float* bias = as_f32(*t.bias, bias_temp_);
-    ops::Linear l = bf16_as_is(wt, precision)
-                        ? ops::Linear::prepare(device_, wt.data, ops::DType::kBf16, bias, out, in,
-                                               precision, input_max)
-                        : ops::Linear::prepare(device_, as_f32(wt, temp_), ops::DType::kF32, bias,
-                                               out, in, precision, input_max);
-    w_.stats_.packed_bytes += l.bytes();
-    w_.tensors_.release(wt);
-    return l;
-  }
-
-  // Query, key and value projections stacked into one [3·hidden, hidden] GEMM.
-  ops::Linear fused_qkv(const LayerTensors& layer, ops::Precision precision,
-                        const float* input_max = nullptr) {
-    const LinearTensors* parts[3] = {&layer.query, &layer.key, &layer.value};
-    const std::int64_t h = layer.query.weight->shape[0];
-    const std::size_t part_size = static_cast<std::size_t>(h * h);
+    const std::int64_t part_out = g.parts.front().weight->shape[0];
+    const std::int64_t in = g.parts.front().weight->shape[1];
+    const auto parts = static_cast<std::int64_t>(g.parts.size());
+    const auto part_size = static_cast<std::size_t>(part_out * in);
     bool all_bf16 = true;
-    for (const auto* p : parts) all_bf16 = all_bf16 && bf16_as_is(*p->weight, precision);
-    AlignedBuffer<float> bias(static_cast<std::size_t>(3 * h));
-    for (int i = 0; i < 3; ++i) model::copy_as_f32(*parts[i]->bias, bias.data() + i * h);
+    for (const LinearTensors& p : g.parts) all_bf16 = all_bf16 && bf16_as_is(*p.weight, precision);
+    const bool has_bias = g.parts.front().bias != nullptr;
+    if (has_bias) bias_temp_.resize(static_cast<std::size_t>(parts * part_out));
+    for (std::int64_t i = 0; i < parts && has_bias; ++i)
+      model::copy_as_f32(*g.parts[i].bias, bias_temp_.data() + i * part_out);
+    const float* bias = has_bias ? bias_temp_.data() : nullptr;
     ops::Linear l;
     if (all_bf16) {
-      AlignedBuffer<std::uint16_t> weight(3 * part_size);
-      for (int i = 0; i < 3; ++i)
-        std::memcpy(weight.data() + i * part_size, parts[i]->weight->data, part_size * 2);
-      l = ops::Linear::prepare(device_, weight.data(), ops::DType::kBf16, bias.data(), 3 * h, h,
-                               precision, input_max);
+      AlignedBuffer<std::uint16_t> weight(static_cast<std::size_t>(parts) * part_size);
+      for (std::int64_t i = 0; i < parts; ++i)
+        std::memcpy(weight.data() + i * part_size, g.parts[i].weight->data, part_size * 2);
+      l = ops::Linear::prepare(device_, weight.data(), ops::DType::kBf16, bias, parts * part_out,
+                               in, precision, input_max);
     } else {
-      AlignedBuffer<float> weight(3 * part_size);
-      for (int i = 0; i < 3; ++i)
-        model::copy_as_f32(*parts[i]->weight, weight.data() + i * part_size);
-      l = ops::Linear::prepare(device_, weight.data(), ops::DType::kF32, bias.data(), 3 * h, h,
+      temp_.resize(static_cast<std::size_t>(parts) * part_size);
+      for (std::int64_t i = 0; i < parts; ++i)
+        model::copy_as_f32(*g.parts[i].weight, temp_.data() + i * part_size);
+      l = ops::Linear::prepare(device_, temp_.data(), ops::DType::kF32, bias, parts * part_out, in,
                                precision, input_max);
     }
-    for (const auto* p : parts) w_.tensors_.release(*p->weight);
+    for (const LinearTensors& p : g.parts) w_.tensors_.release(*p.weight);
     w_.stats_.packed_bytes += l.bytes();
     return l;
+  }
+  ops::Linear linear(const LinearTensors& t, ops::Precision precision = ops::Precision::kFp32) {
+    return linear(GemmTensors{{t}}, precision);
   }
 
   float* own(std::size_t count) {
@@ -84,15 +76,6 @@ class WeightLoader {
   }
 
  private:
-  // The tensor as float32: in place when it is, else a copy in `scratch` that lives until the
-  // next use of the same scratch (GEMM weights are packed right away).
-  static const float* as_f32(const Tensor& t, AlignedBuffer<float>& scratch) {
-    if (t.dtype == io::DType::kF32) return reinterpret_cast<const float*>(t.data);
-    scratch.resize(static_cast<std::size_t>(t.numel()));
-    model::copy_as_f32(t, scratch.data());
-    return scratch.data();
-  }
-
   // A bf16 tensor for a bf16 or int8 layer is packed (or quantized) from the checkpoint's
   // bits, never widened.
   static bool bf16_as_is(const Tensor& t, ops::Precision precision) {
@@ -118,22 +101,17 @@ ops::Precision checked_precision(ops::Precision precision) {
 const ops::Linear& Weights::linear(GemmId id) const {
   if (id.layer < 0 || id.layer >= static_cast<std::int64_t>(layers_.size()))
     fail("internal: GEMM of layer {} in a model of {} layers", id.layer, layers_.size());
-  const LayerWeights& layer = layers_[static_cast<std::size_t>(id.layer)];
-  switch (id.slot) {
-    case GemmSlot::kQkv:
-      return layer.qkv;
-    case GemmSlot::kAttnOut:
-      return layer.attn_out;
-    case GemmSlot::kFfnIn:
-      return layer.ffn_in;
-    case GemmSlot::kFfnOut:
-      break;
-  }
-  return layer.ffn_out;
+  return layers_[static_cast<std::size_t>(id.layer)].gemm(id.slot);
+}
+
+ops::DType Weights::attention_type() const {
+  const ops::Precision p =
+      precision_ == ops::Precision::kInt8 ? ops::int8_fallback_precision() : precision_;
+  return p == ops::Precision::kBf16 ? ops::DType::kBf16 : ops::DType::kF32;
 }
 
 ops::Activation Weights::activation(GemmId id) const {
-  return id.slot == GemmSlot::kFfnIn ? config_.hidden_act : ops::Activation::kNone;
+  return desc_.layers.at(static_cast<std::size_t>(id.layer)).gemm(id.slot).linear.activation;
 }
 
 std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
@@ -158,45 +136,49 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
     w->stats_.file_bytes += count * sizeof(float);
     return p;
   };
-  const std::int64_t h = config.hidden_size, inter = config.intermediate_size;
-  auto linear = [&](std::int64_t out, std::int64_t in,
-                    ops::Precision layer_precision = ops::Precision::kFp32) {
+  w->desc_ = model::describe_encoder(config);
+  const EncoderDesc& d = w->desc_;
+  auto linear = [&](const LinearDesc& l, ops::Precision layer_precision = ops::Precision::kFp32) {
+    const std::int64_t out = l.out(), in = l.in;
     AlignedBuffer<float> weight(static_cast<std::size_t>(out * in));
     const float* random = fill(static_cast<std::size_t>(out * in), 0.08f);
     std::memcpy(weight.data(), random, weight.size() * sizeof(float));
     w->owned_.pop_back();  // only the packed copy is kept
-    const float* bias = fill(static_cast<std::size_t>(out), 0.02f);
-    ops::Linear l = ops::Linear::prepare(device, weight.data(), ops::DType::kF32, bias, out, in,
-                                         layer_precision);
-    w->stats_.packed_bytes += l.bytes();
-    return l;
+    const float* bias = l.bias ? fill(static_cast<std::size_t>(out), 0.02f) : nullptr;
+    ops::Linear packed = ops::Linear::prepare(device, weight.data(), ops::DType::kF32, bias, out,
+                                              in, layer_precision);
+    w->stats_.packed_bytes += packed.bytes();
+    return packed;
   };
-  auto norm = [&]() {
-    return Norm{fill(static_cast<std::size_t>(h), 0.1f, 1.0f),
-                fill(static_cast<std::size_t>(h), 0.1f)};
+  auto norm = [&](const NormDesc& n) {
+    return Norm{fill(static_cast<std::size_t>(n.width), 0.1f, 1.0f),
+                fill(static_cast<std::size_t>(n.width), 0.1f)};
   };
+  const EmbeddingDesc& ed = d.embeddings;
   auto& e = w->embeddings_;
-  e.word = fill(static_cast<std::size_t>(config.vocab_size * h), 0.1f);
-  e.position = fill(static_cast<std::size_t>(config.max_position_embeddings * h), 0.1f);
-  if (config.type_vocab_size > 0)
-    e.token_type = fill(static_cast<std::size_t>(config.type_vocab_size * h), 0.1f);
-  e.norm = norm();
-  for (std::int64_t i = 0; i < config.num_layers; ++i) {
+  e.word = fill(static_cast<std::size_t>(ed.vocab * ed.width), 0.1f);
+  e.position = fill(static_cast<std::size_t>(ed.max_positions * ed.width), 0.1f);
+  if (!ed.token_type.empty())
+    e.token_type = fill(static_cast<std::size_t>(ed.type_vocab * ed.width), 0.1f);
+  e.norm = norm(ed.norm);
+  if (ed.projection) e.projection = linear(*ed.projection);
+  if (d.relative_bias)
+    e.relative_bias = fill(static_cast<std::size_t>(d.relative_bias->table_rows * d.heads), 0.5f);
+  for (const LayerDesc& ld : d.layers) {
     LayerWeights layer;
-    layer.qkv = linear(3 * h, h, w->precision_);
-    layer.attn_out = linear(h, h, w->precision_);
-    layer.attn_norm = norm();
-    layer.ffn_in = linear(inter, h, w->precision_);
-    layer.ffn_out = linear(h, inter, w->precision_);
-    layer.ffn_norm = norm();
+    for (const GemmDesc& g : ld.gemms) {
+      layer.index[static_cast<std::size_t>(g.slot)] = static_cast<int>(layer.gemms.size());
+      layer.gemms.push_back(linear(g.linear, w->precision_));
+    }
+    layer.attention_norm = norm(ld.attention_norm);
+    layer.ffn_norm = norm(ld.ffn_norm);
     w->layers_.push_back(std::move(layer));
   }
-  if (config.head == Head::kSequenceClassification) {
+  if (d.head) {
     ClassifierWeights head;
-    head.dense = linear(h, h);
-    head.dense_act =
-        config.family == Family::kDistilBert ? ops::Activation::kRelu : ops::Activation::kTanh;
-    head.out = linear(config.num_labels, h);
+    head.dense = linear(d.head->dense);
+    head.dense_act = d.head->dense.activation;
+    head.out = linear(d.head->out);
     w->classifier_ = std::move(head);
   }
   return w;
@@ -237,6 +219,7 @@ std::shared_ptr<const Weights> Weights::load_with(const std::filesystem::path& m
   w->directory_ = model_dir;
   w->tensors_ = ModelTensors::open(model_dir, config, warnings);
   w->config_ = std::move(config);
+  w->desc_ = w->tensors_.desc();
   const TensorStats& found = w->tensors_.stats();
   w->stats_.parameters = found.parameters;
   w->stats_.file_bytes = found.file_bytes;
@@ -246,17 +229,21 @@ std::shared_ptr<const Weights> Weights::load_with(const std::filesystem::path& m
   const ModelTensors& t = w->tensors_;
   WeightLoader L(*w, device);
 
+  const EncoderDesc& d = w->desc_;
   auto& e = w->embeddings_;
   e.word = L.f32(t.word_embeddings());
   if (t.position_embeddings()) {
     e.position = L.f32(*t.position_embeddings());
   } else {
-    float* table = L.own(static_cast<std::size_t>(c.max_position_embeddings * c.hidden_size));
-    fill_sinusoidal(table, c.max_position_embeddings, c.hidden_size);
+    const std::int64_t rows = d.embeddings.max_positions, width = d.embeddings.width;
+    float* table = L.own(static_cast<std::size_t>(rows * width));
+    fill_sinusoidal(table, rows, width);
     e.position = table;
   }
   if (t.token_type_embeddings()) e.token_type = L.f32(*t.token_type_embeddings());
   e.norm = L.norm(t.embedding_norm());
+  if (t.embedding_projection()) e.projection = L.linear(*t.embedding_projection());
+  if (t.relative_bias_table()) e.relative_bias = L.f32(*t.relative_bias_table());
 
   // The encoder layers' precision per GEMM (an int8 plan keeps some in the fallback precision)
   // and, for int8 ones, the input ranges that smooth them. The head stays fp32.
@@ -267,26 +254,24 @@ std::shared_ptr<const Weights> Weights::load_with(const std::filesystem::path& m
   auto range = [&](GemmId id) -> const float* {
     return ranges && precision_of(id) == ops::Precision::kInt8 ? ranges->of(id) : nullptr;
   };
-  auto prepare = [&](const LinearTensors& lt, std::int64_t layer, GemmSlot slot) {
-    return L.linear(lt, precision_of({layer, slot}), range({layer, slot}));
-  };
   w->layers_.reserve(t.layers().size());
-  for (std::int64_t i = 0; i < c.num_layers; ++i) {
-    const LayerTensors& lt = t.layers()[static_cast<std::size_t>(i)];
+  for (std::size_t i = 0; i < d.layers.size(); ++i) {
+    const LayerDesc& ld = d.layers[i];
+    const LayerTensors& lt = t.layers()[i];
     LayerWeights layer;
-    const GemmId qkv{i, GemmSlot::kQkv};
-    layer.qkv = L.fused_qkv(lt, precision_of(qkv), range(qkv));
-    layer.attn_out = prepare(lt.attn_out, i, GemmSlot::kAttnOut);
-    layer.attn_norm = L.norm(lt.attn_norm);
-    layer.ffn_in = prepare(lt.ffn_in, i, GemmSlot::kFfnIn);
-    layer.ffn_out = prepare(lt.ffn_out, i, GemmSlot::kFfnOut);
+    for (std::size_t k = 0; k < ld.gemms.size(); ++k) {
+      const GemmId id{static_cast<std::int64_t>(i), ld.gemms[k].slot};
+      layer.index[static_cast<std::size_t>(id.slot)] = static_cast<int>(k);
+      layer.gemms.push_back(L.linear(lt.gemms[k], precision_of(id), range(id)));
+    }
+    layer.attention_norm = L.norm(lt.attention_norm);
     layer.ffn_norm = L.norm(lt.ffn_norm);
     w->layers_.push_back(std::move(layer));
   }
   if (t.head()) {
     ClassifierWeights head;
     head.dense = L.linear(t.head()->dense);
-    head.dense_act = t.head()->dense_activation;
+    head.dense_act = d.head->dense.activation;
     head.out = L.linear(t.head()->out);
     w->classifier_ = std::move(head);
   }

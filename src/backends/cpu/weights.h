@@ -4,6 +4,7 @@
 // device (in fp32 or bf16); other fp16/bf16 tensors are converted to float32 once. Immutable
 // after load().
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "backends/cpu/ops.h"
 #include "core/aligned_buffer.h"
 #include "model/config.h"
+#include "model/encoder_desc.h"
 #include "model/gemm_plan.h"
 #include "model/tensors.h"
 
@@ -31,23 +33,28 @@ struct Norm {
 };
 
 struct EmbeddingWeights {
-  const float* word = nullptr;        // [vocab, hidden]
-  const float* position = nullptr;    // [max_positions, hidden]
-  const float* token_type = nullptr;  // [type_vocab, hidden], null for DistilBERT
+  const float* word = nullptr;        // [vocab, width]
+  const float* position = nullptr;    // [max_positions, width]
+  const float* token_type = nullptr;  // [type_vocab, width], null without token types
   Norm norm;
+  std::optional<ops::Linear> projection;  // width -> hidden, fp32 (ELECTRA)
+  const float* relative_bias = nullptr;   // [table_rows, heads] (MPNet)
 };
 
+// A layer's GEMMs as the description lists them (query, key and value fused into one), each
+// prepared in the precision the plan gives it.
 struct LayerWeights {
-  ops::Linear qkv;       // hidden -> 3·hidden: query, key and value fused into one GEMM
-  ops::Linear attn_out;  // hidden -> hidden
-  Norm attn_norm;
-  ops::Linear ffn_in;   // hidden -> intermediate (activation fused)
-  ops::Linear ffn_out;  // intermediate -> hidden
+  std::vector<ops::Linear> gemms;                            // as model::LayerDesc::gemms
+  std::array<int, model::kGemmSlots> index{-1, -1, -1, -1};  // slot -> position in gemms
+  Norm attention_norm;
   Norm ffn_norm;
+  const ops::Linear& gemm(model::GemmSlot slot) const {
+    return gemms[static_cast<std::size_t>(index[static_cast<std::size_t>(slot)])];
+  }
 };
 
-// The sequence-classification head on the first token: dense (+ tanh for BERT's pooler and
-// RoBERTa's head, + ReLU for DistilBERT's pre_classifier), then the projection to the labels.
+// The sequence-classification head on the first token (model::HeadDesc): dense + its activation,
+// then the projection to the labels.
 struct ClassifierWeights {
   ops::Linear dense;
   ops::Activation dense_act = ops::Activation::kTanh;
@@ -84,6 +91,7 @@ class Weights {
                                                   ops::Precision precision = ops::Precision::kFp32);
 
   const model::ModelConfig& config() const { return config_; }
+  const model::EncoderDesc& desc() const { return desc_; }
   const EmbeddingWeights& embeddings() const { return embeddings_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::optional<ClassifierWeights>& classifier() const { return classifier_; }
@@ -92,6 +100,9 @@ class Weights {
   ops::Activation activation(model::GemmId id) const;
   const WeightStats& stats() const { return stats_; }
   ops::Precision precision() const { return precision_; }
+  // The type attention runs in: f32 for fp32 models, bf16 for bf16 ones, and for int8 ones that
+  // of ops::int8_fallback_precision().
+  ops::DType attention_type() const;
   // int8: the GEMMs kept in ops::int8_fallback_precision() (sorted); empty otherwise.
   const std::vector<model::GemmId>& kept() const { return kept_; }
   // int8: whether the inputs of the int8 GEMMs are smoothed (calibrated on check rows).
@@ -108,6 +119,7 @@ class Weights {
 
   std::filesystem::path directory_;
   model::ModelConfig config_;
+  model::EncoderDesc desc_;
   model::ModelTensors tensors_;              // keeps the mapping alive
   std::vector<AlignedBuffer<float>> owned_;  // converted or computed float32 tensors
   EmbeddingWeights embeddings_;

@@ -201,8 +201,8 @@ double packed_ratio_to_fp32(ops::Precision precision, ops::DType input_type) {
   auto fp32 = Weights::synthetic(shape, *device, 1, ops::Precision::kFp32);
   auto reduced = Weights::synthetic(shape, *device, 1, precision);
   EXPECT_EQ(reduced->precision(), precision);
-  EXPECT_EQ(reduced->layers()[0].qkv.input_type(), input_type);
-  EXPECT_EQ(reduced->layers()[0].ffn_out.input_type(), input_type);
+  EXPECT_EQ(reduced->layers()[0].gemm(model::GemmSlot::kQkv).input_type(), input_type);
+  EXPECT_EQ(reduced->layers()[0].gemm(model::GemmSlot::kFfnOut).input_type(), input_type);
   EXPECT_EQ(reduced->classifier()->dense.input_type(), ops::DType::kF32);
   return static_cast<double>(reduced->stats().packed_bytes) /
          static_cast<double>(fp32->stats().packed_bytes);
@@ -234,10 +234,10 @@ TEST(Int8Weights, KeptGemmsUseTheFallbackPrecision) {
   const ops::DType fallback = ops::int8_fallback_precision() == ops::Precision::kBf16
                                   ? ops::DType::kBf16
                                   : ops::DType::kF32;
-  EXPECT_EQ(w->layers()[0].qkv.input_type(), fallback);
-  EXPECT_EQ(w->layers()[0].attn_out.input_type(), ops::DType::kS8);
-  EXPECT_EQ(w->layers()[1].ffn_in.input_type(), fallback);
-  EXPECT_EQ(w->layers()[1].ffn_out.input_type(), ops::DType::kS8);
+  EXPECT_EQ(w->layers()[0].gemm(model::GemmSlot::kQkv).input_type(), fallback);
+  EXPECT_EQ(w->layers()[0].gemm(model::GemmSlot::kAttnOut).input_type(), ops::DType::kS8);
+  EXPECT_EQ(w->layers()[1].gemm(model::GemmSlot::kFfnIn).input_type(), fallback);
+  EXPECT_EQ(w->layers()[1].gemm(model::GemmSlot::kFfnOut).input_type(), ops::DType::kS8);
   const std::vector<GemmId> sorted = {{0, GemmSlot::kQkv}, {1, GemmSlot::kFfnIn}};
   EXPECT_EQ(w->kept(), sorted);
   EXPECT_FALSE(w->smoothed());

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "core/error.h"
 
@@ -12,18 +13,35 @@ namespace mcinfer::pjrt {
 namespace {
 
 using model::Activation;
-using model::ModelConfig;
+using model::EncoderDesc;
+using model::GemmSlot;
 
-// Weights of one layer, stacked over the layers in the program's parameters: query, key, value
-// and attention output (weight and bias each), the attention LayerNorm, the two FFN GEMMs, the
-// FFN LayerNorm.
-constexpr std::size_t kLayerSlots = 16;
+struct LinearParams {
+  Value weight;
+  std::optional<Value> bias;
+  Activation activation = Activation::kNone;
+};
+struct NormParams {
+  Value gamma, beta;
+  float eps = 1e-12f;
+};
+// One layer's weights as the program takes them (weight_slots' order).
+struct LayerParams {
+  std::array<std::optional<LinearParams>, model::kGemmSlots> gemms;
+  NormParams attention, ffn;
+  const LinearParams& gemm(GemmSlot slot) const {
+    const auto& g = gemms[static_cast<std::size_t>(slot)];
+    if (!g) fail("internal: the layer has no {} GEMM", model::gemm_label({0, slot}));
+    return *g;
+  }
+};
 
-// The forward pass, written op by op; `b`, `l`, `h` are the batch, length and hidden size.
+// The forward pass, written op by op from the description; `b`, `l`, `h` are the batch, length
+// and hidden size.
 class EncoderWriter {
  public:
-  EncoderWriter(const ModelConfig& config, const ProgramSpec& spec)
-      : c_(config), spec_(spec), b_(spec.batch), l_(spec.length), h_(config.hidden_size) {}
+  EncoderWriter(const EncoderDesc& desc, const ProgramSpec& spec)
+      : d_(desc), spec_(spec), b_(spec.batch), l_(spec.length), h_(desc.hidden) {}
 
   std::string write(const std::vector<WeightSlot>& slots) {
     std::vector<Value> weights;
@@ -31,13 +49,18 @@ class EncoderWriter {
       weights.push_back(p_.parameter(slot.dims, slot.gemm && bf16() ? DType::kBf16 : DType::kF32));
     next_ = weights.begin();
     end_ = all_end_ = weights.end();
+    const bool types = !d_.embeddings.token_type.empty();
     const Value ids = p_.parameter({b_, l_}, DType::kS32);
-    const Value types = c_.type_vocab_size > 0 ? p_.parameter({b_, l_}, DType::kS32) : Value{};
+    const Value type_ids = types ? p_.parameter({b_, l_}, DType::kS32) : Value{};
     const Value positions = p_.parameter({b_, l_}, DType::kS32);
     const Value lengths = p_.parameter({b_}, DType::kS32);
+    const Value buckets = d_.relative_bias ? p_.parameter({l_, l_}, DType::kS32) : Value{};
 
-    Value x = embeddings(ids, types, positions);  // [b, l, h]
-    const Value mask = key_mask(lengths);         // [b, heads, l, l]: 0 or -inf-like
+    Value x = embeddings(ids, type_ids, positions);  // [b, l, h]
+    // Added to every layer's scaled scores [b, heads, l, l]: the key mask (and the relative
+    // position bias, which depends on the positions only).
+    Value mask = key_mask(lengths);
+    if (d_.relative_bias) mask = p_.binary("add", mask, relative_bias(buckets));
     x = layers(x, mask);
     std::vector<Value> results;
     if (spec_.hidden) results.push_back(x);
@@ -54,37 +77,64 @@ class EncoderWriter {
     if (next_ == end_) fail("internal: the program needs more weights than it was given");
     return *next_++;
   }
+  LinearParams take_linear(const model::LinearDesc& desc) {
+    LinearParams l{weight(), std::nullopt, desc.activation};
+    if (desc.bias) l.bias = weight();
+    return l;
+  }
+  NormParams take_norm(const model::NormDesc& desc) {
+    const Value gamma = weight();
+    return {gamma, weight(), desc.eps};
+  }
+  LayerParams take_layer(const model::LayerDesc& desc) {
+    LayerParams layer;
+    for (const model::GemmDesc& g : desc.gemms)
+      layer.gemms[static_cast<std::size_t>(g.slot)] = take_linear(g.linear);
+    layer.attention = take_norm(desc.attention_norm);
+    layer.ffn = take_norm(desc.ffn_norm);
+    return layer;
+  }
 
   Value embeddings(const Value& ids, const Value& types, const Value& positions) {
     const Value& word = weight();
     const Value& position = weight();
     Value x = p_.binary("add", p_.gather_rows(word, ids), p_.gather_rows(position, positions));
-    if (c_.type_vocab_size > 0) x = p_.binary("add", x, p_.gather_rows(weight(), types));
-    return layer_norm(x);
+    if (!d_.embeddings.token_type.empty()) x = p_.binary("add", x, p_.gather_rows(weight(), types));
+    x = layer_norm(x, take_norm(d_.embeddings.norm));
+    if (d_.embeddings.projection) x = linear(x, take_linear(*d_.embeddings.projection));
+    return x;
+  }
+
+  // table [rows, heads] at the host's buckets [l, l] → [b, heads, l, l].
+  Value relative_bias(const Value& buckets) {
+    const Value by_pair = p_.gather_rows(weight(), buckets);  // [l, l, heads]
+    const Value by_head = p_.transpose(by_pair, {2, 0, 1});
+    return p_.broadcast(by_head, {b_, d_.heads, l_, l_}, {1, 2, 3});
   }
 
   // The layers: unrolled over per-layer weights, or (spec.loop_layers) one loop whose body is
   // one layer, over the weights stacked [layers, ...] (weight_slots).
   Value layers(Value x, const Value& mask) {
+    const auto count = static_cast<std::int64_t>(d_.layers.size());
     if (!spec_.loop_layers) {
-      for (std::int64_t i = 0; i < c_.num_layers; ++i) x = encoder_layer(x, mask);
+      for (const model::LayerDesc& layer : d_.layers) x = encoder_layer(x, mask, take_layer(layer));
       return x;
     }
+    const std::size_t per_layer = layer_slot_count(d_.layers.front());
     std::vector<Value> carried = {x, mask};
-    for (std::size_t k = 0; k < kLayerSlots; ++k) carried.push_back(weight());
+    for (std::size_t k = 0; k < per_layer; ++k) carried.push_back(weight());
     const auto after_layers = next_;
     const auto body = [&](const Value& index, const std::vector<Value>& in) {
       std::vector<Value> layer;  // this trip's weights, in weight_slots order
-      for (std::size_t k = 0; k < kLayerSlots; ++k)
-        layer.push_back(p_.index_first(in[2 + k], index));
+      for (std::size_t k = 0; k < per_layer; ++k) layer.push_back(p_.index_first(in[2 + k], index));
       next_ = layer.begin();
       end_ = layer.end();
       std::vector<Value> next(in);
-      next[0] = encoder_layer(in[0], in[1]);
+      next[0] = encoder_layer(in[0], in[1], take_layer(d_.layers.front()));
       if (next_ != end_) fail("internal: a layer took fewer weights than it was given");
       return next;
     };
-    const Value out = p_.loop(c_.num_layers, carried, body).front();
+    const Value out = p_.loop(count, carried, body).front();
     next_ = after_layers;
     end_ = all_end_;
     return out;
@@ -92,26 +142,24 @@ class EncoderWriter {
 
   // Additive mask on the scores [b, heads, lq, lk]: key k of sequence s counts when k < length[s].
   Value key_mask(const Value& lengths) {
-    const Dims dims{b_, c_.num_heads, l_, l_};
+    const Dims dims{b_, d_.heads, l_, l_};
     const Value key = p_.iota(dims, 3);
     const Value limit = p_.broadcast(lengths, dims, {0});
     // A large finite negative, as transformers adds finfo.min: exp underflows to exactly 0.
     return p_.select(p_.compare("LT", key, limit), p_.splat(0.0f, dims), p_.splat(-1e30f, dims));
   }
 
-  // x [.., in] · Wᵀ + bias: W [out, in]. bf16: inputs rounded to bf16, f32 sums.
-  Value linear(const Value& x) {
-    const Value& w = weight();
-    const Value& bias = weight();
-    const Value in = bf16() ? p_.convert(x, DType::kBf16) : x;
+  // act(x [.., in] · Wᵀ + bias): W [out, in]. A bf16 weight takes inputs rounded to bf16, with
+  // f32 sums.
+  Value linear(const Value& x, const LinearParams& l) {
+    const Value in = l.weight.type == DType::kBf16 ? p_.convert(x, DType::kBf16) : x;
     const auto last = static_cast<std::int64_t>(x.dims.size()) - 1;
-    const Value y = p_.dot(in, w, {}, {}, {last}, {1}, DType::kF32);
-    return p_.binary("add", y, p_.broadcast(bias, y.dims, {last}));
+    Value y = p_.dot(in, l.weight, {}, {}, {last}, {1}, DType::kF32);
+    if (l.bias) y = p_.binary("add", y, p_.broadcast(*l.bias, y.dims, {last}));
+    return activation(y, l.activation);
   }
 
-  Value layer_norm(const Value& x) {
-    const Value& gamma = weight();
-    const Value& beta = weight();
+  Value layer_norm(const Value& x, const NormParams& n) {
     const auto last = static_cast<std::int64_t>(x.dims.size()) - 1;
     Dims rows = x.dims;
     rows.pop_back();
@@ -124,13 +172,11 @@ class EncoderWriter {
     };
     const Value centered = p_.binary("subtract", x, row_mean(x));
     const Value variance = row_mean(p_.binary("multiply", centered, centered));
-    const Value scale =
-        p_.unary("rsqrt", p_.binary("add", variance, p_.splat(c_.layer_norm_eps, x.dims)));
+    const Value scale = p_.unary("rsqrt", p_.binary("add", variance, p_.splat(n.eps, x.dims)));
     const Value normed = p_.binary("multiply", centered, scale);
-    return p_.binary("add", p_.binary("multiply", normed, p_.broadcast(gamma, x.dims, {last})),
-                     p_.broadcast(beta, x.dims, {last}));
+    return p_.binary("add", p_.binary("multiply", normed, p_.broadcast(n.gamma, x.dims, {last})),
+                     p_.broadcast(n.beta, x.dims, {last}));
   }
-
   Value activation(const Value& x, Activation act) {
     switch (act) {
       case Activation::kNone:
@@ -163,18 +209,21 @@ class EncoderWriter {
 
   // [b, l, h] → [b, heads, l, d]
   Value split_heads(const Value& x) {
-    const std::int64_t d = c_.head_dim();
-    return p_.transpose(p_.reshape(x, {b_, l_, c_.num_heads, d}), {0, 2, 1, 3});
+    return p_.transpose(p_.reshape(x, {b_, l_, d_.heads, d_.head_dim()}), {0, 2, 1, 3});
   }
 
-  Value attention(const Value& x, const Value& mask) {
+  // The fused QKV projection, then softmax(Q Kᵀ / √d + mask) V per head.
+  Value attention(const Value& x, const Value& mask, const LinearParams& qkv) {
     const DType product = bf16() ? DType::kBf16 : DType::kF32;
-    const Value q = p_.convert(split_heads(linear(x)), product);
-    const Value k = p_.convert(split_heads(linear(x)), product);
-    const Value v = p_.convert(split_heads(linear(x)), product);
-    const Dims score_dims{b_, c_.num_heads, l_, l_};
+    const Value fused = linear(x, qkv);  // [b, l, 3h]
+    auto part = [&](std::int64_t i) {
+      return p_.convert(split_heads(p_.slice(fused, {0, 0, i * h_}, {b_, l_, (i + 1) * h_})),
+                        product);
+    };
+    const Value q = part(0), k = part(1), v = part(2);
+    const Dims score_dims{b_, d_.heads, l_, l_};
     Value scores = p_.dot(q, k, {0, 1}, {0, 1}, {3}, {3}, DType::kF32);  // [b, heads, lq, lk]
-    const float scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim()));
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d_.head_dim()));
     scores = p_.binary("add", p_.binary("multiply", scores, p_.splat(scale, score_dims)), mask);
     const Value row_max = p_.broadcast(p_.reduce(scores, "maximum", {3}), score_dims, {0, 1, 2});
     const Value e = p_.unary("exponential", p_.binary("subtract", scores, row_max));
@@ -184,20 +233,24 @@ class EncoderWriter {
     return p_.reshape(p_.transpose(context, {0, 2, 1, 3}), {b_, l_, h_});
   }
 
-  Value encoder_layer(const Value& x, const Value& mask) {
-    const Value attended = linear(attention(x, mask));
-    const Value x1 = layer_norm(p_.binary("add", attended, x));
-    const Value inner = activation(linear(x1), c_.hidden_act);
-    return layer_norm(p_.binary("add", linear(inner), x1));
+  // Post-norm: x = LN(x + attention(x)), then x = LN(x + FFN(x)).
+  Value encoder_layer(const Value& x, const Value& mask, const LayerParams& w) {
+    const Value attended =
+        linear(attention(x, mask, w.gemm(GemmSlot::kQkv)), w.gemm(GemmSlot::kAttnOut));
+    const Value x1 = layer_norm(p_.binary("add", attended, x), w.attention);
+    const Value inner = linear(x1, w.gemm(GemmSlot::kFfnIn));
+    return layer_norm(p_.binary("add", linear(inner, w.gemm(GemmSlot::kFfnOut)), x1), w.ffn);
   }
 
   // The first token of each sequence through dense + activation, then the projection.
   Value head(const Value& x) {
     const Value first = p_.reshape(p_.slice(x, {0, 0, 0}, {b_, 1, h_}), {b_, h_});
-    return linear(activation(linear(first), spec_.head_activation));
+    const LinearParams dense = take_linear(d_.head->dense);
+    const LinearParams out = take_linear(d_.head->out);
+    return linear(linear(first, dense), out);
   }
 
-  const ModelConfig& c_;
+  const EncoderDesc& d_;
   const ProgramSpec& spec_;
   const std::int64_t b_, l_, h_;
   Program p_;
@@ -206,99 +259,124 @@ class EncoderWriter {
 
 }  // namespace
 
-std::vector<WeightSlot> weight_slots(const model::ModelConfig& c, bool head, bool stacked) {
-  const std::int64_t h = c.hidden_size, inter = c.intermediate_size;
+std::size_t layer_slot_count(const model::LayerDesc& layer) {
+  std::size_t n = 4;  // two norms
+  for (const model::GemmDesc& g : layer.gemms) n += g.linear.bias ? 2 : 1;
+  return n;
+}
+
+std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stacked) {
   std::vector<WeightSlot> slots;
   auto add = [&](std::string name, Dims dims, bool gemm = false) {
     slots.push_back({std::move(name), std::move(dims), gemm});
   };
-  auto linear = [&](const std::string& name, Dims weight, Dims bias) {
-    add(name + ".weight", std::move(weight), true);
-    add(name + ".bias", std::move(bias));
+  auto linear = [&](const std::string& name, const model::LinearDesc& l, bool gemm,
+                    const Dims& lead = {}) {
+    Dims weight = lead, bias = lead;
+    weight.insert(weight.end(), {l.out(), l.in});
+    bias.push_back(l.out());
+    add(name + ".weight", weight, gemm);
+    if (l.bias) add(name + ".bias", bias);
   };
-  auto norm = [&](const std::string& name, const Dims& dims) {
+  auto norm = [&](const std::string& name, const model::NormDesc& n, const Dims& lead = {}) {
+    Dims dims = lead;
+    dims.push_back(n.width);
     add(name + ".weight", dims);
     add(name + ".bias", dims);
   };
-  add("word_embeddings", {c.vocab_size, h});
-  add("position_embeddings", {c.max_position_embeddings, h});
-  if (c.type_vocab_size > 0) add("token_type_embeddings", {c.type_vocab_size, h});
-  norm("embeddings.LayerNorm", {h});
+  const model::EmbeddingDesc& e = d.embeddings;
+  add("word_embeddings", {e.vocab, e.width});
+  add("position_embeddings", {e.max_positions, e.width});
+  if (!e.token_type.empty()) add("token_type_embeddings", {e.type_vocab, e.width});
+  norm("embeddings.LayerNorm", e.norm);
+  // The projection stays f32, as on the CPU backend.
+  if (e.projection) linear("embeddings.projection", *e.projection, false);
+  if (d.relative_bias) add("relative_attention_bias", {d.relative_bias->table_rows, d.heads});
   // Stacked: every layer's tensor of a role in one slot [layers, ...]; else a slot per layer.
-  const std::int64_t n = c.num_layers;
+  const auto n = static_cast<std::int64_t>(d.layers.size());
   for (std::int64_t i = 0; i < (stacked ? 1 : n); ++i) {
-    const std::string layer = stacked ? "layers." : fmt::format("layer.{}.", i);
-    auto dims = [&](Dims d) {
-      if (stacked) d.insert(d.begin(), n);
-      return d;
-    };
-    for (const char* part : {"query", "key", "value", "attention_output"})
-      linear(layer + part, dims({h, h}), dims({h}));
-    norm(layer + "attention_norm", dims({h}));
-    linear(layer + "ffn_in", dims({inter, h}), dims({inter}));
-    linear(layer + "ffn_out", dims({h, inter}), dims({h}));
-    norm(layer + "ffn_norm", dims({h}));
+    const std::string prefix = stacked ? "layers." : fmt::format("layer.{}.", i);
+    const Dims lead = stacked ? Dims{n} : Dims{};
+    const model::LayerDesc& layer = d.layers[static_cast<std::size_t>(i)];
+    for (const model::GemmDesc& g : layer.gemms)
+      linear(prefix + model::gemm_key({0, g.slot}).substr(2), g.linear, true, lead);
+    norm(prefix + "attention_norm", layer.attention_norm, lead);
+    norm(prefix + "ffn_norm", layer.ffn_norm, lead);
   }
   if (head) {
-    linear("head.dense", {h, h}, {h});
-    linear("head.out", {c.num_labels, h}, {c.num_labels});
+    linear("head.dense", d.head->dense, true);
+    linear("head.out", d.head->out, true);
   }
   return slots;
 }
 
 std::vector<std::vector<const model::Tensor*>> slot_tensors(const model::ModelTensors& t, bool head,
                                                             bool stacked) {
+  const EncoderDesc& d = t.desc();
   std::vector<std::vector<const model::Tensor*>> out;
   auto one = [&](const model::Tensor* tensor) { out.push_back({tensor}); };
-  out.push_back({&t.word_embeddings()});
+  auto linear = [&](const model::LinearTensors& l) {
+    one(l.weight);
+    if (l.bias) one(l.bias);
+  };
+  one(&t.word_embeddings());
   one(t.position_embeddings());
-  if (t.config().type_vocab_size > 0) one(t.token_type_embeddings());
+  if (t.token_type_embeddings()) one(t.token_type_embeddings());
   one(t.embedding_norm().gamma);
   one(t.embedding_norm().beta);
-  // The layers' tensors of each role, in weight_slots' order of roles.
-  using L = model::LayerTensors;
-  auto linear = [](const model::LinearTensors L::*part) {
-    return std::array<std::function<const model::Tensor*(const L&)>, 2>{
-        [part](const L& l) { return (l.*part).weight; },
-        [part](const L& l) { return (l.*part).bias; }};
-  };
-  auto norm = [](const model::NormTensors L::*part) {
-    return std::array<std::function<const model::Tensor*(const L&)>, 2>{
-        [part](const L& l) { return (l.*part).gamma; },
-        [part](const L& l) { return (l.*part).beta; }};
-  };
-  const auto roles = {linear(&L::query),    linear(&L::key),     linear(&L::value),
-                      linear(&L::attn_out), norm(&L::attn_norm), linear(&L::ffn_in),
-                      linear(&L::ffn_out),  norm(&L::ffn_norm)};
+  if (t.embedding_projection()) linear(*t.embedding_projection());
+  if (t.relative_bias_table()) one(t.relative_bias_table());
+  // A layer's slots in weight_slots' order, each the tensors it concatenates: a GEMM's parts
+  // (query, key, value) for one layer, or for every layer in layer order when stacked.
+  using Pick = std::function<void(const model::LayerTensors&, std::vector<const model::Tensor*>&)>;
+  std::vector<Pick> picks;
+  const model::LayerDesc& first = d.layers.front();
+  for (std::size_t k = 0; k < first.gemms.size(); ++k) {
+    picks.push_back([k](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+      for (const model::LinearTensors& part : l.gemms[k].parts) to.push_back(part.weight);
+    });
+    if (first.gemms[k].linear.bias) {
+      picks.push_back([k](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+        for (const model::LinearTensors& part : l.gemms[k].parts) to.push_back(part.bias);
+      });
+    }
+  }
+  for (auto norm : {&model::LayerTensors::attention_norm, &model::LayerTensors::ffn_norm}) {
+    picks.push_back([norm](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+      to.push_back((l.*norm).gamma);
+    });
+    picks.push_back([norm](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+      to.push_back((l.*norm).beta);
+    });
+  }
   if (stacked) {
-    for (const auto& pair : roles) {
-      for (const auto& pick : pair) {
-        out.emplace_back();
-        for (const L& layer : t.layers()) out.back().push_back(pick(layer));
-      }
+    for (const Pick& pick : picks) {
+      out.emplace_back();
+      for (const model::LayerTensors& layer : t.layers()) pick(layer, out.back());
     }
   } else {
-    for (const L& layer : t.layers())
-      for (const auto& pair : roles)
-        for (const auto& pick : pair) one(pick(layer));
+    for (const model::LayerTensors& layer : t.layers()) {
+      for (const Pick& pick : picks) {
+        out.emplace_back();
+        pick(layer, out.back());
+      }
+    }
   }
   if (head) {
     if (!t.head()) fail("internal: a head was asked of a model without one");
-    for (const model::LinearTensors* l : {&t.head()->dense, &t.head()->out}) {
-      one(l->weight);
-      one(l->bias);
-    }
+    linear(t.head()->dense);
+    linear(t.head()->out);
   }
   return out;
 }
 
-std::string encoder_program(const model::ModelConfig& config, const std::vector<WeightSlot>& slots,
+std::string encoder_program(const EncoderDesc& desc, const std::vector<WeightSlot>& slots,
                             const ProgramSpec& spec) {
   if (spec.precision != model::Precision::kFp32 && spec.precision != model::Precision::kBf16)
     fail("internal: the PJRT program runs fp32 or bf16, not {}",
          model::precision_name(spec.precision));
   if (!spec.hidden && !spec.logits) fail("internal: a program with no output");
-  return EncoderWriter(config, spec).write(slots);
+  return EncoderWriter(desc, spec).write(slots);
 }
 
 }  // namespace mcinfer::pjrt

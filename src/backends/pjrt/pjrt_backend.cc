@@ -67,14 +67,13 @@ HostWeight host_weight(const WeightSlot& slot, std::vector<float> values, Precis
 class ModelState {
  public:
   ModelState(std::shared_ptr<const Client> client, ModelConfig config, Precision precision,
-             bool head, model::Activation head_activation, std::vector<WeightSlot> slots,
-             std::vector<HostWeight> weights, std::string source, int used_devices,
-             bool loop_layers)
+             bool head, std::vector<WeightSlot> slots, std::vector<HostWeight> weights,
+             std::string source, int used_devices, bool loop_layers)
       : client_(std::move(client)),
         config_(std::move(config)),
         precision_(precision),
         head_(head),
-        head_activation_(head_activation),
+        desc_(model::describe_encoder(config_)),
         slots_(std::move(slots)),
         weights_(std::move(weights)),
         source_(std::move(source)),
@@ -84,6 +83,7 @@ class ModelState {
 
   const Client& client() const { return *client_; }
   const ModelConfig& config() const { return config_; }
+  const model::EncoderDesc& desc() const { return desc_; }
   Precision precision() const { return precision_; }
   bool head() const { return head_; }
   const std::string& source() const { return source_; }
@@ -136,9 +136,9 @@ class ModelState {
     }
     if (compile_here) {
       try {
-        ProgramSpec spec{rows, length, precision_, hidden, logits, head_activation_, loop_layers_};
+        ProgramSpec spec{rows, length, precision_, hidden, logits, loop_layers_};
         const auto start = std::chrono::steady_clock::now();
-        auto exe = client_->compile(encoder_program(config_, slots_, spec));
+        auto exe = client_->compile(encoder_program(desc_, slots_, spec));
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         {
@@ -171,7 +171,7 @@ class ModelState {
   ModelConfig config_;
   Precision precision_;
   bool head_;
-  model::Activation head_activation_;
+  model::EncoderDesc desc_;
   std::vector<WeightSlot> slots_;
   std::vector<HostWeight> weights_;
   std::string source_;  // the model directory, for messages
@@ -255,6 +255,18 @@ class PjrtReplica final : public backend::Replica {
       inputs.push_back(client.upload(types_.data(), ElementType::kS32, dims, device_));
     inputs.push_back(client.upload(positions_.data(), ElementType::kS32, dims, device_));
     inputs.push_back(client.upload(lengths_.data(), ElementType::kS32, row_dims, device_));
+    if (const auto& bias = state_->desc().relative_bias) {
+      if (buckets_length_ != length) {
+        buckets_.resize(static_cast<std::size_t>(length * length));
+        for (std::int64_t i = 0; i < length; ++i)
+          for (std::int64_t j = 0; j < length; ++j)
+            buckets_[static_cast<std::size_t>(i * length + j)] =
+                static_cast<std::int32_t>(model::relative_bucket(j - i, *bias));
+        buckets_length_ = length;
+      }
+      const Dims pair_dims{length, length};
+      inputs.push_back(client.upload(buckets_.data(), ElementType::kS32, pair_dims, device_));
+    }
     std::vector<PJRT_Buffer*> args;
     for (const DeviceBuffer& w : *weights_) args.push_back(w.get());
     for (const DeviceBuffer& in : inputs) args.push_back(in.get());
@@ -285,6 +297,8 @@ class PjrtReplica final : public backend::Replica {
   model::PackedBatch packed_;
   std::vector<std::int32_t> ids_, types_, positions_;  // [rows, length]
   std::vector<std::int32_t> lengths_;                  // [rows]
+  std::vector<std::int32_t> buckets_;  // [length, length]: relative position buckets
+  std::int64_t buckets_length_ = 0;
   std::vector<float> padded_;  // one output as the device wrote it: [rows, length, hidden]
   std::vector<float> hidden_;  // [tokens, hidden]: the packed kept tokens
   std::vector<float> logits_;  // [batch, labels]
@@ -365,7 +379,7 @@ class PjrtBackend final : public backend::Backend {
     const ModelConfig& config = dir.config();
     const model::ModelTensors tensors = model::ModelTensors::open(dir.path(), config, warnings);
     const bool head = tensors.head().has_value();
-    const auto slots = weight_slots(config, head, loop_layers());
+    const auto slots = weight_slots(tensors.desc(), head, loop_layers());
     const auto sources = slot_tensors(tensors, head, loop_layers());
     std::vector<HostWeight> weights;
     for (std::size_t i = 0; i < slots.size(); ++i) {
@@ -393,15 +407,14 @@ class PjrtBackend final : public backend::Backend {
     stats.parameters = tensors.stats().parameters;
     stats.file_bytes = tensors.stats().file_bytes;
     stats.dtype = tensors.stats().dtype;
-    const auto head_act = head ? tensors.head()->dense_activation : model::Activation::kTanh;
-    return make_model(config, options.precision, head, head_act, slots, std::move(weights),
+    return make_model(config, options.precision, head, slots, std::move(weights),
                       dir.path().string(), stats);
   }
 
   std::shared_ptr<const backend::PreparedModel> synthetic(const ModelConfig& config,
                                                           Precision precision) const override {
     const bool head = config.head == model::Head::kSequenceClassification;
-    const auto slots = weight_slots(config, head, loop_layers());
+    const auto slots = weight_slots(model::describe_encoder(config), head, loop_layers());
     std::vector<HostWeight> weights;
     std::uint64_t state = 0x9E3779B97F4A7C15ULL;
     backend::WeightStats stats;
@@ -415,10 +428,8 @@ class PjrtBackend final : public backend::Backend {
       weights.push_back(host_weight(slot, std::move(values), precision));
     }
     stats.dtype = "F32";
-    return make_model(config, precision, head,
-                      config.family == model::Family::kDistilBert ? model::Activation::kRelu
-                                                                  : model::Activation::kTanh,
-                      slots, std::move(weights), "(synthetic " + config.model_type + ")", stats);
+    return make_model(config, precision, head, slots, std::move(weights),
+                      "(synthetic " + config.model_type + ")", stats);
   }
 
   backend::BatchShape batch_shape() const override {
@@ -445,14 +456,13 @@ class PjrtBackend final : public backend::Backend {
   int device_count() const { return static_cast<int>(client_->devices().size()); }
 
   std::shared_ptr<const backend::PreparedModel> make_model(
-      const ModelConfig& config, Precision precision, bool head, model::Activation head_act,
-      std::vector<WeightSlot> slots, std::vector<HostWeight> weights, std::string source,
-      backend::WeightStats stats) const {
+      const ModelConfig& config, Precision precision, bool head, std::vector<WeightSlot> slots,
+      std::vector<HostWeight> weights, std::string source, backend::WeightStats stats) const {
     if (precision != Precision::kFp32 && precision != Precision::kBf16)
       fail_usage("--backend pjrt runs fp32 or bf16, not {}", model::precision_name(precision));
-    auto state = std::make_shared<ModelState>(client_, config, precision, head, head_act,
-                                              std::move(slots), std::move(weights),
-                                              std::move(source), devices_, loop_layers());
+    auto state = std::make_shared<ModelState>(client_, config, precision, head, std::move(slots),
+                                              std::move(weights), std::move(source), devices_,
+                                              loop_layers());
     stats.packed_bytes = state->weight_bytes();
     return std::make_shared<PjrtModel>(std::move(state), std::move(stats));
   }

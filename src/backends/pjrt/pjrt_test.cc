@@ -174,8 +174,9 @@ TEST_F(PjrtCpu, EncoderProgramsCompileForEveryFamilyAndOutput) {
     c.vocab_size = 100;
     for (auto precision : {model::Precision::kFp32, model::Precision::kBf16}) {
       for (bool loop : {false, true}) {
-        ProgramSpec spec{2, 16, precision, true, true, model::Activation::kTanh, loop};
-        const auto exe = client.compile(encoder_program(c, weight_slots(c, true, loop), spec));
+        ProgramSpec spec{2, 16, precision, true, true, loop};
+        const model::EncoderDesc d = model::describe_encoder(c);
+        const auto exe = client.compile(encoder_program(d, weight_slots(d, true, loop), spec));
         EXPECT_EQ(exe->outputs(), 2u) << shape;
       }
     }

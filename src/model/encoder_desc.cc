@@ -1,0 +1,213 @@
+#include "model/encoder_desc.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace mcinfer::model {
+namespace {
+
+// Where a family keeps a layer's tensors below its layer prefix ({} is the layer index).
+struct LayerNames {
+  const char *prefix, *query, *key, *value, *attn_out, *attn_norm, *ffn_in, *ffn_out, *ffn_norm;
+};
+constexpr LayerNames kBertLayer{
+    "encoder.layer.{}.",    "attention.self.query",   "attention.self.key",
+    "attention.self.value", "attention.output.dense", "attention.output.LayerNorm",
+    "intermediate.dense",   "output.dense",           "output.LayerNorm"};
+constexpr LayerNames kDistilBertLayer{
+    "transformer.layer.{}.", "attention.q_lin", "attention.k_lin", "attention.v_lin",
+    "attention.out_lin",     "sa_layer_norm",   "ffn.lin1",        "ffn.lin2",
+    "output_layer_norm"};
+constexpr LayerNames kMpnetLayer{"encoder.layer.{}.",  "attention.attn.q", "attention.attn.k",
+                                 "attention.attn.v",   "attention.attn.o", "attention.LayerNorm",
+                                 "intermediate.dense", "output.dense",     "output.LayerNorm"};
+
+LinearDesc linear(std::vector<std::string> parts, std::int64_t in, std::int64_t part_out,
+                  Activation activation = Activation::kNone, bool in_base = true) {
+  LinearDesc l;
+  l.parts = std::move(parts);
+  l.in = in;
+  l.part_out = part_out;
+  l.activation = activation;
+  l.in_base = in_base;
+  return l;
+}
+
+// The post-norm layer of BERT and its descendants: fused QKV, attention, output projection,
+// residual + LayerNorm, FFN up (activation), FFN down, residual + LayerNorm.
+LayerDesc post_norm_layer(const ModelConfig& c, const LayerNames& n, std::int64_t index) {
+  const std::string p = fmt::format(fmt::runtime(n.prefix), index);
+  const std::int64_t h = c.hidden_size;
+  LayerDesc layer;
+  layer.heads = c.num_heads;
+  layer.gemms = {
+      {GemmSlot::kQkv, linear({p + n.query, p + n.key, p + n.value}, h, h)},
+      {GemmSlot::kAttnOut, linear({p + n.attn_out}, h, h)},
+      {GemmSlot::kFfnIn, linear({p + n.ffn_in}, h, c.intermediate_size, c.hidden_act)},
+      {GemmSlot::kFfnOut, linear({p + n.ffn_out}, c.intermediate_size, h)},
+  };
+  layer.attention_norm = {p + n.attn_norm, h, c.layer_norm_eps};
+  layer.ffn_norm = {p + n.ffn_norm, h, c.layer_norm_eps};
+  return layer;
+}
+
+EmbeddingDesc embeddings(const ModelConfig& c, PositionScheme positions) {
+  EmbeddingDesc e;
+  e.word = "embeddings.word_embeddings";
+  e.vocab = c.vocab_size;
+  e.width = c.embedding_size > 0 ? c.embedding_size : c.hidden_size;
+  e.positions = positions;
+  e.position = "embeddings.position_embeddings";
+  e.max_positions = c.max_position_embeddings;
+  if (c.type_vocab_size > 0) {
+    e.token_type = "embeddings.token_type_embeddings";
+    e.type_vocab = c.type_vocab_size;
+  }
+  e.norm = {"embeddings.LayerNorm", e.width, c.layer_norm_eps};
+  if (e.width != c.hidden_size)
+    e.projection = linear({"embeddings_project"}, e.width, c.hidden_size);
+  return e;
+}
+
+// dense (in the base model for BERT's pooler, else at the top) + activation, then `out`.
+HeadDesc head(const ModelConfig& c, const std::string& dense, bool dense_in_base,
+              Activation activation, const std::string& out) {
+  const std::int64_t h = c.hidden_size;
+  return {linear({dense}, h, h, activation, dense_in_base),
+          linear({out}, h, c.num_labels, Activation::kNone, false)};
+}
+
+// Each family's head, decided here only: BERT's pooler (tanh) + classifier; RoBERTa's (and
+// CamemBERT's, XLM-R's, MPNet's) classifier.dense + tanh + out_proj; ELECTRA's the same with
+// GELU; DistilBERT's pre_classifier + ReLU + classifier.
+HeadDesc family_head(const ModelConfig& c) {
+  switch (c.family) {
+    case Family::kBert:
+      return head(c, "pooler.dense", true, Activation::kTanh, "classifier");
+    case Family::kRoberta:
+    case Family::kMpnet:
+      return head(c, "classifier.dense", false, Activation::kTanh, "classifier.out_proj");
+    case Family::kElectra:
+      return head(c, "classifier.dense", false, Activation::kGeluErf, "classifier.out_proj");
+    case Family::kDistilBert:
+      break;
+  }
+  return head(c, "pre_classifier", false, Activation::kRelu, "classifier");
+}
+
+}  // namespace
+
+const GemmDesc& LayerDesc::gemm(GemmSlot slot) const {
+  for (const GemmDesc& g : gemms)
+    if (g.slot == slot) return g;
+  fail("internal: the layer has no {} GEMM", gemm_label({0, slot}));
+}
+
+EncoderDesc describe_encoder(const ModelConfig& c) {
+  EncoderDesc d;
+  d.family = c.family_name();
+  d.hidden = c.hidden_size;
+  d.heads = c.num_heads;
+  d.intermediate = c.intermediate_size;
+  const LayerNames* names = &kBertLayer;
+  PositionScheme positions = PositionScheme::kAbsolute;
+  if (c.family == Family::kDistilBert) {
+    names = &kDistilBertLayer;
+    if (c.sinusoidal_positions) positions = PositionScheme::kSinusoidal;
+  } else if (c.family == Family::kMpnet) {
+    names = &kMpnetLayer;
+    positions = PositionScheme::kRelativeBias;
+    RelativeBiasDesc bias;
+    bias.table = "encoder.relative_attention_bias";
+    bias.table_rows = c.relative_attention_buckets;
+    d.relative_bias = bias;
+  }
+  d.embeddings = embeddings(c, positions);
+  for (std::int64_t i = 0; i < c.num_layers; ++i) d.layers.push_back(post_norm_layer(c, *names, i));
+  if (c.head == Head::kSequenceClassification) d.head = family_head(c);
+  return d;
+}
+
+namespace {
+
+std::string linear_summary(const LinearDesc& l) {
+  std::string parts;
+  if (l.parts.size() > 1) {
+    for (const std::string& p : l.parts) {
+      const auto dot = p.rfind('.');
+      parts += (parts.empty() ? " = " : " + ") + (dot == std::string::npos ? p : p.substr(dot + 1));
+    }
+  }
+  return fmt::format(
+      "{}→{}{}{}{}", l.in, l.out(),
+      l.activation == Activation::kNone ? "" : fmt::format(" {}", activation_name(l.activation)),
+      l.bias ? "" : " (no bias)", parts);
+}
+
+}  // namespace
+
+std::vector<std::string> EncoderDesc::summary() const {
+  std::vector<std::string> lines;
+  lines.push_back(fmt::format("{}: hidden {}, {} layers, {} heads × {}, FFN {}, {}-norm", family,
+                              hidden, layers.size(), heads, head_dim(), intermediate,
+                              kNormPlacementNames.name(norm_placement)));
+  const EmbeddingDesc& e = embeddings;
+  lines.push_back(fmt::format(
+      "embeddings: word [{}, {}], positions {} [{}, {}], token types {}{}", e.vocab, e.width,
+      kPositionSchemeNames.name(e.positions), e.max_positions, e.width,
+      e.token_type.empty() ? "none" : fmt::format("[{}, {}]", e.type_vocab, e.width),
+      e.projection ? fmt::format(", projection {}", linear_summary(*e.projection)) : ""));
+  if (relative_bias) {
+    lines.push_back(fmt::format(
+        "relative attention bias: {} buckets ({} per direction, exact below {}, log-spaced to {}), "
+        "one [{}, {}] table added in every layer",
+        relative_bias->buckets, relative_bias->buckets / 2, relative_bias->buckets / 4,
+        relative_bias->max_distance, relative_bias->table_rows, heads));
+  }
+  if (!layers.empty()) {
+    std::string gemms;
+    for (const GemmDesc& g : layers.front().gemms)
+      gemms += fmt::format("{}{} {}", gemms.empty() ? "" : "; ", gemm_key({0, g.slot}).substr(2),
+                           linear_summary(g.linear));
+    lines.push_back(fmt::format("layer ×{}: global attention, {} heads; GEMMs: {}", layers.size(),
+                                layers.front().heads, gemms));
+  }
+  if (head) {
+    lines.push_back(fmt::format("head: first token, dense {}, out {}", linear_summary(head->dense),
+                                linear_summary(head->out)));
+  }
+  return lines;
+}
+
+std::int64_t relative_bucket(std::int64_t relative, const RelativeBiasDesc& desc) {
+  // transformers: n = −relative; half the buckets per sign; exact below a quarter; beyond,
+  // max_exact + trunc(log(n / max_exact) / log(max_distance / max_exact) · (half − max_exact)),
+  // in float32 (the division by the Python float log is a float32 op).
+  const std::int64_t half = desc.buckets / 2, exact = half / 2;
+  std::int64_t n = -relative;
+  std::int64_t bucket = n < 0 ? half : 0;
+  n = n < 0 ? -n : n;
+  if (n < exact) return bucket + n;
+  const float ratio = static_cast<float>(n) / static_cast<float>(exact);
+  const auto denominator = static_cast<float>(
+      std::log(static_cast<double>(desc.max_distance) / static_cast<double>(exact)));
+  const float scaled = std::log(ratio) / denominator * static_cast<float>(half - exact);
+  const std::int64_t large = exact + static_cast<std::int64_t>(scaled);
+  return bucket + (large < half - 1 ? large : half - 1);
+}
+
+void relative_bias_by_distance(const RelativeBiasDesc& desc, const float* table, std::int64_t heads,
+                               std::int64_t max_len, std::vector<float>& out) {
+  const std::int64_t span = 2 * max_len - 1;
+  out.resize(static_cast<std::size_t>(heads * span));
+  for (std::int64_t r = -(max_len - 1); r <= max_len - 1; ++r) {
+    const std::int64_t bucket = relative_bucket(r, desc);
+    for (std::int64_t h = 0; h < heads; ++h)
+      out[static_cast<std::size_t>(h * span + (max_len - 1) + r)] = table[bucket * heads + h];
+  }
+}
+
+}  // namespace mcinfer::model

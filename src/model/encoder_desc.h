@@ -1,0 +1,136 @@
+#pragma once
+// The one description of an encoder that every backend and precision runs from: what the
+// embeddings add up, where positions come from, which norms sit where, each layer's GEMMs as a
+// list (the tensors each is made of, its shape, whether it has a bias, the activation of its
+// output), the attention each layer runs and the classification head. Built from config.json by
+// one builder per family (encoder_desc.cc); a new family is one builder and its tensor names.
+// Backend-neutral: the CPU backend (backends/cpu/weights.cc, encoder.cc) and the PJRT program
+// (backends/pjrt/encoder_program.cc) read only this and the tensors it names.
+//
+// Plain values, immutable once built; safe to share between threads.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/enum_names.h"
+#include "model/activation.h"
+#include "model/config.h"
+#include "model/gemm_plan.h"
+
+namespace mcinfer::model {
+
+// Where an encoder's position information comes from.
+enum class PositionScheme {
+  kAbsolute,      // a learned table added to the token embeddings
+  kSinusoidal,    // DistilBERT's fixed table (stored in the checkpoint or computed)
+  kRelativeBias,  // absolute table + a bias per head and bucketed relative distance (MPNet, T5)
+};
+inline constexpr EnumNames<PositionScheme, 3> kPositionSchemeNames{{{
+    {PositionScheme::kAbsolute, "absolute"},
+    {PositionScheme::kSinusoidal, "sinusoidal"},
+    {PositionScheme::kRelativeBias, "absolute + relative bias"},
+}}};
+
+// Where the LayerNorms sit relative to the residual adds.
+enum class NormPlacement {
+  kPost,  // x = LayerNorm(x + f(x)) (BERT and its descendants)
+};
+inline constexpr EnumNames<NormPlacement, 1> kNormPlacementNames{{{
+    {NormPlacement::kPost, "post"},
+}}};
+
+// A LayerNorm: its tensors' name (".weight"/".bias" or ".gamma"/".beta" follow), width, eps.
+struct NormDesc {
+  std::string name;
+  std::int64_t width = 0;
+  float eps = 1e-12f;
+};
+
+// A dense projection y = act(x · Wᵀ + b): the checkpoint's Linear layers that make it, stacked
+// along the output (query, key and value become one GEMM), each [part_out, in].
+struct LinearDesc {
+  std::vector<std::string> parts;  // tensor names without ".weight"
+  std::int64_t in = 0;
+  std::int64_t part_out = 0;  // output width of each part
+  bool bias = true;
+  Activation activation = Activation::kNone;
+  bool in_base = true;  // names under the base model's prefix (else at the checkpoint's top)
+  std::int64_t out() const { return part_out * static_cast<std::int64_t>(parts.size()); }
+};
+
+struct GemmDesc {
+  GemmSlot slot = GemmSlot::kQkv;  // its role in the layer (int8 plans name GEMMs by it)
+  LinearDesc linear;
+};
+
+struct LayerDesc {
+  std::vector<GemmDesc> gemms;  // in the order the layer runs them
+  NormDesc attention_norm;      // after the attention block
+  NormDesc ffn_norm;            // after the FFN block
+  std::int64_t heads = 0;
+  // The GEMM of a role; throws Error when the layer has none.
+  const GemmDesc& gemm(GemmSlot slot) const;
+};
+
+struct EmbeddingDesc {
+  std::string word;  // [vocab, width]
+  std::int64_t vocab = 0;
+  std::int64_t width = 0;
+  PositionScheme positions = PositionScheme::kAbsolute;
+  std::string position;  // [max_positions, width]
+  std::int64_t max_positions = 0;
+  std::string token_type;  // [type_vocab, width]; empty without token types
+  std::int64_t type_vocab = 0;
+  NormDesc norm;
+  std::optional<LinearDesc> projection;  // width → hidden (ELECTRA with embedding_size ≠ hidden)
+};
+
+// A bias added to every layer's attention scores, per head and relative distance j − i bucketed
+// as MPNet (and T5, bidirectionally) do: distances below `exact` own a bucket, longer ones share
+// log-spaced buckets up to `max_distance`, each direction half of `buckets`.
+struct RelativeBiasDesc {
+  std::string table;            // [table_rows, heads]
+  std::int64_t table_rows = 0;  // rows in the checkpoint (only the first `buckets` are used)
+  std::int64_t buckets = 32;
+  std::int64_t max_distance = 128;
+};
+
+// The sequence-classification head on the first token: dense + activation, then the projection
+// to the labels.
+struct HeadDesc {
+  LinearDesc dense;
+  LinearDesc out;
+};
+
+struct EncoderDesc {
+  std::string family;  // "BERT", "MPNet", ...
+  std::int64_t hidden = 0;
+  std::int64_t heads = 0;
+  std::int64_t intermediate = 0;
+  NormPlacement norm_placement = NormPlacement::kPost;
+  EmbeddingDesc embeddings;
+  std::optional<RelativeBiasDesc> relative_bias;
+  std::vector<LayerDesc> layers;
+  std::optional<HeadDesc> head;
+
+  std::int64_t head_dim() const { return hidden / heads; }
+  // The description as lines of text, for `mcinfer inspect`.
+  std::vector<std::string> summary() const;
+};
+
+// The description of the network config.json describes (one builder per family).
+EncoderDesc describe_encoder(const ModelConfig& config);
+
+// MPNet's bucket of relative distance `relative` = key position − query position, computed as
+// transformers does (float32 log, truncated).
+std::int64_t relative_bucket(std::int64_t relative, const RelativeBiasDesc& desc);
+
+// The bias of every head for every relative distance a sequence of up to `max_len` tokens has:
+// out[h · (2·max_len − 1) + (max_len − 1) + (j − i)] = table[bucket(j − i), h]; table is
+// [table_rows, heads] float32.
+void relative_bias_by_distance(const RelativeBiasDesc& desc, const float* table, std::int64_t heads,
+                               std::int64_t max_len, std::vector<float>& out);
+
+}  // namespace mcinfer::model
