@@ -28,8 +28,11 @@ import torch.nn.functional as F
 from safetensors import safe_open
 from safetensors.torch import save_file
 import transformers
-from transformers import (BertConfig, BertForSequenceClassification, BertModel, DistilBertConfig,
-                          DistilBertForSequenceClassification, DistilBertModel, RobertaConfig,
+from transformers import (BertConfig, BertForSequenceClassification, BertModel, CamembertConfig,
+                          CamembertForSequenceClassification, DistilBertConfig,
+                          DistilBertForSequenceClassification, DistilBertModel, ElectraConfig,
+                          ElectraForSequenceClassification, ElectraModel, MPNetConfig,
+                          MPNetForSequenceClassification, MPNetModel, RobertaConfig,
                           RobertaForSequenceClassification, RobertaModel, XLMRobertaConfig,
                           XLMRobertaForSequenceClassification, XLMRobertaModel)
 
@@ -41,6 +44,8 @@ TF5 = int(transformers.__version__.split(".")[0]) >= 5
 PREFIX = "tf5_" if TF5 else ""  # the current stack's fixtures sit beside the legacy ones
 # What the current stack saves too: a classifier of each tokenizer family, a base model.
 CURRENT_SPECS = ["bert_cls_single", "xlmr_cls", "roberta_embed", "distilbert_cls"]
+# Families only the current stack writes (tf5_<name> too).
+CURRENT_ONLY = ["mpnet_cls", "mpnet_embed", "electra_cls", "electra_embed", "camembert_cls"]
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -73,6 +78,22 @@ def roberta(cls=RobertaConfig, **kw):
                 pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5)
     base.update(kw)
     return cls(**base)
+
+
+def mpnet(**kw):
+    base = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                intermediate_size=64, hidden_act="gelu", max_position_embeddings=200,
+                relative_attention_num_buckets=32, pad_token_id=1, bos_token_id=0, eos_token_id=2)
+    base.update(kw)
+    return MPNetConfig(**base)
+
+
+def electra(**kw):
+    base = dict(vocab_size=120, embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                intermediate_size=64, hidden_act="gelu", max_position_embeddings=40, type_vocab_size=2,
+                pad_token_id=0)
+    base.update(kw)
+    return ElectraConfig(**base)
 
 
 def distilbert(**kw):
@@ -146,6 +167,25 @@ SPECS = [
                     label2id={"toxic": 0, "insult": 1, "threat": 2, "obscene": 3}),
          7, [7, 1, 2, 3, 4, 6],
          notes=["FFN activation relu; dim 48 / 6 heads"]),
+    # Current stack only (CURRENT_ONLY).
+    Spec("mpnet_cls", MPNetForSequenceClassification,
+         mpnet(num_labels=3, problem_type="single_label_classification"), 150, [150, 17, 40, 5, 1, 129],
+         notes=["MPNet: relative position bias (32 buckets, exact below 8 per direction, log-spaced to 128, "
+                "clamped beyond) from encoder.relative_attention_bias, added in every layer; rows of 150 and 129 "
+                "tokens reach past max_distance 128; positions as RoBERTa (padding_idx 1); no token types; "
+                "head: classifier.dense + tanh + classifier.out_proj"]),
+    Spec("mpnet_embed", MPNetModel, mpnet(hidden_act="gelu_new", intermediate_size=96), 40, [40, 1, 2, 3, 23, 17],
+         notes=["MPNet base model with its pooler (unused by mcinfer)"]),
+    Spec("electra_cls", ElectraForSequenceClassification,
+         electra(num_labels=2, id2label={0: "no", 1: "yes"}, label2id={"no": 0, "yes": 1}),
+         14, [14, 1, 2, 3, 11, 7], segments=True,
+         notes=["ELECTRA discriminator: embedding_size 16 < hidden 32 (embeddings_project); head: "
+                "classifier.dense + GELU + classifier.out_proj"]),
+    Spec("electra_embed", ElectraModel, electra(embedding_size=32, hidden_act="gelu_new"), 12, [12, 1, 5, 9],
+         segments=True, notes=["embedding_size == hidden_size: no projection"]),
+    Spec("camembert_cls", CamembertForSequenceClassification,
+         roberta(CamembertConfig, vocab_size=130, num_labels=2, hidden_act="gelu"), 11, [11, 1, 2, 3, 8, 5],
+         notes=["CamemBERT: model_type camembert, a RoBERTa body"]),
 ]
 
 
@@ -165,9 +205,11 @@ def randomize(model, gen):
                 p.copy_(1.0 + 0.2 * r if name.endswith("weight") else 0.2 * r)
             elif name.endswith("bias"):
                 p.copy_(0.2 * r)
+            elif "relative_attention_bias" in name:  # [buckets, heads]: a visible bias per bucket
+                p.copy_(0.5 * r)
             elif "word_embeddings" in name:
                 p.copy_(r)
-            elif "embeddings" in name:  # position / token type
+            elif "embeddings" in name and "embeddings_project" not in name:  # position / token type
                 p.copy_(0.5 * r)
             elif p.dim() == 2:  # Linear: [out, in]
                 p.copy_(r / math.sqrt(p.shape[1]))
@@ -264,7 +306,7 @@ def build(spec):
     ids, mask, types = make_inputs(spec, cfg, gen)
     is_distil = cfg.model_type == "distilbert"
     kwargs = {"input_ids": ids, "attention_mask": mask}
-    if not is_distil:
+    if not is_distil and cfg.model_type != "mpnet":  # neither model takes token types
         kwargs["token_type_ids"] = types
     with torch.no_grad():
         base = ref_model.base_model
@@ -279,6 +321,10 @@ def build(spec):
             "pooled_mean": mean.contiguous(),
             "pooled_mean_normalized": F.normalize(mean, p=2, dim=1).contiguous(),
         }
+        if cfg.model_type == "mpnet":  # the buckets transformers assigns to relative distances
+            from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
+            tensors["relative_distances"] = torch.arange(-2000, 2001, dtype=torch.int64)
+            tensors["relative_buckets"] = MPNetEncoder.relative_position_bucket(tensors["relative_distances"])
         pooler = getattr(base_out, "pooler_output", None)
         if pooler is not None:
             tensors["pooler_output"] = pooler.float().contiguous()
@@ -329,7 +375,7 @@ def build(spec):
                 table = torch.where(j.long() % 2 == 0, torch.sin(ang), torch.cos(ang))
                 err = (table.float() - pos).abs().max().item()
                 notes.append(f"max |saved - analytic sinusoid| = {err:.3g}")
-    if cfg.model_type in ("roberta", "xlm-roberta"):
+    if cfg.model_type in ("roberta", "xlm-roberta", "camembert", "mpnet"):
         notes.append("position ids derived from input_ids != pad_token_id (1), not from attention_mask")
     stray = [k for k in saved if k.endswith("position_ids") or k.endswith("token_type_ids")]
     notes.append("buffers position_ids/token_type_ids " + ("SAVED: " + ", ".join(stray) if stray else "not saved"))
@@ -355,7 +401,8 @@ def build(spec):
     (d / "reference.json").write_text(json.dumps(ref, indent=2) + "\n")
 
     size = sum(f.stat().st_size for f in d.iterdir())
-    head = {"bert": "hidden_act", "roberta": "hidden_act", "xlm-roberta": "hidden_act", "distilbert": "activation"}
+    head = {"bert": "hidden_act", "roberta": "hidden_act", "xlm-roberta": "hidden_act", "distilbert": "activation",
+            "mpnet": "hidden_act", "electra": "hidden_act", "camembert": "hidden_act"}
     row = dict(name=PREFIX + spec.name, cls=spec.cls.__name__, act=getattr(cfg, head[cfg.model_type]),
                H=ref["hidden_size"],
                heads=getattr(cfg, "num_attention_heads", None) or cfg.n_heads,
@@ -371,7 +418,8 @@ def main():
     for d in OUT.iterdir():  # this stack's fixtures only
         if d.is_dir() and d.name.startswith("tf5_") == TF5:
             shutil.rmtree(d)
-    rows = [build(s) for s in SPECS if not TF5 or s.name in CURRENT_SPECS]
+    rows = [build(s) for s in SPECS
+            if (s.name in CURRENT_SPECS or s.name in CURRENT_ONLY if TF5 else s.name not in CURRENT_ONLY)]
     keys = list(rows[0].keys())
     fmt = lambda r: "  ".join(f"{(f'{r[k]:.1f}' if isinstance(r[k], float) else str(r[k])):<{w}}"
                               for k, w in zip(keys, widths))

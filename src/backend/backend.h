@@ -24,6 +24,7 @@
 
 #include "backend/profile.h"
 #include "model/config.h"
+#include "model/encoder_desc.h"
 #include "model/gemm_plan.h"
 #include "model/precision.h"
 #include "model/task.h"
@@ -68,6 +69,9 @@ struct PrepareOptions {
   // on calibration rows (input smoothing), when measured.
   std::vector<model::GemmId> int8_keep;
   const model::InputRanges* int8_ranges = nullptr;
+  // The network to run instead of model::describe_encoder(config): a family's description
+  // changed in one place reaches every backend (tests; a family being written).
+  std::optional<model::EncoderDesc> description;
 };
 
 // One dense GEMM of an fp32 forward pass as calibration sees it: input x [rows, in] and output

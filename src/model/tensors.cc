@@ -129,10 +129,10 @@ class TensorFinder {
 };
 
 ModelTensors ModelTensors::open(const std::filesystem::path& dir, const ModelConfig& config,
-                                std::vector<std::string>* warnings) {
+                                std::vector<std::string>* warnings, const EncoderDesc* desc) {
   ModelTensors t;
   t.config_ = config;
-  t.desc_ = describe_encoder(config);
+  t.desc_ = desc ? *desc : describe_encoder(config);
   t.checkpoint_ = io::Checkpoint::open(dir);
   t.stats_.file_bytes = t.checkpoint_.total_bytes();
   const EncoderDesc& d = t.desc_;

@@ -59,8 +59,10 @@ class ModelTensors {
   // of `config`. Throws Error naming the file and the tensor: missing, of the wrong shape or
   // dtype, or unexpected (the checkpoint and config.json describe different models); tensors
   // known to be safe to ignore (pre-training heads, saved buffers) are noted in `warnings`.
+  // `desc` replaces describe_encoder(config) when given.
   static ModelTensors open(const std::filesystem::path& dir, const ModelConfig& config,
-                           std::vector<std::string>* warnings = nullptr);
+                           std::vector<std::string>* warnings = nullptr,
+                           const EncoderDesc* desc = nullptr);
 
   const ModelConfig& config() const { return config_; }
   const EncoderDesc& desc() const { return desc_; }

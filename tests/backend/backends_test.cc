@@ -42,11 +42,13 @@ backend::BackendOptions options_for(const std::string& name) {
 // The replica of a pjrt model runs on the second device (replicas take the devices in turn), so
 // that device placement is exercised too.
 Prepared prepare(const std::string& name, const fs::path& dir,
-                 model::Precision precision = model::Precision::kFp32) {
+                 model::Precision precision = model::Precision::kFp32,
+                 std::optional<model::EncoderDesc> description = std::nullopt) {
   Prepared p;
   p.backend = backend::make_backend(options_for(name));
   backend::PrepareOptions options;
   options.precision = precision;
+  options.description = std::move(description);
   p.model = p.backend->prepare(model::ModelDir::open(dir), options, nullptr);
   if (name == "pjrt") p.model->make_replica(1);
   p.replica = p.model->make_replica(1);
@@ -204,6 +206,42 @@ INSTANTIATE_TEST_SUITE_P(Built, BackendFixture, ::testing::ValuesIn(params()),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param);
                          });
+
+// The description is the network: change a family's description (here MPNet's FFN activation,
+// the head's activation and the relative bias' reach) and every backend's outputs follow it,
+// away from transformers' and together.
+TEST(Description, OneChangedDescriptionDrivesEveryBackend) {
+  const fs::path dir = testing::fixture("models/tf5_mpnet_cls");
+  const testing::Reference ref(dir / "reference.safetensors");
+  const testing::FixtureInputs in = testing::load_fixture_inputs(ref);
+  model::EncoderDesc changed = model::describe_encoder(model::ModelDir::open(dir).config());
+  for (model::LayerDesc& layer : changed.layers) {
+    for (model::GemmDesc& g : layer.gemms)
+      if (g.slot == model::GemmSlot::kFfnIn) g.linear.activation = model::Activation::kRelu;
+  }
+  changed.head->dense.activation = model::Activation::kGeluErf;
+  changed.relative_bias->max_distance = 16;
+  const model::TaskSpec logits{model::TaskKind::kClassify, model::Pooling::kCls, false,
+                               model::OutputActivation::kNone};
+  std::vector<float> cpu_out;
+  prepare("cpu", dir, model::Precision::kFp32, changed)
+      .replica->predict(in.sequences, logits, cpu_out);
+  EXPECT_GT(testing::max_abs_error(cpu_out, ref.floats("logits")), 0.05)
+      << "the changed description did not change the CPU backend's outputs";
+  for (const std::string& name : backend::built_backends()) {
+    if (name == "cpu") continue;
+    if (name == "pjrt" && testing::pjrt_cpu_plugin().empty()) {
+      if (testing::pjrt_required())
+        ADD_FAILURE() << "no PJRT CPU plugin at MCINFER_PJRT_CPU_PLUGIN";
+      continue;
+    }
+    SCOPED_TRACE(name);
+    std::vector<float> out;
+    prepare(name, dir, model::Precision::kFp32, changed)
+        .replica->predict(in.sequences, logits, out);
+    EXPECT_LE(testing::max_abs_error(out, cpu_out), kTolerance);
+  }
+}
 
 TEST(Registry, PjrtFlagsAreRefusedForTheCpuBackend) {
   for (const backend::BackendOptions& options :

@@ -114,7 +114,8 @@ TEST_P(Int8Classifier, WithinTheGatesOfTransformersFp32) {
 TEST(Int8, WithinTheGatesOnRowsTheCalibrationDidNotSee) {
   NEED_NATIVE_INT8();
   for (const char* model : {"bert_cls_single", "bert_cls_multi", "bert_regression", "roberta_cls",
-                            "xlmr_cls", "distilbert_cls", "distilbert_cls_multi_relu"}) {
+                            "xlmr_cls", "distilbert_cls", "distilbert_cls_multi_relu",
+                            "tf5_mpnet_cls", "tf5_electra_cls", "tf5_camembert_cls"}) {
     SCOPED_TRACE(model);
     auto dir = testing::scratch_dir(std::string("int8_unseen_") + model);
     Json report = run_int8_fixture(model, dir, kCaps[0], {"--check-precision", "2"});
@@ -161,16 +162,16 @@ TEST(Int8, AWrongInt8GemmFailsTheFixtureTest) {
   expect_int8_classifier("bert_cls_multi", kCaps[0]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Int8Classifier,
-                         ::testing::Combine(::testing::Values("bert_cls_single", "bert_cls_multi",
-                                                              "bert_regression", "roberta_cls",
-                                                              "xlmr_cls", "distilbert_cls",
-                                                              "distilbert_cls_multi_relu"),
-                                            ::testing::Values(0, 1, 2)),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" +
-                                  kCaps[std::get<1>(info.param)].name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Models, Int8Classifier,
+    ::testing::Combine(::testing::Values("bert_cls_single", "bert_cls_multi", "bert_regression",
+                                         "roberta_cls", "xlmr_cls", "distilbert_cls",
+                                         "distilbert_cls_multi_relu", "tf5_mpnet_cls",
+                                         "tf5_electra_cls", "tf5_camembert_cls"),
+                       ::testing::Values(0, 1, 2)),
+    [](const auto& info) {
+      return std::get<0>(info.param) + "_" + kCaps[std::get<1>(info.param)].name;
+    });
 
 // From text, through the real tokenizers, both schedules.
 class Int8TextClassifier : public ::testing::TestWithParam<std::string> {};

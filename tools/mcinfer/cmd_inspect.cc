@@ -5,6 +5,7 @@
 #include "backend/registry.h"
 #include "commands.h"
 #include "core/json.h"
+#include "model/encoder_desc.h"
 #include "model/model_dir.h"
 #include "sched/run_plan.h"
 #include "sched/run_report.h"
@@ -95,6 +96,8 @@ int run_inspect(const InspectOptions& o) {
 
   Json labels = Json::array();
   for (const auto& l : c.labels) labels.push_back(l);
+  // What every backend runs: the encoder description, line by line.
+  const std::vector<std::string> network = model::describe_encoder(c).summary();
   Json report = {
       {"model_dir", o.model_dir},
       {"model_type", c.model_type},
@@ -105,6 +108,7 @@ int run_inspect(const InspectOptions& o) {
       {"head_dim", c.head_dim()},
       {"intermediate_size", c.intermediate_size},
       {"hidden_act", c.hidden_act_name},
+      {"network", network},
       {"vocab_size", c.vocab_size},
       {"max_sequence_length", c.max_sequence_length()},
       {"parameters", s.parameters},
@@ -146,6 +150,8 @@ int run_inspect(const InspectOptions& o) {
              c.model_type);
   fmt::print("layers           {}, hidden {}, {} heads of {}, intermediate {}, {}\n", c.num_layers,
              c.hidden_size, c.num_heads, c.head_dim(), c.intermediate_size, c.hidden_act_name);
+  for (std::size_t i = 0; i < network.size(); ++i)
+    fmt::print("{}{}\n", i == 0 ? "network          " : "                 ", network[i]);
   fmt::print("vocabulary       {} tokens, sequences up to {} tokens\n", c.vocab_size,
              c.max_sequence_length());
   fmt::print("parameters       {} ({:.1f} M), stored as {}\n", s.parameters, s.parameters / 1e6,

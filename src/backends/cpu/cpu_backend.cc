@@ -146,7 +146,8 @@ class CpuBackend final : public backend::Backend {
       const model::ModelDir& dir, const backend::PrepareOptions& options,
       std::vector<std::string>* warnings) const override {
     return wrap(Weights::load(dir, *device_, warnings, options.precision, options.int8_keep,
-                              options.int8_ranges));
+                              options.int8_ranges,
+                              options.description ? &*options.description : nullptr));
   }
   std::shared_ptr<const backend::PreparedModel> synthetic(
       const model::ModelConfig& config, model::Precision precision) const override {

@@ -200,16 +200,14 @@ std::shared_ptr<const Weights> Weights::load(const std::filesystem::path& model_
 std::shared_ptr<const Weights> Weights::load(const ModelDir& dir, const ops::Device& device,
                                              std::vector<std::string>* warnings,
                                              ops::Precision precision, std::span<const GemmId> keep,
-                                             const InputRanges* ranges) {
-  return load_with(dir.path(), dir.config(), device, warnings, precision, keep, ranges);
+                                             const InputRanges* ranges, const EncoderDesc* desc) {
+  return load_with(dir.path(), dir.config(), device, warnings, precision, keep, ranges, desc);
 }
 
-std::shared_ptr<const Weights> Weights::load_with(const std::filesystem::path& model_dir,
-                                                  ModelConfig config, const ops::Device& device,
-                                                  std::vector<std::string>* warnings,
-                                                  ops::Precision precision,
-                                                  std::span<const GemmId> keep,
-                                                  const InputRanges* ranges) {
+std::shared_ptr<const Weights> Weights::load_with(
+    const std::filesystem::path& model_dir, ModelConfig config, const ops::Device& device,
+    std::vector<std::string>* warnings, ops::Precision precision, std::span<const GemmId> keep,
+    const InputRanges* ranges, const EncoderDesc* desc) {
   auto w = std::shared_ptr<Weights>(new Weights());
   w->precision_ = checked_precision(precision);
   if (!keep.empty() && precision != ops::Precision::kInt8)
@@ -217,7 +215,7 @@ std::shared_ptr<const Weights> Weights::load_with(const std::filesystem::path& m
   w->kept_.assign(keep.begin(), keep.end());
   std::sort(w->kept_.begin(), w->kept_.end());
   w->directory_ = model_dir;
-  w->tensors_ = ModelTensors::open(model_dir, config, warnings);
+  w->tensors_ = ModelTensors::open(model_dir, config, warnings, desc);
   w->config_ = std::move(config);
   w->desc_ = w->tensors_.desc();
   const TensorStats& found = w->tensors_.stats();

@@ -78,12 +78,14 @@ class Weights {
                                              ops::Precision precision = ops::Precision::kFp32,
                                              std::span<const model::GemmId> keep = {},
                                              const model::InputRanges* ranges = nullptr);
-  // The same, with config.json as `dir` read it.
+  // The same, with config.json as `dir` read it, and the network `desc` describes when given
+  // (else model::describe_encoder(config)).
   static std::shared_ptr<const Weights> load(const model::ModelDir& dir, const ops::Device& device,
                                              std::vector<std::string>* warnings = nullptr,
                                              ops::Precision precision = ops::Precision::kFp32,
                                              std::span<const model::GemmId> keep = {},
-                                             const model::InputRanges* ranges = nullptr);
+                                             const model::InputRanges* ranges = nullptr,
+                                             const model::EncoderDesc* desc = nullptr);
 
   // A model of the given shape with seeded random weights and no files, for benchmarks.
   static std::shared_ptr<const Weights> synthetic(const model::ModelConfig& config,
@@ -115,7 +117,8 @@ class Weights {
   static std::shared_ptr<const Weights> load_with(
       const std::filesystem::path& model_dir, model::ModelConfig config, const ops::Device& device,
       std::vector<std::string>* warnings, ops::Precision precision,
-      std::span<const model::GemmId> keep, const model::InputRanges* ranges);
+      std::span<const model::GemmId> keep, const model::InputRanges* ranges,
+      const model::EncoderDesc* desc = nullptr);
 
   std::filesystem::path directory_;
   model::ModelConfig config_;

@@ -66,14 +66,15 @@ HostWeight host_weight(const WeightSlot& slot, std::vector<float> values, Precis
 // that runs a replica has its copy, the compiled programs by shape. Thread-safe.
 class ModelState {
  public:
-  ModelState(std::shared_ptr<const Client> client, ModelConfig config, Precision precision,
-             bool head, std::vector<WeightSlot> slots, std::vector<HostWeight> weights,
-             std::string source, int used_devices, bool loop_layers)
+  ModelState(std::shared_ptr<const Client> client, ModelConfig config, model::EncoderDesc desc,
+             Precision precision, bool head, std::vector<WeightSlot> slots,
+             std::vector<HostWeight> weights, std::string source, int used_devices,
+             bool loop_layers)
       : client_(std::move(client)),
         config_(std::move(config)),
         precision_(precision),
         head_(head),
-        desc_(model::describe_encoder(config_)),
+        desc_(std::move(desc)),
         slots_(std::move(slots)),
         weights_(std::move(weights)),
         source_(std::move(source)),
@@ -377,7 +378,8 @@ class PjrtBackend final : public backend::Backend {
       const model::ModelDir& dir, const backend::PrepareOptions& options,
       std::vector<std::string>* warnings) const override {
     const ModelConfig& config = dir.config();
-    const model::ModelTensors tensors = model::ModelTensors::open(dir.path(), config, warnings);
+    const model::ModelTensors tensors = model::ModelTensors::open(
+        dir.path(), config, warnings, options.description ? &*options.description : nullptr);
     const bool head = tensors.head().has_value();
     const auto slots = weight_slots(tensors.desc(), head, loop_layers());
     const auto sources = slot_tensors(tensors, head, loop_layers());
@@ -407,7 +409,7 @@ class PjrtBackend final : public backend::Backend {
     stats.parameters = tensors.stats().parameters;
     stats.file_bytes = tensors.stats().file_bytes;
     stats.dtype = tensors.stats().dtype;
-    return make_model(config, options.precision, head, slots, std::move(weights),
+    return make_model(config, tensors.desc(), options.precision, head, slots, std::move(weights),
                       dir.path().string(), stats);
   }
 
@@ -428,8 +430,8 @@ class PjrtBackend final : public backend::Backend {
       weights.push_back(host_weight(slot, std::move(values), precision));
     }
     stats.dtype = "F32";
-    return make_model(config, precision, head, slots, std::move(weights),
-                      "(synthetic " + config.model_type + ")", stats);
+    return make_model(config, model::describe_encoder(config), precision, head, slots,
+                      std::move(weights), "(synthetic " + config.model_type + ")", stats);
   }
 
   backend::BatchShape batch_shape() const override {
@@ -456,13 +458,14 @@ class PjrtBackend final : public backend::Backend {
   int device_count() const { return static_cast<int>(client_->devices().size()); }
 
   std::shared_ptr<const backend::PreparedModel> make_model(
-      const ModelConfig& config, Precision precision, bool head, std::vector<WeightSlot> slots,
-      std::vector<HostWeight> weights, std::string source, backend::WeightStats stats) const {
+      const ModelConfig& config, const model::EncoderDesc& desc, Precision precision, bool head,
+      std::vector<WeightSlot> slots, std::vector<HostWeight> weights, std::string source,
+      backend::WeightStats stats) const {
     if (precision != Precision::kFp32 && precision != Precision::kBf16)
       fail_usage("--backend pjrt runs fp32 or bf16, not {}", model::precision_name(precision));
-    auto state = std::make_shared<ModelState>(client_, config, precision, head, std::move(slots),
-                                              std::move(weights), std::move(source), devices_,
-                                              loop_layers());
+    auto state = std::make_shared<ModelState>(client_, config, desc, precision, head,
+                                              std::move(slots), std::move(weights),
+                                              std::move(source), devices_, loop_layers());
     stats.packed_bytes = state->weight_bytes();
     return std::make_shared<PjrtModel>(std::move(state), std::move(stats));
   }
