@@ -39,8 +39,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Dense, Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 from tokenizers import Tokenizer
-from transformers import (AutoTokenizer, BertConfig, BertModel, RobertaConfig, RobertaModel,
-                          XLMRobertaConfig, XLMRobertaModel)
+from transformers import (AutoTokenizer, BertConfig, BertModel, MPNetConfig, MPNetModel, RobertaConfig,
+                          RobertaModel, XLMRobertaConfig, XLMRobertaModel)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_fixtures import randomize  # noqa: E402  (one weight recipe for all model fixtures)
@@ -96,10 +96,21 @@ SPECS = [
          notes=["three modes concatenated in the given order (not the fixed order of 3.x's flags)",
                 "XLM-R tokenizer as transformers 5 saves it (its tokenizer.json is transformers 5's "
                 "pipeline)"]),
+    Spec("st6_mpnet_mean_norm", "mpnet", "mpnet_json", ["mean"], include_prompt=True,
+         prompts={"query": "query: "}, default_prompt=None, cases=[{}, {"prompt_name": "query"}],
+         normalize=True, max_seq_length=MAX_LEN,
+         notes=["all-mpnet-base-v2's layout: MPNet (relative position bias), mean pooling, Normalize; "
+                "MPNetTokenizer as transformers 5 saves it; rows of up to 24 tokens reach the "
+                "log-spaced relative buckets"]),
 ]
 
 
 def base_model(spec, tok):
+    if spec.arch == "mpnet":
+        cfg = MPNetConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, max_position_embeddings=POSITIONS + 2,
+                          relative_attention_num_buckets=32, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5,
+                          **SMALL)
+        return MPNetModel(cfg, add_pooling_layer=False)
     if spec.arch == "bert":
         cfg = BertConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, max_position_embeddings=POSITIONS,
                          type_vocab_size=2, layer_norm_eps=1e-12, **SMALL)

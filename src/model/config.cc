@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -97,6 +99,10 @@ const ModelType& model_type_of(const ModelConfig& c) {
 
 }  // namespace
 
+std::vector<std::string> ModelConfig::shape_names() {
+  return {"bert-base", "bert-large", "xlm-r-base", "distilbert-base", "mpnet-base", "minilm-l6"};
+}
+
 std::string ModelConfig::supported_model_types() {
   std::string out;
   for (const ModelType& t : kModelTypes)
@@ -137,39 +143,29 @@ ModelConfig ModelConfig::shape(std::string_view name, std::int64_t num_labels) {
     c.num_layers = 24;
     c.num_heads = 16;
     c.intermediate_size = 4096;
-  } else if (name == "xlm-r-base") {
-    c.model_type = "xlm-roberta";
-    c.family = Family::kRoberta;
-    c.vocab_size = 250002;
+  } else if (name == "xlm-r-base" || name == "mpnet-base") {
+    // RoBERTa-style: positions from padding_idx 1 + 1, eps 1e-5.
+    const bool xlmr = name == "xlm-r-base";
+    c.model_type = xlmr ? "xlm-roberta" : "mpnet";
+    c.vocab_size = xlmr ? 250002 : 30527;
     c.max_position_embeddings = 514;
-    c.type_vocab_size = 1;
+    c.type_vocab_size = xlmr ? 1 : 0;
     c.pad_token_id = 1;
     c.layer_norm_eps = 1e-5f;
+    if (!xlmr) c.relative_attention_buckets = 32;
   } else if (name == "distilbert-base") {
     c.model_type = "distilbert";
-    c.family = Family::kDistilBert;
     c.num_layers = 6;
     c.type_vocab_size = 0;
-  } else if (name == "mpnet-base") {
-    c.model_type = "mpnet";
-    c.family = Family::kMpnet;
-    c.vocab_size = 30527;
-    c.max_position_embeddings = 514;
-    c.type_vocab_size = 0;
-    c.pad_token_id = 1;
-    c.layer_norm_eps = 1e-5f;
-    c.relative_attention_buckets = 32;
   } else if (name == "minilm-l6") {
     c.model_type = "bert";
     c.hidden_size = 384;
     c.num_layers = 6;
     c.intermediate_size = 1536;
   } else {
-    fail_usage(
-        "unknown --shape '{}' (bert-base, bert-large, xlm-r-base, distilbert-base, mpnet-base, "
-        "minilm-l6)",
-        name);
+    fail_usage("unknown --shape '{}' ({})", name, fmt::join(shape_names(), ", "));
   }
+  c.family = find_model_type(c.model_type)->family;
   c.embedding_size = c.hidden_size;
   if (c.family == Family::kRoberta) c.position_padding_idx = c.pad_token_id;
   if (c.family == Family::kMpnet) c.position_padding_idx = 1;

@@ -54,9 +54,10 @@ struct ModelConfig {
   std::optional<std::string> transformers_version;
 
   static ModelConfig load(const std::filesystem::path& config_json);
-  // Well-known shapes for benchmarks without files: bert-base, bert-large, xlm-r-base,
-  // distilbert-base, minilm-l6. Throws UsageError for other names.
+  // Well-known shapes for benchmarks without files (shape_names()). Throws UsageError for other
+  // names.
   static ModelConfig shape(std::string_view name, std::int64_t num_labels = 2);
+  static std::vector<std::string> shape_names();
   // "bert, roberta, xlm-roberta, camembert, distilbert, mpnet, electra": the accepted model_types.
   static std::string supported_model_types();
 

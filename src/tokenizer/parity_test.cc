@@ -201,6 +201,21 @@ TEST_P(Parity, MatchesTransformers5OnTheCorpus) {
   }
 }
 
+// The tokenizers of the families added on the current stack (tools/gen_family_tokenizers.py):
+// saved by transformers 5 from MPNetTokenizer, ElectraTokenizer and CamembertTokenizer (their
+// files hold the classes' pipelines), read as transformers 5 reads them.
+class FamilyParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FamilyParity, MatchesTransformers5) {
+  const std::string variant = GetParam();
+  const std::string set = expected_set(variant, "tokenizer/expected/transformers5/families.tsv");
+  auto tok = Tokenizer::load(fixture("tokenizer/models/" + variant), Compat::kTransformers5);
+  EXPECT_EQ(check_records(variant, *tok, set), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyParity,
+                         ::testing::Values("mpnet_json", "electra_json", "camembert_json"));
+
 INSTANTIATE_TEST_SUITE_P(Tokenizers, Parity,
                          ::testing::Values("minilm_json", "minilm_vocab", "wp_cased_json",
                                            "wp_cased_vocab", "wp_uncased_json", "wp_uncased_vocab",

@@ -324,8 +324,7 @@ Action add_bench_command(CLI::App& app, const Invocation& invocation) {
                   "input smoothing and choose the GEMMs kept out of int8), then time it");
   sub->add_option("--shape", o->shape,
                   "Random weights of a known shape instead of a model directory")
-      ->check(
-          CLI::IsMember({"bert-base", "bert-large", "xlm-r-base", "distilbert-base", "minilm-l6"}));
+      ->check(CLI::IsMember(model::ModelConfig::shape_names()));
   sub->add_option("--batch", o->batch, "Sequences per batch")->capture_default_str();
   sub->add_option("--seq", o->seq, "Tokens per sequence")->capture_default_str();
   sub->add_option("--threads", o->threads, "Threads per replica")->capture_default_str();
