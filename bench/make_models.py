@@ -7,6 +7,8 @@
   xlmr-base-cls   XLMRobertaForSequenceClassification, base shape (vocab 250002, 514 positions),
                   2 labels. There is no XLM-R tokenizer here (sentencepiece model), so only
                   pre-tokenised workloads can drive it; see the NOTE.txt written next to it.
+  mpnet-base-cls  MPNetForSequenceClassification, mpnet-base shape (vocab 30527, 514 positions,
+                  32 relative-position buckets), 2 labels; no tokenizer either (workload (a) only).
 
 Weights are random: speed does not depend on their values, and the benchmark compares mcinfer's
 outputs with PyTorch's on the same checkpoint. Existing checkpoints are kept unless --force.
@@ -21,7 +23,8 @@ import sys
 from pathlib import Path
 
 import torch
-from transformers import BertConfig, BertForSequenceClassification, XLMRobertaConfig, XLMRobertaForSequenceClassification
+from transformers import (BertConfig, BertForSequenceClassification, MPNetConfig, MPNetForSequenceClassification,
+                          XLMRobertaConfig, XLMRobertaForSequenceClassification)
 
 REPO = Path(__file__).resolve().parent.parent
 TOKENIZER_FILES = ["vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
@@ -45,10 +48,20 @@ def xlmr_base(seed: int):
     return XLMRobertaForSequenceClassification(config)
 
 
-XLMR_NOTE = """Random-weight XLMRobertaForSequenceClassification, base shape (vocab 250002), written by
-bench/make_models.py. It has no tokenizer: the XLM-R sentencepiece model is not available on this
-machine, so this checkpoint can only be driven with pre-tokenised input (token ids), not with text.
-Not committed; regenerate with `.venv-legacy/bin/python bench/make_models.py --only xlmr-base-cls`.
+def mpnet_base(seed: int):
+    config = MPNetConfig(vocab_size=30527, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                         intermediate_size=3072, max_position_embeddings=514, relative_attention_num_buckets=32,
+                         pad_token_id=1, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5, num_labels=2, **LABELS)
+    torch.manual_seed(seed)
+    return MPNetForSequenceClassification(config)
+
+
+BUILDERS = {"bert-base-cls": bert_base, "xlmr-base-cls": xlmr_base, "mpnet-base-cls": mpnet_base}
+
+NO_TOKENIZER_NOTE = """Random-weight {cls}, base shape, written by bench/make_models.py. It has no
+tokenizer (none of its family is available on this machine), so this checkpoint can only be driven with
+pre-tokenised input (token ids), not with text.
+Not committed; regenerate with `.venv-legacy/bin/python bench/make_models.py --only {name}`.
 """
 
 
@@ -65,14 +78,14 @@ def write(name: str, out_root: Path, seed: int, force: bool, tokenizer_dir: Path
     # half-written checkpoint that a later run would skip.
     tmp = out_root / f".{name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    model = bert_base(seed) if name == "bert-base-cls" else xlmr_base(seed)
+    model = BUILDERS[name](seed)
     model.eval()
     model.save_pretrained(tmp, safe_serialization=True)
     if name == "bert-base-cls":
         for f in TOKENIZER_FILES:
             shutil.copy2(tokenizer_dir / f, tmp / f)
     else:
-        (tmp / "NOTE.txt").write_text(XLMR_NOTE)
+        (tmp / "NOTE.txt").write_text(NO_TOKENIZER_NOTE.format(cls=type(model).__name__, name=name))
     (tmp / "bench_provenance.json").write_text(json.dumps(
         {"written_by": "bench/make_models.py", "seed": seed, "weights": "random (transformers default init)",
          "parameters": sum(p.numel() for p in model.parameters()),
@@ -87,7 +100,7 @@ def write(name: str, out_root: Path, seed: int, force: bool, tokenizer_dir: Path
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=REPO / "bench/work/models")
-    ap.add_argument("--only", choices=["bert-base-cls", "xlmr-base-cls"], action="append",
+    ap.add_argument("--only", choices=list(BUILDERS), action="append",
                     help="write only this checkpoint (repeatable)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--force", action="store_true", help="rewrite existing checkpoints")
@@ -95,7 +108,7 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(1)  # init is cheap; leave the other cores alone
     args.out.mkdir(parents=True, exist_ok=True)
-    for name in args.only or ["bert-base-cls", "xlmr-base-cls"]:
+    for name in args.only or list(BUILDERS):
         write(name, args.out, args.seed, args.force, args.tokenizer)
     return 0
 

@@ -5,6 +5,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "mcinfer/errors.h"
 #include "mcinfer/run_settings.h"
@@ -34,5 +36,10 @@ struct RunOptions : RunSettings {
 // nothing at options.output, on any failure; PrecisionCheckError when the check's bounds are
 // missed; StoppedError when `stop` was set.
 std::string run(const RunOptions& options);
+
+// The values a choice of RunOptions accepts, by the CLI flag that sets it: --format, --task,
+// --pooling, --activation, --precision, --schedule, --long-input, --chunk-reduce, --chunk-values,
+// --tokenizer-compat. The same tables parse them. Throws UsageError for another flag.
+std::vector<std::string> run_flag_choices(std::string_view flag);
 
 }  // namespace mcinfer

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "backend/registry.h"
+#include "backends/registry.h"
 #include "core/error.h"
 #include "model/model_dir.h"
 #include "sched/replica_pool.h"
@@ -38,7 +38,7 @@ Model::~Model() = default;
 Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->backend = backend::make_backend(
-      {.name = options.backend, .pjrt_plugin = options.plugin, .devices = options.devices});
+      {.name = options.backend, .pjrt = {.plugin = options.plugin, .devices = options.devices}});
   impl->dir = model::ModelDir::open(model_dir);
   sched::TaskRequest request;
   if (!options.task.empty()) {
@@ -132,30 +132,11 @@ Matrix Model::Impl::run(const std::vector<std::vector<std::int32_t>>& ids,
   m.rows = ids.size();
   m.cols = static_cast<std::size_t>(plan.dim);
   m.columns = plan.schema.columns;
-  m.values.resize(m.rows * m.cols);
-  const std::size_t parts = static_cast<std::size_t>(pool->size());
-  pool->run([&](int r, backend::Replica& replica) {
-    const auto p = static_cast<std::size_t>(r);
-    const std::size_t first = m.rows * p / parts, last = m.rows * (p + 1) / parts;
-    std::vector<model::SequenceInput> batch;
-    std::vector<float> out;
-    for (std::size_t begin = first; begin < last;) {
-      batch.clear();
-      std::int64_t tokens = 0;
-      std::size_t end = begin;
-      while (end < last && (batch.empty() ||
-                            tokens + static_cast<std::int64_t>(ids[end].size()) <= kBatchTokens)) {
-        tokens += static_cast<std::int64_t>(ids[end].size());
-        batch.push_back(
-            {ids[end], types.empty() ? std::span<const std::int32_t>() : types[end], {}});
-        ++end;
-      }
-      replica.predict(batch, plan.task, out);
-      std::copy(out.begin(), out.end(),
-                m.values.begin() + static_cast<std::ptrdiff_t>(begin * m.cols));
-      begin = end;
-    }
-  });
+  std::vector<model::SequenceInput> rows;
+  rows.reserve(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    rows.push_back({ids[i], types.empty() ? std::span<const std::int32_t>() : types[i], {}});
+  m.values = sched::predict_rows(*pool, rows, plan.task, plan.dim, kBatchTokens);
   return m;
 }
 

@@ -3,6 +3,7 @@
 #include "mcinfer/run.h"
 
 #include "core/error.h"
+#include "data/rows.h"
 #include "sched/run.h"
 #include "sched/run_plan.h"
 
@@ -15,18 +16,12 @@ Enum parse_flag(const EnumNames<Enum, N>& names, const std::string& value, std::
   fail_usage("{} must be {}, not '{}'", flag, names.choices(), value);
 }
 
-model::PoolingModes parse_pooling_flag(const std::string& value) {
-  if (auto mode = model::parse_pooling(value)) return *mode;
-  fail_usage("--pooling must be mean, cls, max, mean_sqrt_len, weightedmean or lasttoken, not '{}'",
-             value);
-}
-
 sched::RunOptions to_sched(const RunOptions& o) {
   if (o.replicas < 0) fail_usage("--replicas must be positive (0: one per replica slot)");
   sched::RunOptions s;
   static_cast<RunSettings&>(s) = o;
   if (o.task) s.task = parse_flag(model::kTaskNames, *o.task, "--task");
-  if (o.pooling) s.pooling = parse_pooling_flag(*o.pooling);
+  if (o.pooling) s.pooling = parse_flag(model::kPoolingNames, *o.pooling, "--pooling");
   s.activation = parse_flag(model::kOutputActivationNames, o.activation, "--activation");
   s.precision = parse_flag(model::kPrecisionNames, o.precision, "--precision");
   s.schedule = parse_flag(sched::kScheduleNames, o.schedule, "--schedule");
@@ -40,5 +35,23 @@ sched::RunOptions to_sched(const RunOptions& o) {
 }  // namespace
 
 std::string run(const RunOptions& options) { return sched::run_job(to_sched(options)).dump(2); }
+
+std::vector<std::string> run_flag_choices(std::string_view flag) {
+  if (flag == "--format") return data::kFormatNames.names();
+  if (flag == "--task") return model::kTaskNames.names();
+  if (flag == "--pooling") return model::kPoolingNames.names();
+  if (flag == "--activation") return model::kOutputActivationNames.names();
+  if (flag == "--precision") return model::kPrecisionNames.names();
+  if (flag == "--schedule") return sched::kScheduleNames.names();
+  if (flag == "--long-input") return sched::kLongInputNames.names();
+  if (flag == "--chunk-reduce") return sched::kChunkReduceNames.names();
+  if (flag == "--chunk-values") return sched::kChunkValuesNames.names();
+  if (flag == "--tokenizer-compat") {
+    std::vector<std::string> names = {"auto"};
+    for (std::string& name : tokenizer::kCompatNames.names()) names.push_back(std::move(name));
+    return names;
+  }
+  fail_usage("internal: {} is not a choice of RunOptions", flag);
+}
 
 }  // namespace mcinfer

@@ -4,12 +4,11 @@
 
 namespace mcinfer::backend {
 
-void Replica::observe_gemms(GemmObserver) {
-  fail("this backend cannot observe its GEMMs (int8 calibration runs on the CPU backend)");
-}
-
-void Replica::run_gemm(model::GemmId, const float*, std::int64_t, float*) {
-  fail("this backend cannot run a GEMM alone (int8 calibration runs on the CPU backend)");
+Int8Calibration& int8_calibration_of(Replica& replica) {
+  Int8Calibration* calibration = replica.int8_calibration();
+  if (calibration == nullptr)
+    fail("this backend cannot calibrate int8 (int8 runs on the CPU backend)");
+  return *calibration;
 }
 
 }  // namespace mcinfer::backend

@@ -85,6 +85,23 @@ struct GemmCall {
 };
 using GemmObserver = std::function<void(const GemmCall&)>;
 
+// What a replica offers for calibrating int8 plans (sched/int8_plan.h), on backends that run
+// int8 (Replica::int8_calibration). Owned by its replica; one thread at a time.
+class Int8Calibration {
+ public:
+  virtual ~Int8Calibration() = default;
+  // Sees every dense GEMM of this replica's (fp32) forward passes (null: stop).
+  virtual void observe_gemms(GemmObserver observer) = 0;
+  // One GEMM of this replica's model alone on host rows: y [rows, out] = act(x · Wᵀ + b).
+  virtual void run_gemm(model::GemmId id, const float* x, std::int64_t rows, float* y) = 0;
+};
+
+// What an int8 model says of its plan, on backends that run int8.
+struct Int8Facts {
+  std::vector<model::GemmId> kept;  // GEMMs kept out of int8, sorted
+  bool smoothed = false;            // the int8 GEMMs' inputs are smoothed (calibrated)
+};
+
 // One replica's forward pass. Owned by one thread at a time.
 class Replica {
  public:
@@ -101,12 +118,12 @@ class Replica {
   // Time every op into `profile` from now on (null: stop).
   virtual void attach_profile(OpProfile* profile) = 0;
 
-  // Calibration of int8 plans (sched/int8_plan.h). Backends without int8 throw Error.
-  // Sees every dense GEMM of this replica's (fp32) forward passes.
-  virtual void observe_gemms(GemmObserver observer);
-  // One GEMM of this replica's model alone on host rows: y [rows, out] = act(x · Wᵀ + b).
-  virtual void run_gemm(model::GemmId id, const float* x, std::int64_t rows, float* y);
+  // The capability int8 calibration needs; null on backends that run no int8.
+  virtual Int8Calibration* int8_calibration() { return nullptr; }
 };
+
+// The replica's int8 calibration; throws Error naming the backend's limit where it has none.
+Int8Calibration& int8_calibration_of(Replica& replica);
 
 // A model prepared for a device: immutable, shared by every replica.
 class PreparedModel {
@@ -115,9 +132,8 @@ class PreparedModel {
   virtual const model::ModelConfig& config() const = 0;
   virtual model::Precision precision() const = 0;
   virtual const WeightStats& stats() const = 0;
-  // int8: the GEMMs kept out of int8 (sorted) and whether int8 inputs are smoothed.
-  virtual std::vector<model::GemmId> int8_kept() const { return {}; }
-  virtual bool int8_smoothed() const { return false; }
+  // An int8 model's plan; nullopt for other precisions and backends.
+  virtual std::optional<Int8Facts> int8_facts() const { return std::nullopt; }
   // A replica that runs on `threads` threads of its own.
   virtual std::unique_ptr<Replica> make_replica(int threads) const = 0;
   // What the backend counted so far, by name, for the report (compiled backends: programs

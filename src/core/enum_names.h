@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace mcinfer {
 
@@ -25,6 +26,12 @@ struct EnumNames {
     for (const auto& [v, n] : entries)
       if (n == text) return v;
     return std::nullopt;
+  }
+  // Every name, in the table's order: what a flag accepts.
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& entry : entries) out.emplace_back(entry.second);
+    return out;
   }
   // "a, b or c": for messages that list what is accepted.
   std::string choices() const {

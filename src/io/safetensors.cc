@@ -14,47 +14,7 @@ namespace {
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // the format's own limit
 constexpr std::size_t kMaxRank = 8;
 
-bool parse_dtype(std::string_view s, DType& out) {
-  static constexpr std::pair<std::string_view, DType> kNames[] = {
-      {"F64", DType::kF64}, {"F32", DType::kF32},  {"F16", DType::kF16}, {"BF16", DType::kBF16},
-      {"I64", DType::kI64}, {"I32", DType::kI32},  {"I16", DType::kI16}, {"I8", DType::kI8},
-      {"U8", DType::kU8},   {"BOOL", DType::kBool}};
-  for (auto [name, dtype] : kNames) {
-    if (name == s) {
-      out = dtype;
-      return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
-
-std::string_view dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kF64:
-      return "F64";
-    case DType::kF32:
-      return "F32";
-    case DType::kF16:
-      return "F16";
-    case DType::kBF16:
-      return "BF16";
-    case DType::kI64:
-      return "I64";
-    case DType::kI32:
-      return "I32";
-    case DType::kI16:
-      return "I16";
-    case DType::kI8:
-      return "I8";
-    case DType::kU8:
-      return "U8";
-    case DType::kBool:
-      return "BOOL";
-  }
-  return "?";
-}
 
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
@@ -139,9 +99,9 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
     view.name = name;
     auto dtype_it = entry.find("dtype");
     if (dtype_it == entry.end() || !dtype_it->is_string()) bad("missing or non-string 'dtype'");
-    if (!parse_dtype(dtype_it->get<std::string>(), view.dtype)) {
-      bad(fmt::format("unknown dtype '{}'", dtype_it->get<std::string>()));
-    }
+    const std::optional<DType> dtype = kDTypeNames.parse(dtype_it->get<std::string>());
+    if (!dtype) bad(fmt::format("unknown dtype '{}'", dtype_it->get<std::string>()));
+    view.dtype = *dtype;
     auto shape_it = entry.find("shape");
     if (shape_it == entry.end() || !shape_it->is_array()) bad("missing or non-array 'shape'");
     if (shape_it->size() > kMaxRank)

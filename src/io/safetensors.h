@@ -12,13 +12,26 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/mapped_file.h"
 
 namespace mcinfer::io {
 
 enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool };
-
-std::string_view dtype_name(DType dtype);
+// As the format's header spells them.
+inline constexpr EnumNames<DType, 10> kDTypeNames{{{
+    {DType::kF64, "F64"},
+    {DType::kF32, "F32"},
+    {DType::kF16, "F16"},
+    {DType::kBF16, "BF16"},
+    {DType::kI64, "I64"},
+    {DType::kI32, "I32"},
+    {DType::kI16, "I16"},
+    {DType::kI8, "I8"},
+    {DType::kU8, "U8"},
+    {DType::kBool, "BOOL"},
+}}};
+inline std::string_view dtype_name(DType dtype) { return kDTypeNames.name(dtype); }
 std::size_t dtype_size(DType dtype);
 
 struct TensorView {

@@ -50,18 +50,6 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 }  // namespace
 
-std::string_view problem_type_name(ProblemType type) {
-  switch (type) {
-    case ProblemType::kSingleLabel:
-      return "single_label_classification";
-    case ProblemType::kMultiLabel:
-      return "multi_label_classification";
-    case ProblemType::kRegression:
-      return "regression";
-  }
-  return "?";
-}
-
 namespace {
 
 // What sets each model_type apart before the encoder description takes over: the family, the
@@ -267,12 +255,8 @@ void read_labels(const JsonObject& obj, ModelConfig& c) {
   std::optional<std::string> pt = obj.opt_string("problem_type");
   if (!pt) {
     c.problem_type = c.num_labels == 1 ? ProblemType::kRegression : ProblemType::kSingleLabel;
-  } else if (*pt == "single_label_classification") {
-    c.problem_type = ProblemType::kSingleLabel;
-  } else if (*pt == "multi_label_classification") {
-    c.problem_type = ProblemType::kMultiLabel;
-  } else if (*pt == "regression") {
-    c.problem_type = ProblemType::kRegression;
+  } else if (const auto type = kProblemTypeNames.parse(*pt)) {
+    c.problem_type = *type;
   } else {
     obj.fail_field("problem_type", fmt::format("'{}' is not a known problem type", *pt));
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "model/activation.h"
 
 namespace mcinfer::model {
@@ -17,6 +18,11 @@ namespace mcinfer::model {
 enum class Family { kBert, kRoberta, kDistilBert, kMpnet, kElectra };
 enum class Head { kNone, kSequenceClassification };
 enum class ProblemType { kSingleLabel, kMultiLabel, kRegression };
+inline constexpr EnumNames<ProblemType, 3> kProblemTypeNames{{{
+    {ProblemType::kSingleLabel, "single_label_classification"},
+    {ProblemType::kMultiLabel, "multi_label_classification"},
+    {ProblemType::kRegression, "regression"},
+}}};
 
 struct ModelConfig {
   std::string model_type;    // as written: "bert", "roberta", "xlm-roberta", "mpnet", ...
@@ -69,6 +75,6 @@ struct ModelConfig {
   std::string family_name() const;
 };
 
-std::string_view problem_type_name(ProblemType type);
+inline std::string_view problem_type_name(ProblemType type) { return kProblemTypeNames.name(type); }
 
 }  // namespace mcinfer::model

@@ -15,31 +15,6 @@ constexpr Pooling kAllModes[] = {Pooling::kCls,          Pooling::kMax,
 
 }  // namespace
 
-std::string_view pooling_name(Pooling mode) {
-  switch (mode) {
-    case Pooling::kCls:
-      return "cls";
-    case Pooling::kMax:
-      return "max";
-    case Pooling::kMean:
-      return "mean";
-    case Pooling::kMeanSqrtLen:
-      return "mean_sqrt_len";
-    case Pooling::kWeightedMean:
-      return "weightedmean";
-    case Pooling::kLastToken:
-      return "lasttoken";
-  }
-  return "?";
-}
-
-std::optional<Pooling> parse_pooling(std::string_view name) {
-  for (Pooling mode : kAllModes) {
-    if (pooling_name(mode) == name) return mode;
-  }
-  return std::nullopt;
-}
-
 PoolingModes::PoolingModes(std::vector<Pooling> list) : modes(std::move(list)) {
   if (modes.empty()) fail("internal: no pooling mode");
   std::sort(modes.begin(), modes.end());

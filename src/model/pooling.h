@@ -21,10 +21,18 @@ namespace mcinfer::model {
 // In sentence-transformers' concatenation order (Pooling.forward: cls, max, mean, mean_sqrt_len,
 // weightedmean, lasttoken).
 enum class Pooling { kCls, kMax, kMean, kMeanSqrtLen, kWeightedMean, kLastToken };
-
-// "cls", "max", "mean", "mean_sqrt_len", "weightedmean", "lasttoken".
-std::string_view pooling_name(Pooling mode);
-std::optional<Pooling> parse_pooling(std::string_view name);
+inline constexpr EnumNames<Pooling, 6> kPoolingNames{{{
+    {Pooling::kCls, "cls"},
+    {Pooling::kMax, "max"},
+    {Pooling::kMean, "mean"},
+    {Pooling::kMeanSqrtLen, "mean_sqrt_len"},
+    {Pooling::kWeightedMean, "weightedmean"},
+    {Pooling::kLastToken, "lasttoken"},
+}}};
+inline std::string_view pooling_name(Pooling mode) { return kPoolingNames.name(mode); }
+inline std::optional<Pooling> parse_pooling(std::string_view name) {
+  return kPoolingNames.parse(name);
+}
 
 // One pooling mode, or several whose vectors are concatenated (sentence-transformers' Pooling
 // with more than one pooling_mode_* flag set).

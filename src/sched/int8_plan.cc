@@ -5,8 +5,17 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
+
 namespace mcinfer::sched {
 namespace {
+
+// The plan of a model prepared in int8 (its backend reports one).
+backend::Int8Facts int8_facts_of(const backend::PreparedModel& model) {
+  std::optional<backend::Int8Facts> facts = model.int8_facts();
+  if (!facts) fail("internal: an int8 model without int8 facts");
+  return *std::move(facts);
+}
 
 std::size_t index_of(model::GemmId id) {
   return static_cast<std::size_t>(id.layer) * model::kGemmSlots + static_cast<std::size_t>(id.slot);
@@ -27,7 +36,7 @@ class ErrorMeter {
     p.replica = int8_->make_replica(1);
     return [&p](const backend::GemmCall& call) {
       p.y.resize(static_cast<std::size_t>(call.rows * call.out));
-      p.replica->run_gemm(call.id, call.x, call.rows, p.y.data());
+      backend::int8_calibration_of(*p.replica).run_gemm(call.id, call.x, call.rows, p.y.data());
       auto& [err, norm] = p.sums[index_of(call.id)];
       for (std::int64_t i = 0; i < call.rows * call.out; ++i) {
         const double d = static_cast<double>(p.y[i]) - call.y[i];
@@ -115,7 +124,8 @@ Int8Plan plan_int8(const model::ModelDir& dir, const backend::Backend& backend,
     options.int8_keep = keep;
     options.int8_ranges = reference ? &ranges : nullptr;
     plan.weights = backend.prepare(dir, options, warnings);
-    plan.summary = model::int8_plan_summary(plan.weights->int8_kept(), layers, plan.kept_precision);
+    plan.summary =
+        model::int8_plan_summary(int8_facts_of(*plan.weights).kept, layers, plan.kept_precision);
   };
   load(request.keep.value_or(std::vector<model::GemmId>{}));
   if (!reference) return plan;  // no check rows: nothing to calibrate, measure or choose with
@@ -159,13 +169,14 @@ Int8Plan plan_int8(const model::ModelDir& dir, const backend::Backend& backend,
 
 Json Int8Plan::to_json() const {
   Json kept = Json::array();
-  for (const model::GemmId& id : weights->int8_kept()) kept.push_back(model::gemm_key(id));
+  const backend::Int8Facts facts = int8_facts_of(*weights);
+  for (const model::GemmId& id : facts.kept) kept.push_back(model::gemm_key(id));
   Json worst = Json::array();
   for (std::size_t i = 0; i < errors.size() && i < 8; ++i)
     worst.push_back(
         {{"gemm", model::gemm_key(errors[i].id)}, {"relative_error", errors[i].relative_error}});
   return {{"summary", summary},
-          {"input_smoothing", weights->int8_smoothed()},
+          {"input_smoothing", facts.smoothed},
           {"kept", kept},
           {"kept_precision", kept_precision},
           {"chosen", automatic ? "automatic (check rows)" : "--int8-keep"},

@@ -14,6 +14,9 @@
 namespace mcinfer::sched {
 namespace {
 
+// Batches of the check's rows: a few thousand tokens, as the public API batches.
+constexpr std::int64_t kCheckBatchTokens = 4096;
+
 // Outputs of `rows` through one model, [rows, dim], in batches as a run would form them: the rows
 // split in `threads` contiguous parts, each through its own single-threaded replica on its own
 // thread, as a run computes (one OpenMP team per replica would race under ThreadSanitizer, whose
@@ -23,25 +26,16 @@ std::vector<float> outputs(const std::vector<WorkItem>& rows,
                            const model::TaskSpec& task, int threads, std::int64_t& dim,
                            const ObserverFactory& observe = {}) {
   dim = model::output_dim(model->config(), task);
-  std::vector<float> all(rows.size() * static_cast<std::size_t>(dim));
+  std::vector<model::SequenceInput> inputs;
+  for (const WorkItem& row : rows) inputs.push_back({row.ids, row.type_ids, row.mask});
   const std::size_t parts = reference_parts(rows.size(), threads);
   ReplicaPool pool(std::move(model), {static_cast<int>(parts), 1, false});
-  pool.run([&](int r, backend::Replica& replica) {
-    const auto p = static_cast<std::size_t>(r);
-    if (observe) replica.observe_gemms(observe(p));
-    std::vector<model::SequenceInput> inputs;
-    std::vector<float> values;
-    constexpr std::size_t kBatch = 16;
-    const std::size_t first = rows.size() * p / parts, last = rows.size() * (p + 1) / parts;
-    for (std::size_t begin = first; begin < last; begin += kBatch) {
-      inputs.clear();
-      for (std::size_t i = begin; i < std::min(last, begin + kBatch); ++i)
-        inputs.push_back({rows[i].ids, rows[i].type_ids, rows[i].mask});
-      replica.predict(inputs, task, values);
-      std::copy(values.begin(), values.end(), all.begin() + begin * static_cast<std::size_t>(dim));
-    }
-  });
-  return all;
+  return predict_rows(
+      pool, inputs, task, dim, kCheckBatchTokens, [&](int r, backend::Replica& replica) {
+        if (observe) {
+          backend::int8_calibration_of(replica).observe_gemms(observe(static_cast<std::size_t>(r)));
+        }
+      });
 }
 
 backend::PrepareOptions fp32_options() {

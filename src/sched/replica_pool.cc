@@ -57,4 +57,34 @@ double ReplicaPool::run(const std::function<void(int, backend::Replica&)>& body,
       .count();
 }
 
+std::vector<float> predict_rows(ReplicaPool& pool, std::span<const model::SequenceInput> rows,
+                                const model::TaskSpec& task, std::int64_t dim,
+                                std::int64_t batch_tokens,
+                                const std::function<void(int, backend::Replica&)>& before) {
+  const auto width = static_cast<std::size_t>(dim);
+  std::vector<float> all(rows.size() * width);
+  const auto parts = static_cast<std::size_t>(pool.size());
+  pool.run([&](int r, backend::Replica& replica) {
+    if (before) before(r, replica);
+    const auto p = static_cast<std::size_t>(r);
+    const std::size_t first = rows.size() * p / parts, last = rows.size() * (p + 1) / parts;
+    std::vector<float> values;
+    for (std::size_t begin = first; begin < last;) {
+      std::size_t end = begin;
+      std::int64_t tokens = 0;
+      while (end < last &&
+             (end == begin ||
+              tokens + static_cast<std::int64_t>(rows[end].ids.size()) <= batch_tokens)) {
+        tokens += static_cast<std::int64_t>(rows[end].ids.size());
+        ++end;
+      }
+      replica.predict(rows.subspan(begin, end - begin), task, values);
+      std::copy(values.begin(), values.end(),
+                all.begin() + static_cast<std::ptrdiff_t>(begin * width));
+      begin = end;
+    }
+  });
+  return all;
+}
+
 }  // namespace mcinfer::sched

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backend/backend.h"
@@ -51,5 +52,14 @@ class ReplicaPool {
   std::vector<std::unique_ptr<backend::Replica>> replicas_;
   std::atomic<bool> stopping_{false};
 };
+
+// Every row through the pool, as both the precision check and the public API compute a list of
+// rows: split in pool.size() contiguous parts, part r through replica r on its own thread, each
+// part in batches of up to `batch_tokens` tokens (one row at least). `before(r, replica)` runs on
+// replica r's thread first (calibration attaches its observer there). Returns [rows, dim].
+std::vector<float> predict_rows(ReplicaPool& pool, std::span<const model::SequenceInput> rows,
+                                const model::TaskSpec& task, std::int64_t dim,
+                                std::int64_t batch_tokens,
+                                const std::function<void(int, backend::Replica&)>& before = {});
 
 }  // namespace mcinfer::sched

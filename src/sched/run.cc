@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "backend/registry.h"
+#include "backends/registry.h"
 #include "core/error.h"
 #include "core/file_writer.h"
 #include "core/system.h"
@@ -409,8 +409,8 @@ std::filesystem::path report_path_for(const std::filesystem::path& path, const R
 
 Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
               Clock::time_point started) {
-  const auto backend =
-      backend::make_backend({.name = o.backend, .pjrt_plugin = o.plugin, .devices = o.devices});
+  const auto backend = backend::make_backend(
+      {.name = o.backend, .pjrt = {.plugin = o.plugin, .devices = o.devices}});
   const model::ModelDir dir = model::ModelDir::open(o.model_dir);
   const RunPlan plan = plan_run(o, dir, *backend, rank);
   const model::PrecisionChoice precision = backend->resolve_precision(o.precision);

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "backend/registry.h"
+#include "backends/registry.h"
 #include "core/json.h"
 #include "model/model_dir.h"
 #include "support/cpu_features.h"
@@ -33,8 +33,8 @@ struct Prepared {
 backend::BackendOptions options_for(const std::string& name) {
   backend::BackendOptions options{.name = name};
   if (name == "pjrt") {
-    options.pjrt_plugin = testing::pjrt_cpu_plugin();
-    options.devices = 2;
+    options.pjrt.plugin = testing::pjrt_cpu_plugin();
+    options.pjrt.devices = 2;
   }
   return options;
 }
@@ -245,8 +245,8 @@ TEST(Description, OneChangedDescriptionDrivesEveryBackend) {
 
 TEST(Registry, PjrtFlagsAreRefusedForTheCpuBackend) {
   for (const backend::BackendOptions& options :
-       {backend::BackendOptions{.name = "cpu", .pjrt_plugin = "tpu"},
-        backend::BackendOptions{.name = "cpu", .devices = 4}}) {
+       {backend::BackendOptions{.name = "cpu", .pjrt = {.plugin = "tpu"}},
+        backend::BackendOptions{.name = "cpu", .pjrt = {.devices = 4}}}) {
     try {
       backend::make_backend(options);
       ADD_FAILURE() << "made a cpu backend with --plugin or --devices";

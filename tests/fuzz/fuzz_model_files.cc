@@ -17,7 +17,7 @@
 #include <fstream>
 #include <string>
 
-#include "backend/registry.h"
+#include "backends/registry.h"
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "model/config.h"

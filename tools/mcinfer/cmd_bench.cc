@@ -10,7 +10,7 @@
 #include <optional>
 #include <random>
 
-#include "backend/registry.h"
+#include "backends/registry.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -211,10 +211,10 @@ int run_bench(const BenchOptions& o) {
   }
   backend::BackendOptions bo;
   bo.name = o.backend;
-  bo.pjrt_plugin = o.plugin;
-  bo.devices = o.devices;
-  if (!o.isa.empty()) bo.cpu_isa = o.isa;
-  bo.cpu_epilogue_in_kernel = o.epilogue == "kernel";
+  bo.pjrt.plugin = o.plugin;
+  bo.pjrt.devices = o.devices;
+  if (!o.isa.empty()) bo.cpu.isa = o.isa;
+  bo.cpu.epilogue_in_kernel = o.epilogue == "kernel";
   const auto be = backend::make_backend(bo);
   const model::PrecisionChoice precision = be->resolve_precision(parse_precision_flag(o.precision));
   backend::PrepareOptions prepare;

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/registry.h"
+#include "backends/registry.h"
 #include "commands.h"
 #include "core/json.h"
 #include "model/encoder_desc.h"
@@ -201,10 +201,11 @@ Action add_inspect_command(CLI::App& app, const Invocation& invocation) {
   sub->add_flag("--json", o->json, "Print JSON");
   sub->add_option("--backend", o->backend.name, "Device family: cpu or pjrt")
       ->capture_default_str();
-  sub->add_option("--plugin", o->backend.pjrt_plugin,
+  sub->add_option("--plugin", o->backend.pjrt.plugin,
                   "--backend pjrt: the plugin, a .so file or cpu, cuda, tpu")
       ->capture_default_str();
-  sub->add_option("--devices", o->backend.devices, "--backend pjrt: devices to use (default: all)");
+  sub->add_option("--devices", o->backend.pjrt.devices,
+                  "--backend pjrt: devices to use (default: all)");
   add_text_flags(sub, o->text);
   return [o] { return run_inspect(*o); };
 }

@@ -97,26 +97,26 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "Predictions: .csv or .jsonl, written atomically at the end")
       ->required();
   sub->add_option("--format", f->format, "Input format when the extension does not say")
-      ->check(CLI::IsMember({"csv", "jsonl"}));
+      ->check(CLI::IsMember(run_flag_choices("--format")));
   sub->add_option("--id-col", f->options.id_col, "Id column (absent: row numbers)")
       ->capture_default_str();
   sub->add_option("--text-col", f->options.text_col, "Text column")->capture_default_str();
   sub->add_option("--text-pair-col", f->text_pair_col, "Second text column, for sentence pairs");
   sub->add_option("--task", f->task,
                   "classify or embed (default: classify when the model has a head)")
-      ->check(CLI::IsMember({"classify", "embed"}));
+      ->check(CLI::IsMember(run_flag_choices("--task")));
   sub->add_option(
          "--pooling", f->pooling,
          "Sentence embedding: mean, cls (first token), max, mean_sqrt_len, weightedmean or "
          "lasttoken (default: the sentence-transformers Pooling module, else mean)")
-      ->check(CLI::IsMember({"mean", "cls", "max", "mean_sqrt_len", "weightedmean", "lasttoken"}));
+      ->check(CLI::IsMember(run_flag_choices("--pooling")));
   sub->add_flag("--normalize{true},--no-normalize{false}", f->normalize,
                 "L2-normalise embeddings, or not (default: yes when the sentence-transformers "
                 "modules list Normalize); --normalize=false works too")
       ->check(CLI::IsMember({"true", "false"}));
   sub->add_option("--activation", f->options.activation,
                   "Classifier outputs (auto: from problem_type)")
-      ->check(CLI::IsMember({"auto", "softmax", "sigmoid", "none"}))
+      ->check(CLI::IsMember(run_flag_choices("--activation")))
       ->capture_default_str();
   sub->add_option("--outputs", f->options.outputs,
                   "Several outputs of one pass, in this order: classify: probs, logits, cls, "
@@ -130,7 +130,7 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "Rows longer than --max-len: truncate (counted in the report), or chunk: cut "
                   "into windows as Hugging Face's return_overflowing_tokens does, every window "
                   "computed, one output per row reduced from them")
-      ->check(CLI::IsMember({"truncate", "chunk"}))
+      ->check(CLI::IsMember(run_flag_choices("--long-input")))
       ->capture_default_str();
   sub->add_option("--stride", f->options.stride,
                   "chunk: tokens each window shares with the one before (HF's stride)")
@@ -139,17 +139,17 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("--chunk-reduce", f->options.chunk_reduce,
                   "chunk: a row's output from its windows': mean, max, first, or token-weighted "
                   "(mean weighted by each window's tokens)")
-      ->check(CLI::IsMember({"mean", "max", "first", "token-weighted"}))
+      ->check(CLI::IsMember(run_flag_choices("--chunk-reduce")))
       ->capture_default_str();
   sub->add_option("--chunk-values", f->options.chunk_values,
                   "chunk, classifiers: reduce the windows' logits (then the activation) or their "
                   "probs")
-      ->check(CLI::IsMember({"logits", "probs"}))
+      ->check(CLI::IsMember(run_flag_choices("--chunk-values")))
       ->capture_default_str();
   sub->add_option("--precision", f->options.precision,
                   "fp32, bf16, int8, or auto: bf16 where the CPU has native bf16 dot products "
                   "(avx512_bf16, AMX), else fp32 (auto never picks int8)")
-      ->check(CLI::IsMember({"auto", "fp32", "bf16", "int8"}))
+      ->check(CLI::IsMember(run_flag_choices("--precision")))
       ->capture_default_str();
   sub->add_option("--check-precision", f->options.check_precision_rows,
                   "Rows sampled evenly from the input and compared against fp32 before a "
@@ -184,7 +184,7 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "default one per physical core)");
   sub->add_option("--schedule", f->options.schedule,
                   "dynamic (length-sorted, token budget) or static (DistributedSampler)")
-      ->check(CLI::IsMember({"dynamic", "static"}))
+      ->check(CLI::IsMember(run_flag_choices("--schedule")))
       ->capture_default_str();
   sub->add_option("--batch-size", f->options.batch_size, "Rows per batch (static)")
       ->capture_default_str();

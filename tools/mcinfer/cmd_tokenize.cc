@@ -155,7 +155,7 @@ Action add_tokenize_command(CLI::App& app, const Invocation&) {
   sub->add_option("--input", f->input,
                   "Read rows from a CSV or JSONL file instead of lines from stdin");
   sub->add_option("--format", f->format, "Input format when the extension does not say")
-      ->check(CLI::IsMember({"csv", "jsonl"}));
+      ->check(CLI::IsMember(run_flag_choices("--format")));
   sub->add_option("--id-col", f->columns.id_col, "Id column")->capture_default_str();
   sub->add_option("--text-col", f->columns.text_col, "Text column")->capture_default_str();
   sub->add_option("--text-pair-col", f->text_pair_col, "Second text column");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "mcinfer/run.h"
 #include "model/precision.h"
 
 namespace mcinfer::cli {
@@ -63,7 +64,7 @@ inline void add_text_flags(CLI::App* sub, TextFlags& flags) {
                   "auto: transformers 5's tokenizer when config.json was written by transformers "
                   "5, else the files'; file: as tokenizer.json says; transformers5: as "
                   "transformers 5 rebuilds it from the tokenizer class")
-      ->check(CLI::IsMember({"auto", "file", "transformers5"}))
+      ->check(CLI::IsMember(run_flag_choices("--tokenizer-compat")))
       ->capture_default_str();
 }
 

@@ -13,7 +13,7 @@ namespace {
 
 class CpuModel;
 
-class CpuReplica final : public backend::Replica {
+class CpuReplica final : public backend::Replica, public backend::Int8Calibration {
  public:
   CpuReplica(std::shared_ptr<const Weights> weights, const ops::Device& device, int threads,
              ops::EpilogueMode epilogue)
@@ -27,6 +27,7 @@ class CpuReplica final : public backend::Replica {
   void attach_profile(backend::OpProfile* profile) override {
     encoder_.context().attach_profile(profile);
   }
+  backend::Int8Calibration* int8_calibration() override { return this; }
   void observe_gemms(backend::GemmObserver observer) override {
     if (!observer) {
       encoder_.observe({});
@@ -65,8 +66,10 @@ class CpuModel final : public backend::PreparedModel {
   const model::ModelConfig& config() const override { return weights_->config(); }
   model::Precision precision() const override { return weights_->precision(); }
   const backend::WeightStats& stats() const override { return weights_->stats(); }
-  std::vector<model::GemmId> int8_kept() const override { return weights_->kept(); }
-  bool int8_smoothed() const override { return weights_->smoothed(); }
+  std::optional<backend::Int8Facts> int8_facts() const override {
+    if (weights_->precision() != model::Precision::kInt8) return std::nullopt;
+    return backend::Int8Facts{weights_->kept(), weights_->smoothed()};
+  }
   std::unique_ptr<backend::Replica> make_replica(int threads) const override {
     return std::make_unique<CpuReplica>(weights_, *device_, threads, epilogue_);
   }
@@ -178,14 +181,13 @@ class CpuBackend final : public backend::Backend {
 
 }  // namespace
 
-std::unique_ptr<backend::Backend> make_cpu_backend(const std::optional<std::string>& isa,
-                                                   bool epilogue_in_kernel) {
+std::unique_ptr<backend::Backend> make_cpu_backend(const CpuOptions& options) {
   std::optional<Isa> forced;
-  if (isa) {
-    forced = parse_isa(*isa);
-    if (!forced) fail_usage("--isa must be generic, avx2 or avx512, not '{}'", *isa);
+  if (options.isa) {
+    forced = parse_isa(*options.isa);
+    if (!forced) fail_usage("--isa must be {}, not '{}'", kIsaNames.choices(), *options.isa);
   }
-  return std::make_unique<CpuBackend>(ops::Device::cpu(forced), epilogue_in_kernel
+  return std::make_unique<CpuBackend>(ops::Device::cpu(forced), options.epilogue_in_kernel
                                                                     ? ops::EpilogueMode::kOwnKernel
                                                                     : ops::EpilogueMode::kInGemm);
 }

@@ -8,15 +8,14 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backends/cpu/cpu_options.h"
 
 namespace mcinfer::cpu {
 
 class Weights;
 
-// `isa` forces our kernels' instruction set ("generic", "avx2", "avx512"); throws UsageError for
-// another name. `epilogue_in_kernel`: bias + activation by our own kernel after a plain GEMM.
-std::unique_ptr<backend::Backend> make_cpu_backend(const std::optional<std::string>& isa = {},
-                                                   bool epilogue_in_kernel = false);
+// Throws UsageError for an instruction set that is not one of ours.
+std::unique_ptr<backend::Backend> make_cpu_backend(const CpuOptions& options = {});
 
 // The CPU weights behind a model this backend prepared (tests and calibration tools that
 // look inside); null for a model another backend prepared.

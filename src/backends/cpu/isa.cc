@@ -7,25 +7,6 @@
 
 namespace mcinfer::cpu {
 
-std::string_view isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::kGeneric:
-      return "generic";
-    case Isa::kAvx2:
-      return "avx2";
-    case Isa::kAvx512:
-      return "avx512";
-  }
-  return "?";
-}
-
-std::optional<Isa> parse_isa(std::string_view name) {
-  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512}) {
-    if (isa_name(isa) == name) return isa;
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 // MCINFER_MAX_ISA caps our own kernels as ONEDNN_MAX_CPU_ISA caps the GEMM library's, so that
@@ -33,11 +14,9 @@ namespace {
 int max_isa_level() {
   const char* env = std::getenv("MCINFER_MAX_ISA");
   if (env == nullptr || *env == '\0') return 2;
-  const std::string_view names[] = {"generic", "avx2", "avx512"};
-  for (int level = 0; level < 3; ++level) {
-    if (names[level] == env) return level;
-  }
-  fail("MCINFER_MAX_ISA={}: expected generic, avx2 or avx512", env);
+  // The enum's order is the width order: generic 0, avx2 1, avx512 2.
+  if (const std::optional<Isa> isa = parse_isa(env)) return static_cast<int>(*isa);
+  fail("MCINFER_MAX_ISA={}: expected {}", env, kIsaNames.choices());
 }
 
 }  // namespace

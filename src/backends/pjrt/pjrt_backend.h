@@ -9,19 +9,9 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backends/pjrt/pjrt_options.h"
 
 namespace mcinfer::pjrt {
-
-struct PjrtOptions {
-  // A plugin file, or a name: cpu, cuda, tpu (resolve_plugin).
-  std::string plugin = "cpu";
-  // CPU plugins: devices to create (0: one per physical core). Others: use the first N devices
-  // (0: all).
-  int devices = 0;
-  // The layers as a loop in the program (ProgramSpec::loop_layers); default: on accelerators,
-  // not on CPU devices.
-  std::optional<bool> loop_layers;
-};
 
 // The plugin file `name_or_path` stands for. Names: cpu ($MCINFER_PJRT_CPU_PLUGIN, else the
 // PyPI package xla-cpu-pjrt in $VIRTUAL_ENV), cuda ($MCINFER_PJRT_CUDA_PLUGIN, else the PyPI

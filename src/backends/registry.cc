@@ -1,4 +1,4 @@
-#include "backend/registry.h"
+#include "backends/registry.h"
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/pjrt/pjrt_backend.h"
@@ -10,15 +10,13 @@ std::vector<std::string> built_backends() { return {"cpu", "pjrt"}; }
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
   if (options.name == "cpu") {
-    if (options.devices != 0 || options.pjrt_plugin != "cpu")
+    if (options.pjrt.devices != 0 || options.pjrt.plugin != "cpu")
       fail_usage(
           "--plugin and --devices apply to --backend pjrt (the cpu backend runs on this "
           "machine's cores: --replicas)");
-    return cpu::make_cpu_backend(options.cpu_isa, options.cpu_epilogue_in_kernel);
+    return cpu::make_cpu_backend(options.cpu);
   }
-  if (options.name == "pjrt")
-    return pjrt::make_pjrt_backend(
-        {.plugin = options.pjrt_plugin, .devices = options.devices, .loop_layers = std::nullopt});
+  if (options.name == "pjrt") return pjrt::make_pjrt_backend(options.pjrt);
   std::string names;
   for (const auto& n : built_backends()) names += (names.empty() ? "" : ", ") + n;
   fail_usage("--backend {}: not a backend of this build (built: {})", options.name, names);

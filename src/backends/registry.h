@@ -1,5 +1,6 @@
 #pragma once
-// The backends this build has, by the name `--backend` takes.
+// The backends this build has, by the name `--backend` takes. Above every backend folder: the seam
+// (backend/) includes none of them.
 
 #include <memory>
 #include <optional>
@@ -8,19 +9,16 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backends/cpu/cpu_options.h"
+#include "backends/pjrt/pjrt_options.h"
 
 namespace mcinfer::backend {
 
+// Which backend, and the options of each (declared with their backend).
 struct BackendOptions {
   std::string name = "cpu";
-  // cpu only: force our kernels' instruction set ("generic", "avx2", "avx512"; default: the best)
-  // and apply bias + activation in our own kernel instead of the GEMM's epilogue (bench).
-  std::optional<std::string> cpu_isa{};
-  bool cpu_epilogue_in_kernel = false;
-  // pjrt only: the plugin (a .so file, or cpu, cuda, tpu) and the devices to use (0: all; a CPU
-  // plugin makes that many).
-  std::string pjrt_plugin = "cpu";
-  int devices = 0;
+  cpu::CpuOptions cpu{};
+  pjrt::PjrtOptions pjrt{};
 };
 
 // Throws UsageError naming the backends built when `options.name` is not one of them.
