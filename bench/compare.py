@@ -100,6 +100,8 @@ MODELS = {
                   "about": "BertForSequenceClassification, bert-base shape, random weights (bench/make_models.py)"},
     "xlmr-base": {"dir": WORK / "models/xlmr-base-cls", "make": "xlmr-base-cls",
                   "about": "XLMRobertaForSequenceClassification, base shape, random weights, no tokenizer"},
+    "mpnet-base": {"dir": WORK / "models/mpnet-base-cls", "make": "mpnet-base-cls",
+                   "about": "MPNetForSequenceClassification, mpnet-base shape, random weights, no tokenizer"},
     "minilm": {"dir": REPO / "models/all-MiniLM-L6-v2", "make": None,
                "about": "sentence-transformers/all-MiniLM-L6-v2 (real weights), mean-pooled embeddings"},
 }
