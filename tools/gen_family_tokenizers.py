@@ -11,10 +11,10 @@ from their own classes, and the ids transformers 5 gives for them on the tokeniz
 - tests/fixtures/tokenizer/models/camembert_json: CamembertTokenizer from unigram_spm's
   SentencePiece model (precompiled normalizer, Metaspace, Unigram, <s> A </s></s> B </s>).
 
-For each, tests/fixtures/tokenizer/expected/transformers5/<variant>.tsv holds transformers 5's ids
+For each, tests/fixtures/tokenizer/expected/families/<variant>.tsv holds transformers 5's ids
 in the record format of tools/gen_tokenizer_fixtures.py, checked against the current tokenizers
 Tokenizer.from_file of the saved tokenizer.json (they agree: the file is the class's pipeline);
-expected/transformers5/families.tsv lists them.
+expected/families/variants.tsv lists them.
 
 Regenerate: tools/venv.sh && .venv/bin/python tools/gen_family_tokenizers.py
 Idempotent: rewrites those three directories and their expected sets.
@@ -31,10 +31,11 @@ import transformers
 from transformers import CamembertTokenizer, ElectraTokenizer, MPNetTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_tokenizer_fixtures import EXPECTED, MODELS, expected_records, minify, read_corpus  # noqa: E402
+from gen_tokenizer_fixtures import (EXPECTED, MODELS, expected_records, minify, read_corpus,  # noqa: E402
+                                    write_expected, write_manifest)
 
 assert int(transformers.__version__.split(".")[0]) >= 5, "run with the current stack (.venv)"
-OUT = EXPECTED / "transformers5"
+OUT = EXPECTED / "families"  # apart from transformers5/, which gen_tokenizer_v5_fixtures.py rewrites
 
 
 def wordpiece_vocab() -> list[str]:
@@ -69,11 +70,11 @@ def main() -> None:
     manifest = []
     for variant, d in dirs.items():
         recs = expected_records(d, lines, cases, check_file=True)
-        (OUT / f"{variant}.tsv").write_text(header + "\n".join(recs) + "\n", encoding="utf-8")
-        manifest.append(f"{variant}\ttransformers5/{variant}")
+        write_expected(OUT, variant, recs, header)
+        manifest.append(f"{variant}\tfamilies/{variant}")
         print(f"{variant}: {len(recs)} records")
-    (OUT / "families.tsv").write_text("# model directory\texpected set (transformers 5 and the file agree)\n" +
-                                      "\n".join(manifest) + "\n")
+    write_manifest(OUT / "variants.tsv", "expected set (transformers 5 and tokenizers' reading of the file agree)",
+                   manifest)
 
 
 if __name__ == "__main__":

@@ -278,6 +278,16 @@ SETS = [
 ]
 
 
+def write_expected(out: Path, variant: str, recs: list, header: str) -> None:
+    """One variant's expected set, out/<variant>.tsv."""
+    (out / f"{variant}.tsv").write_text(header + "\n".join(recs) + "\n", encoding="utf-8")
+
+
+def write_manifest(path: Path, title: str, manifest: list) -> None:
+    """The variants.tsv of a folder of expected sets: "<model directory>\t<set>" lines."""
+    path.write_text(f"# model directory\t{title}\n" + "\n".join(manifest) + "\n")
+
+
 def write_set(name, recs, header):
     (EXPECTED / f"{name}.tsv").write_text(header + "\n".join(recs) + "\n", encoding="utf-8")
     print(f"{name}: {len(recs)} records")

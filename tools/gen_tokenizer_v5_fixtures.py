@@ -21,7 +21,8 @@ import tokenizers
 import transformers
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_tokenizer_fixtures import EXPECTED, MODELS, SETS, expected_records, read_corpus  # noqa: E402
+from gen_tokenizer_fixtures import (EXPECTED, MODELS, SETS, expected_records, read_corpus,  # noqa: E402
+                                    write_expected, write_manifest)
 
 assert int(transformers.__version__.split(".")[0]) >= 5, "run with the current stack (.venv)"
 OUT = EXPECTED / "transformers5"
@@ -48,11 +49,10 @@ def main():
                 print(f"{v}: as the file ({set_name})")
                 continue
             differ = sum(1 for a, b in zip(recs, legacy) if a != b)
-            (OUT / f"{v}.tsv").write_text(header + "\n".join(recs) + "\n", encoding="utf-8")
+            write_expected(OUT, v, recs, header)
             manifest.append(f"{v}\ttransformers5/{v}")
             print(f"{v}: {differ} of {len(recs)} records differ from the file's")
-    (OUT / "variants.tsv").write_text("# model directory\texpected set under transformers 5\n" +
-                                      "\n".join(manifest) + "\n")
+    write_manifest(OUT / "variants.tsv", "expected set under transformers 5", manifest)
 
 
 if __name__ == "__main__":

@@ -208,7 +208,7 @@ class FamilyParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FamilyParity, MatchesTransformers5) {
   const std::string variant = GetParam();
-  const std::string set = expected_set(variant, "tokenizer/expected/transformers5/families.tsv");
+  const std::string set = expected_set(variant, "tokenizer/expected/families/variants.tsv");
   auto tok = Tokenizer::load(fixture("tokenizer/models/" + variant), Compat::kTransformers5);
   EXPECT_EQ(check_records(variant, *tok, set), 0u);
 }
