@@ -52,7 +52,7 @@ Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& op
   request.tokenizer_compat =
       sched::parse_tokenizer_compat(options.tokenizer_compat, "tokenizer_compat");
   if (!options.pooling.empty()) {
-    const auto pooling = model::parse_pooling(options.pooling);
+    const auto pooling = model::kPoolingNames.parse(options.pooling);
     if (!pooling) fail_usage("pooling '{}' is not a pooling mode", options.pooling);
     request.pooling = model::PoolingModes(*pooling);
   }

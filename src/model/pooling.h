@@ -30,9 +30,6 @@ inline constexpr EnumNames<Pooling, 6> kPoolingNames{{{
     {Pooling::kLastToken, "lasttoken"},
 }}};
 inline std::string_view pooling_name(Pooling mode) { return kPoolingNames.name(mode); }
-inline std::optional<Pooling> parse_pooling(std::string_view name) {
-  return kPoolingNames.parse(name);
-}
 
 // One pooling mode, or several whose vectors are concatenated (sentence-transformers' Pooling
 // with more than one pooling_mode_* flag set).

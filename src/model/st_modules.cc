@@ -97,7 +97,7 @@ void check_feature_names(const JsonObject& obj, const char* module) {
 Pooling parse_pooling_name(const JsonObject& obj, const std::string& given) {
   std::string mode = lower(given);
   if (mode == "mean_sqrt_len_tokens") mode = "mean_sqrt_len";
-  auto parsed = parse_pooling(mode);
+  auto parsed = kPoolingNames.parse(mode);
   if (!parsed) {
     obj.fail_field("pooling_mode",
                    fmt::format("'{}' is not a pooling mode (cls, max, mean, mean_sqrt_len_tokens, "
