@@ -350,7 +350,8 @@ def run_a(ctx, model: dict, system: str, k: int, rep: int) -> dict:
     if system in MCINFER_PRECISION:
         out.update(gflops=info.get("gflops"), gemm_gflops=info.get("gemm_gflops"),
                    efficiency=info.get("efficiency_vs_gemm"),
-                   setting=f"{k} replicas x 1 thread (mcinfer bench); {info.get('precision_reason')}")
+                   setting=f"{k} replicas x 1 thread (mcinfer bench), threads pinned one per core; "
+                           f"{info.get('precision_reason')}")
     elif first.is_file():
         import numpy as np
 

@@ -211,8 +211,10 @@ def setting(system: str, k: int, runner=None) -> str:
     if system == "ort-int8":
         quant = f" ({runner.int8_ops})" if runner is not None else ""
         return (f"1 session, intra_op_num_threads={k}, ORT_ENABLE_ALL, quantize_dynamic(per_channel=True, QInt8 "
-                f"weights) of the fused graph{quant}")
+                f"weights) of the fused graph{quant}; intra-op threads not pinned (ORT affinitizes only at its "
+                f"default thread count)")
     if system == "ct2-int8":
         read = f" (read back: {runner.compute_type})" if runner is not None else ""
-        return f"Encoder inter_threads={k}, intra_threads=1, compute_type int8_float32{read}, numpy head"
+        return (f"Encoder inter_threads={k}, intra_threads=1, compute_type int8_float32{read}, numpy head; "
+                f"threads not pinned (CTranslate2 has no affinity option)")
     raise SystemExit(f"compare_int8: no setting for {system}")

@@ -445,6 +445,8 @@ class OpenVinoRunner:
             self.precision = int8.ov_precision(self.compiled, xml, self.precision)
         self.parallel = int(self.compiled.get_property(props.optimal_number_of_infer_requests))
         self.streams = str(self.compiled.get_property(props.num_streams))
+        # Thread pinning as the compiled model reports it (issue 30: stated per system).
+        self.pinning = "pinned" if self.compiled.get_property("ENABLE_CPU_PINNING") else "not pinned"
         self.queue = ov.AsyncInferQueue(self.compiled, self.parallel)
         self.info, self.ov = info, ov
 
@@ -518,13 +520,26 @@ def make_runner(base: str, model_dir: Path, art: Path, info: dict, threads: int,
     raise SystemExit(f"compare_peers: unknown system {base}")
 
 
+# Where each peer's threads run (issue 30: threads pinned alike where a system allows it, else the
+# difference stated). mcinfer pins its replica threads one per physical core; OpenVINO's pinning is
+# read back from the compiled model; these systems pin nothing at the settings used here.
+UNPINNED = {
+    "torch": "threads not pinned (OpenMP, OMP_PROC_BIND unset)",
+    "torch-bf16": "threads not pinned (OpenMP, OMP_PROC_BIND unset)",
+    "torch-mp": "processes not pinned",
+    "ort": "intra-op threads not pinned (ORT affinitizes only at its default thread count)",
+    "ort-mp": "processes not pinned",
+    "ct2": "threads not pinned (CTranslate2 has no affinity option)",
+}
+
+
 def setting(system: str, k: int, runner=None) -> str:
     if system in OPENVINO:
         forced = "INFERENCE_PRECISION_HINT=f32 forced" if OV_PRECISION[system] == "f32" else "no precision forced"
         extra = ""
         if runner is not None:
             extra = (f"; read back: {runner.precision}, EXECUTION_MODE_HINT={runner.mode}, "
-                     f"{runner.parallel} requests, {runner.streams} streams")
+                     f"{runner.parallel} requests, {runner.streams} streams, threads {runner.pinning}")
             extra += ", compiled model loaded from the model cache" if runner.loaded_from_cache else ""
             extra += runner.shape_note
         nncf = "NNCF int8 IR (model_type TRANSFORMER), " if system == "openvino-int8" else ""
@@ -532,7 +547,7 @@ def setting(system: str, k: int, runner=None) -> str:
     if system in int8.SYSTEMS:
         return int8.setting(system, k, runner)
     fusions = f" ({runner.fusions})" if isinstance(runner, OrtRunner) else ""
-    return {
+    return UNPINNED[system] + "; " + {
         "torch": f"eager, inference_mode, torch.set_num_threads({k})",
         "torch-bf16": f"eager, inference_mode + torch.autocast(\"cpu\", dtype=torch.bfloat16), torch.set_num_threads({k})",
         "torch-mp": f"{k} processes x 1 thread, one model copy each",
