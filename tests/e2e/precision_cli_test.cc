@@ -128,6 +128,38 @@ TEST(Bf16MiniLM, EveryCorpusLineWithinTheGates) {
                                  kBf16Embedding);
 }
 
+// Without the instructions but with AVX-512 (oneDNN capped to avx512_core here, as on a CPU
+// without avx512_bf16), the library can only emulate bf16: MCINFER_EMULATED_BF16=1 runs the bf16
+// path anyway so that its numbers are checked there — the same gates, the library's attention
+// products (the fused kernels need the instructions). Without the variable it is refused.
+TEST(Precision, EmulatedBf16WithoutTheInstructionsStaysWithinTheGates) {
+  NEED_CPU(avx512, "AVX-512 (the GEMM library emulates bf16 from avx512_core)");
+  const std::string name = "bert_cls_multi";
+  auto dir = testing::scratch_dir("precision_emulated_bf16");
+  auto input = testing::write_fixture_rows(dir, name);
+  const std::string model = testing::fixture("models/" + name).string();
+  auto output = dir / "out.csv";
+  const std::vector<std::string> args = {
+      "run",           model,         "--input", input.string(), "--output",
+      output.string(), "--precision", "bf16",    "--report",     (dir / "report.json").string()};
+  auto refused = run_cli(args, "", {kNoBf16});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_FALSE(fs::exists(output));
+  auto r = run_cli(args, "", {kNoBf16, "MCINFER_EMULATED_BF16=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("emulated by the GEMM library on avx512_core"), std::string::npos) << r.err;
+  Json report = read_json_file(dir / "report.json");
+  EXPECT_EQ(report["precision"], "bf16");
+  ASSERT_TRUE(report["precision_check"].is_object()) << report.dump(2);
+  // bf16 products, not f32 ones under another name: the check sees them differ from fp32.
+  const double diff = report["precision_check"]["max_abs_diff"].get<double>();
+  EXPECT_GT(diff, 1e-5);
+  EXPECT_LE(diff, 0.01);
+  testing::Reference ref(testing::fixture("models/" + name + "/reference.safetensors"));
+  testing::expect_classifier_gate(testing::read_table(output), ref.floats("probs"), name,
+                                  kBf16Classifier);
+}
+
 // Without native bf16 (oneDNN capped below avx512_core_bf16, our kernels capped to the generic
 // table): an explicit bf16 is refused with the missing instructions named, and auto runs fp32
 // with exact parity on the capped paths.

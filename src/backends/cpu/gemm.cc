@@ -151,6 +151,11 @@ std::string native_bf16_isa() {
   return "";
 }
 
+std::string emulated_bf16_isa() {
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? "avx512_core" : "";
+}
+
 std::string native_int8_isa() {
   const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
   if (isa == dnnl_cpu_isa_avx512_core_amx) return "amx_int8";

@@ -22,6 +22,9 @@ enum class DType { kF32, kBf16, kS8 };
 // cap set with ONEDNN_MAX_CPU_ISA: "amx_bf16", "avx512_bf16", or empty when there are none
 // (then a bf16 GEMM would be emulated, slower than f32).
 std::string native_bf16_isa();
+// Where the library runs bf16 GEMMs without native instructions, converting to f32 inside its
+// kernels (slower than f32): "avx512_core"; empty where it cannot (AVX2 and below: no bf16 GEMM).
+std::string emulated_bf16_isa();
 // Which native int8 dot-product instructions the GEMM library will run on this CPU (after any
 // ONEDNN_MAX_CPU_ISA cap): "amx_int8", "avx512_vnni", "avx2_vnni", or empty when there are none.
 // Without VNNI the library multiplies u8·s8 pairs with 16-bit saturating adds (vpmaddubsw), the

@@ -79,6 +79,18 @@ PrecisionChoice resolve_int8() {
 }
 }  // namespace
 
+namespace {
+
+// MCINFER_EMULATED_BF16=1 lets an explicit bf16 run where the GEMM library can only emulate it
+// (AVX-512 without avx512_bf16, or oneDNN capped below it): slower than fp32, so never chosen by
+// auto, but it checks the bf16 path's numbers on CPUs that lack the instructions.
+bool emulated_bf16_allowed() {
+  const char* env = std::getenv("MCINFER_EMULATED_BF16");
+  return env != nullptr && std::string_view(env) == "1" && !cpu::emulated_bf16_isa().empty();
+}
+
+}  // namespace
+
 PrecisionChoice resolve_precision(Precision requested) {
   PrecisionChoice choice;
   const std::string native = cpu::native_bf16_isa();
@@ -87,6 +99,14 @@ PrecisionChoice resolve_precision(Precision requested) {
       choice.reason = "precision fp32 (requested)";
       return choice;
     case Precision::kBf16:
+      if (native.empty() && emulated_bf16_allowed()) {
+        choice.precision = Precision::kBf16;
+        choice.reason = fmt::format(
+            "precision bf16 (requested; emulated by the GEMM library on {}: "
+            "MCINFER_EMULATED_BF16=1, slower than fp32, for checking the bf16 path)",
+            cpu::emulated_bf16_isa());
+        return choice;
+      }
       if (native.empty()) {
         fail_usage(
             "--precision bf16: this CPU has no native bf16 dot products (neither avx512_bf16 nor "
