@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "backends/cpu/encoder.h"
@@ -89,8 +90,9 @@ class CpuGemmProbe final : public backend::GemmProbe {
  public:
   CpuGemmProbe(const CpuModel& model, std::int64_t rows, int threads)
       : layer_(model.weights()->layers().at(0)), rows_(rows), ctx_(model.device(), threads) {
-    const model::ModelConfig& c = model.config();
-    const std::int64_t width = std::max(3 * c.hidden_size, c.intermediate_size);
+    std::int64_t width = 0;
+    for (const ops::Linear& l : layer_.gemms)
+      width = std::max({width, l.in_features(), l.out_features()});
     in_.resize(static_cast<std::size_t>(ops::padded_rows(rows) * width));
     out_.resize(in_.size());
     type_ = layer_.gemms.front().input_type();

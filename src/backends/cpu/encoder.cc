@@ -53,6 +53,11 @@ std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t token
             rows * h + rows * 16 +
             cpu::Bf16Attention::workspace_bytes_for(max_len, c.hidden_size, c.num_heads, threads);
   }
+  // ELECTRA's embeddings before their projection; MPNet's bias table [heads, 2·longest − 1].
+  if (c.embedding_size > 0 && c.embedding_size != c.hidden_size)
+    bytes += rows * static_cast<std::uint64_t>(c.embedding_size) * 4;
+  if (c.relative_attention_buckets > 0)
+    bytes += static_cast<std::uint64_t>(c.num_heads) * (2 * len) * 4;
   bytes += static_cast<std::uint64_t>(tokens) * 12;
   bytes += static_cast<std::uint64_t>(threads) * len * len * 4;
   return bytes + bytes / 4;  // buffers grow with 25% headroom

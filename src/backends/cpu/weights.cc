@@ -55,10 +55,17 @@ class WeightLoader {
       l = ops::Linear::prepare(device_, weight.data(), ops::DType::kBf16, bias, parts * part_out,
                                in, precision, input_max);
     } else {
-      temp_.resize(static_cast<std::size_t>(parts) * part_size);
-      for (std::int64_t i = 0; i < parts; ++i)
-        model::copy_as_f32(*g.parts[i].weight, temp_.data() + i * part_size);
-      l = ops::Linear::prepare(device_, temp_.data(), ops::DType::kF32, bias, parts * part_out, in,
+      // One f32 part is packed straight from the mapping; stacked or other dtypes go through
+      // float32 scratch first.
+      const io::TensorView& first = *g.parts.front().weight;
+      const float* weight = reinterpret_cast<const float*>(first.data);
+      if (parts > 1 || first.dtype != io::DType::kF32) {
+        temp_.resize(static_cast<std::size_t>(parts) * part_size);
+        for (std::int64_t i = 0; i < parts; ++i)
+          model::copy_as_f32(*g.parts[i].weight, temp_.data() + i * part_size);
+        weight = temp_.data();
+      }
+      l = ops::Linear::prepare(device_, weight, ops::DType::kF32, bias, parts * part_out, in,
                                precision, input_max);
     }
     for (const LinearTensors& p : g.parts) w_.tensors_.release(*p.weight);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -49,6 +50,11 @@ class EncoderWriter {
       weights.push_back(p_.parameter(slot.dims, slot.gemm && bf16() ? DType::kBf16 : DType::kF32));
     next_ = weights.begin();
     end_ = all_end_ = weights.end();
+    // A looped program's per-layer weights are the stacked slots (weight_slots names them).
+    layer_slots_ =
+        static_cast<std::size_t>(std::count_if(slots.begin(), slots.end(), [](const WeightSlot& s) {
+          return s.name.rfind("layers.", 0) == 0;
+        }));
     const bool types = !d_.embeddings.token_type.empty();
     const Value ids = p_.parameter({b_, l_}, DType::kS32);
     const Value type_ids = types ? p_.parameter({b_, l_}, DType::kS32) : Value{};
@@ -120,7 +126,7 @@ class EncoderWriter {
       for (const model::LayerDesc& layer : d_.layers) x = encoder_layer(x, mask, take_layer(layer));
       return x;
     }
-    const std::size_t per_layer = layer_slot_count(d_.layers.front());
+    const std::size_t per_layer = layer_slots_;
     std::vector<Value> carried = {x, mask};
     for (std::size_t k = 0; k < per_layer; ++k) carried.push_back(weight());
     const auto after_layers = next_;
@@ -255,15 +261,10 @@ class EncoderWriter {
   const std::int64_t b_, l_, h_;
   Program p_;
   std::vector<Value>::const_iterator next_, end_, all_end_;
+  std::size_t layer_slots_ = 0;
 };
 
 }  // namespace
-
-std::size_t layer_slot_count(const model::LayerDesc& layer) {
-  std::size_t n = 4;  // two norms
-  for (const model::GemmDesc& g : layer.gemms) n += g.linear.bias ? 2 : 1;
-  return n;
-}
 
 std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stacked) {
   std::vector<WeightSlot> slots;

@@ -39,8 +39,6 @@ struct WeightSlot {
 // and its two norms (`stacked`: each stacked over the layers, [layers, ...], as a looped program
 // takes them), then with `head` the classification head's.
 std::vector<WeightSlot> weight_slots(const model::EncoderDesc& desc, bool head, bool stacked);
-// Slots per layer.
-std::size_t layer_slot_count(const model::LayerDesc& layer);
 // The checkpoint tensors of each slot, in the same order (a fused GEMM's parts in order; a stacked
 // slot: every layer's, in layer order); a single null for DistilBERT's sinusoidal position table
 // when the checkpoint stores none (model::fill_sinusoidal computes it).
