@@ -80,9 +80,14 @@ const ModelType* find_model_type(std::string_view model_type) {
 
 const ModelType& model_type_of(const ModelConfig& c) {
   if (const ModelType* t = find_model_type(c.model_type)) return *t;
-  for (const ModelType& t : kModelTypes)
-    if (t.family == c.family) return t;
-  fail("internal: model family {} has no entry", static_cast<int>(c.family));
+  fail("internal: model_type '{}' has no entry", c.model_type);
+}
+
+// Position ids as the family's transformers code numbers them: RoBERTa's from its pad_token_id,
+// MPNet's from a padding_idx fixed at 1 in its code; 0, 1, 2, ... otherwise.
+void set_position_numbering(ModelConfig& c) {
+  if (c.family == Family::kRoberta) c.position_padding_idx = c.pad_token_id;
+  if (c.family == Family::kMpnet) c.position_padding_idx = 1;
 }
 
 }  // namespace
@@ -155,8 +160,7 @@ ModelConfig ModelConfig::shape(std::string_view name, std::int64_t num_labels) {
   }
   c.family = find_model_type(c.model_type)->family;
   c.embedding_size = c.hidden_size;
-  if (c.family == Family::kRoberta) c.position_padding_idx = c.pad_token_id;
-  if (c.family == Family::kMpnet) c.position_padding_idx = 1;
+  set_position_numbering(c);
   c.architecture = std::string(model_type_of(c).class_stem) +
                    (c.head == Head::kNone ? "Model" : "ForSequenceClassification");
   return c;
@@ -203,13 +207,10 @@ void read_sizes(const JsonObject& obj, ModelConfig& c) {
             fmt::format("'{}' is not supported (only absolute position embeddings)", pos));
       }
     }
-    // RoBERTa numbers positions from its pad_token_id; MPNet's code fixes padding_idx at 1.
-    if (c.family == Family::kRoberta) c.position_padding_idx = c.pad_token_id;
-    if (c.family == Family::kMpnet) {
-      c.position_padding_idx = 1;
-      // transformers buckets relative positions into 32 whatever the table holds.
+    set_position_numbering(c);
+    // transformers buckets relative positions into 32 whatever the table holds.
+    if (c.family == Family::kMpnet)
       c.relative_attention_buckets = bounded(obj, "relative_attention_num_buckets", 32, 4096, 32);
-    }
     c.embedding_size = c.family == Family::kElectra
                            ? bounded(obj, "embedding_size", 1, kMaxHidden, c.hidden_size)
                            : c.hidden_size;
