@@ -29,7 +29,8 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 import transformers
 from transformers import (BertConfig, BertForSequenceClassification, BertModel, CamembertConfig,
-                          CamembertForSequenceClassification, DistilBertConfig,
+                          CamembertForSequenceClassification, DebertaV2Config,
+                          DebertaV2ForSequenceClassification, DebertaV2Model, DistilBertConfig,
                           DistilBertForSequenceClassification, DistilBertModel, ElectraConfig,
                           ElectraForSequenceClassification, ElectraModel, MPNetConfig,
                           MPNetForSequenceClassification, MPNetModel, RobertaConfig,
@@ -45,7 +46,8 @@ PREFIX = "tf5_" if TF5 else ""  # the current stack's fixtures sit beside the le
 # What the current stack saves too: a classifier of each tokenizer family, a base model.
 CURRENT_SPECS = ["bert_cls_single", "xlmr_cls", "roberta_embed", "distilbert_cls"]
 # Families only the current stack writes (tf5_<name> too).
-CURRENT_ONLY = ["mpnet_cls", "mpnet_embed", "electra_cls", "electra_embed", "camembert_cls"]
+CURRENT_ONLY = ["mpnet_cls", "mpnet_embed", "electra_cls", "electra_embed", "camembert_cls",
+                "deberta_cls", "deberta_c2p_embed", "deberta_multi", "deberta_regression"]
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -94,6 +96,18 @@ def electra(**kw):
                 pad_token_id=0)
     base.update(kw)
     return ElectraConfig(**base)
+
+
+def deberta(**kw):
+    # DeBERTa-v3's switches by default (relative positions only, shared keys, c2p + p2c, the table
+    # LayerNormed), at sizes where the log buckets are reached by the fixture's rows.
+    base = dict(vocab_size=130, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                intermediate_size=128, hidden_act="gelu", max_position_embeddings=128, type_vocab_size=0,
+                pad_token_id=0, layer_norm_eps=1e-7, relative_attention=True, pos_att_type=["p2c", "c2p"],
+                position_buckets=16, max_relative_positions=64, share_att_key=True, norm_rel_ebd="layer_norm",
+                position_biased_input=False, pooler_hidden_act="gelu")
+    base.update(kw)
+    return DebertaV2Config(**base)
 
 
 def distilbert(**kw):
@@ -186,6 +200,28 @@ SPECS = [
     Spec("camembert_cls", CamembertForSequenceClassification,
          roberta(CamembertConfig, vocab_size=130, num_labels=2, hidden_act="gelu"), 11, [11, 1, 2, 3, 8, 5],
          notes=["CamemBERT: model_type camembert, a RoBERTa body"]),
+    # Appended (seeds follow the position in SPECS; earlier fixtures keep theirs).
+    Spec("deberta_cls", DebertaV2ForSequenceClassification, deberta(num_labels=3), 100, [100, 17, 40, 5, 1, 77],
+         notes=["DeBERTa-v3's switches: relative positions only (position_biased_input false), 16 log buckets "
+                "(exact below 8) up to 64, shared keys, c2p + p2c, rel_embeddings LayerNormed; head dim 32; "
+                "head: ContextPooler (pooler.dense + GELU) + classifier"]),
+    Spec("deberta_c2p_embed", DebertaV2Model,
+         deberta(hidden_size=32, num_attention_heads=4, intermediate_size=64, max_position_embeddings=40,
+                 type_vocab_size=2, pos_att_type=["c2p"], position_buckets=-1, max_relative_positions=12,
+                 share_att_key=False, norm_rel_ebd="none", position_biased_input=True),
+         30, [30, 1, 2, 3, 17, 25], segments=True,
+         notes=["c2p only through its own pos_key_proj; no buckets: distances clamped to +-12; absolute "
+                "positions and token types added to the embeddings; head dim 8"]),
+    Spec("deberta_multi", DebertaV2ForSequenceClassification,
+         deberta(num_labels=4, problem_type="multi_label_classification", share_att_key=False, position_buckets=32,
+                 max_relative_positions=128, pooler_hidden_act="tanh"),
+         70, [70, 9, 33, 2, 64],
+         notes=["c2p + p2c through pos_key_proj and pos_query_proj; 32 buckets up to 128; pooler tanh"]),
+    Spec("deberta_regression", DebertaV2ForSequenceClassification,
+         deberta(hidden_size=32, intermediate_size=64, num_labels=1, pos_att_type=["p2c"], position_buckets=8,
+                 max_relative_positions=32),
+         40, [40, 3, 12, 1, 29],
+         notes=["p2c only, shared keys, 8 buckets up to 32, head dim 16 (no fused bf16 kernel)"]),
 ]
 
 
@@ -325,6 +361,15 @@ def build(spec):
             from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
             tensors["relative_distances"] = torch.arange(-2000, 2001, dtype=torch.int64)
             tensors["relative_buckets"] = MPNetEncoder.relative_position_bucket(tensors["relative_distances"])
+        if cfg.model_type == "deberta-v2":  # the table rows transformers gives relative distances
+            from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
+            distances = torch.arange(-2000, 2001, dtype=torch.int64)
+            tensors["relative_distances"] = distances
+            if cfg.position_buckets > 0:
+                tensors["relative_buckets"] = make_log_bucket_position(
+                    distances, cfg.position_buckets, cfg.max_relative_positions).to(torch.int64)
+            # DeBERTa-v3-base's own bucketing (256 buckets up to 512), for the C++ unit test.
+            tensors["v3_relative_buckets"] = make_log_bucket_position(distances, 256, 512).to(torch.int64)
         pooler = getattr(base_out, "pooler_output", None)
         if pooler is not None:
             tensors["pooler_output"] = pooler.float().contiguous()
@@ -402,7 +447,7 @@ def build(spec):
 
     size = sum(f.stat().st_size for f in d.iterdir())
     head = {"bert": "hidden_act", "roberta": "hidden_act", "xlm-roberta": "hidden_act", "distilbert": "activation",
-            "mpnet": "hidden_act", "electra": "hidden_act", "camembert": "hidden_act"}
+            "mpnet": "hidden_act", "electra": "hidden_act", "camembert": "hidden_act", "deberta-v2": "hidden_act"}
     row = dict(name=PREFIX + spec.name, cls=spec.cls.__name__, act=getattr(cfg, head[cfg.model_type]),
                H=ref["hidden_size"],
                heads=getattr(cfg, "num_attention_heads", None) or cfg.n_heads,

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "core/error.h"
@@ -38,9 +39,11 @@ Activation parse_activation(const JsonObject& obj, std::string_view key, const s
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
     return Activation::kGeluTanh;
   if (name == "relu") return Activation::kRelu;
+  if (name == "tanh") return Activation::kTanh;
   obj.fail_field(
-      key, fmt::format("activation '{}' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)",
-                       name));
+      key, fmt::format(
+               "activation '{}' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu, tanh)",
+               name));
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -70,6 +73,7 @@ constexpr ModelType kModelTypes[] = {
     {"distilbert", Family::kDistilBert, "distilbert", "DistilBERT", "DistilBert"},
     {"mpnet", Family::kMpnet, "mpnet", "MPNet", "MPNet"},
     {"electra", Family::kElectra, "electra", "ELECTRA", "Electra"},
+    {"deberta-v2", Family::kDebertaV2, "deberta", "DeBERTa-v2", "DebertaV2"},
 };
 
 const ModelType* find_model_type(std::string_view model_type) {
@@ -93,7 +97,8 @@ void set_position_numbering(ModelConfig& c) {
 }  // namespace
 
 std::vector<std::string> ModelConfig::shape_names() {
-  return {"bert-base", "bert-large", "xlm-r-base", "distilbert-base", "mpnet-base", "minilm-l6"};
+  return {"bert-base",  "bert-large", "xlm-r-base",     "distilbert-base",
+          "mpnet-base", "minilm-l6",  "deberta-v3-base"};
 }
 
 std::string ModelConfig::supported_model_types() {
@@ -146,6 +151,19 @@ ModelConfig ModelConfig::shape(std::string_view name, std::int64_t num_labels) {
     c.pad_token_id = 1;
     c.layer_norm_eps = 1e-5f;
     if (!xlmr) c.relative_attention_buckets = 32;
+  } else if (name == "deberta-v3-base") {
+    // microsoft/deberta-v3-base's config.json: relative positions only, 256 log buckets up to
+    // 512, shared keys, c2p + p2c, the table LayerNormed.
+    c.model_type = "deberta-v2";
+    c.vocab_size = 128100;
+    c.type_vocab_size = 0;
+    c.layer_norm_eps = 1e-7f;
+    c.position_biased_input = false;
+    DisentangledConfig d;
+    d.relative = d.c2p = d.p2c = d.share_att_key = d.norm_rel_ebd = true;
+    d.position_buckets = 256;
+    d.max_relative_positions = 512;
+    c.disentangled = d;
   } else if (name == "distilbert-base") {
     c.model_type = "distilbert";
     c.num_layers = 6;
@@ -188,14 +206,20 @@ void read_sizes(const JsonObject& obj, ModelConfig& c) {
     c.num_heads = bounded(obj, "num_attention_heads", 1, kMaxHeads);
     c.intermediate_size = bounded(obj, "intermediate_size", 1, kMaxIntermediate);
     c.max_position_embeddings = bounded(obj, "max_position_embeddings", 1, kMaxPositions);
-    // MPNet has no token types (its config may still carry the key; its model ignores it).
-    c.type_vocab_size =
-        c.family == Family::kMpnet ? 0 : bounded(obj, "type_vocab_size", 1, kMaxTypeVocab, 2);
+    // MPNet has no token types (its config may still carry the key; its model ignores it);
+    // DeBERTa-v2 has them only when type_vocab_size > 0 (its default is 0).
+    const bool deberta = c.family == Family::kDebertaV2;
+    if (c.family == Family::kMpnet) {
+      c.type_vocab_size = 0;
+    } else {
+      c.type_vocab_size =
+          bounded(obj, "type_vocab_size", deberta ? 0 : 1, kMaxTypeVocab, deberta ? 0 : 2);
+    }
     const bool roberta_positions = c.family == Family::kRoberta || c.family == Family::kMpnet;
     c.pad_token_id = bounded(obj, "pad_token_id", 0, kMaxVocab, roberta_positions ? 1 : 0);
     c.hidden_act_name = obj.opt_string("hidden_act").value_or("gelu");
     c.hidden_act = parse_activation(obj, "hidden_act", c.hidden_act_name);
-    double eps = obj.opt_number("layer_norm_eps").value_or(1e-12);
+    double eps = obj.opt_number("layer_norm_eps").value_or(deberta ? 1e-7 : 1e-12);
     if (!(eps > 0 && eps < 1))
       obj.fail_field("layer_norm_eps", fmt::format("{} is not in (0, 1)", eps));
     c.layer_norm_eps = static_cast<float>(eps);
@@ -216,6 +240,100 @@ void read_sizes(const JsonObject& obj, ModelConfig& c) {
                            : c.hidden_size;
   }
   if (c.family == Family::kDistilBert) c.embedding_size = c.hidden_size;
+}
+
+// "a|b | c" → {"a", "b", "c"}: trimmed, lower-cased, empty items dropped (DeBERTa's string forms
+// of pos_att_type and norm_rel_ebd, read as its config class reads them).
+std::vector<std::string> bar_list(const std::string& joined) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  while (start <= joined.size()) {
+    std::size_t bar = joined.find('|', start);
+    if (bar == std::string::npos) bar = joined.size();
+    std::string t = joined.substr(start, bar - start);
+    t.erase(0, t.find_first_not_of(' '));
+    t.erase(t.find_last_not_of(' ') + 1);
+    for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!t.empty()) items.push_back(t);
+    start = bar + 1;
+  }
+  return items;
+}
+
+// A config value that must keep the default the engine implements, refused by name otherwise.
+void require_default(const JsonObject& obj, std::string_view key, bool is_default,
+                     std::string_view why) {
+  if (!is_default) obj.fail_field(key, fmt::format("is not supported ({})", why));
+}
+
+// DeBERTa-v2's attention switches and the fields its code reads that mcinfer does not implement.
+void read_deberta(const JsonObject& obj, ModelConfig& c) {
+  DisentangledConfig d;
+  d.relative = obj.opt_bool("relative_attention").value_or(false);
+  if (obj.has("pos_att_type") && !obj.raw("pos_att_type").is_null()) {
+    // A list, or transformers' older "c2p|p2c" string.
+    std::vector<std::string> types;
+    const Json& raw = obj.raw("pos_att_type");
+    if (raw.is_string()) {
+      types = bar_list(raw.get<std::string>());
+    } else if (raw.is_array()) {
+      for (const Json& t : raw) {
+        if (!t.is_string()) obj.fail_field("pos_att_type", "expected a list of strings");
+        types.push_back(t.get<std::string>());
+      }
+    } else {
+      obj.fail_field("pos_att_type", "expected a list such as [\"p2c\", \"c2p\"] or \"p2c|c2p\"");
+    }
+    for (const std::string& t : types) {
+      if (t == "c2p") {
+        d.c2p = true;
+      } else if (t == "p2c") {
+        d.p2c = true;
+      } else {
+        obj.fail_field("pos_att_type",
+                       fmt::format("'{}' is not supported (c2p and p2c; DeBERTa-v1's p2p is not "
+                                   "used by DeBERTa-v2)",
+                                   t));
+      }
+    }
+  }
+  d.position_buckets = bounded(obj, "position_buckets", -1, kMaxPositions, -1);
+  d.max_relative_positions = bounded(obj, "max_relative_positions", -1, kMaxPositions, -1);
+  if (d.max_relative_positions < 1) d.max_relative_positions = c.max_position_embeddings;
+  if (d.position_buckets > 0 &&
+      (d.position_buckets < 4 || d.max_relative_positions <= d.position_buckets / 2)) {
+    obj.fail_field("position_buckets",
+                   fmt::format("{} with max_relative_positions {}: the log buckets need at least 4 "
+                               "buckets and max_relative_positions above half of them",
+                               d.position_buckets, d.max_relative_positions));
+  }
+  d.share_att_key = obj.opt_bool("share_att_key").value_or(false);
+  const std::string norm = obj.opt_string("norm_rel_ebd").value_or("none");
+  for (const std::string& t : bar_list(norm)) {
+    if (t == "layer_norm") {
+      d.norm_rel_ebd = true;
+    } else if (t != "none") {
+      obj.fail_field("norm_rel_ebd", fmt::format("'{}' is not supported (layer_norm, none)", t));
+    }
+  }
+  c.disentangled = d;
+  c.position_biased_input = obj.opt_bool("position_biased_input").value_or(true);
+  c.pooler_act = parse_activation(obj, "pooler_hidden_act",
+                                  obj.opt_string("pooler_hidden_act").value_or("gelu"));
+  const auto conv = obj.opt_int("conv_kernel_size");
+  require_default(obj, "conv_kernel_size", !conv || *conv <= 0,
+                  "the convolution layer of DeBERTa-v2-xlarge/xxlarge is not implemented");
+  const auto pooler = obj.opt_int("pooler_hidden_size");
+  require_default(obj, "pooler_hidden_size", !pooler || *pooler == c.hidden_size,
+                  "the ContextPooler runs at hidden_size");
+  const auto head_size = obj.opt_int("attention_head_size");
+  require_default(obj, "attention_head_size", !head_size || *head_size == c.head_dim(),
+                  "heads of hidden_size / num_attention_heads");
+  const auto embedding = obj.opt_int("embedding_size");
+  require_default(obj, "embedding_size", !embedding || *embedding == c.hidden_size,
+                  "embeddings narrower than hidden_size");
+  require_default(obj, "z_steps", obj.opt_int("z_steps").value_or(0) <= 1,
+                  "repeated last-layer steps");
 }
 
 // A classification head's labels (id2label, or num_labels) and problem type.
@@ -317,6 +435,7 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
         c.family == Family::kDistilBert ? "n_heads" : "num_attention_heads",
         fmt::format("{} heads do not divide the hidden size {}", c.num_heads, c.hidden_size));
   }
+  if (c.family == Family::kDebertaV2) read_deberta(obj, c);
   if (c.max_sequence_length() < 2) {
     obj.fail_field("max_position_embeddings",
                    fmt::format("{} leaves no room for a sequence", c.max_position_embeddings));

@@ -15,7 +15,7 @@ namespace mcinfer::model {
 
 // Families of encoders, each described once by model/encoder_desc.cc. CamemBERT and XLM-R are
 // RoBERTa bodies (their model_type is kept in ModelConfig::model_type).
-enum class Family { kBert, kRoberta, kDistilBert, kMpnet, kElectra };
+enum class Family { kBert, kRoberta, kDistilBert, kMpnet, kElectra, kDebertaV2 };
 enum class Head { kNone, kSequenceClassification };
 enum class ProblemType { kSingleLabel, kMultiLabel, kRegression };
 inline constexpr EnumNames<ProblemType, 3> kProblemTypeNames{{{
@@ -23,6 +23,26 @@ inline constexpr EnumNames<ProblemType, 3> kProblemTypeNames{{{
     {ProblemType::kMultiLabel, "multi_label_classification"},
     {ProblemType::kRegression, "regression"},
 }}};
+
+// DeBERTa-v2's disentangled attention, as its config.json sets it up: content-to-position (c2p)
+// and position-to-content (p2c) terms from a table of relative-position embeddings, indexed by
+// the (log-bucketed, clamped) distance between query and key.
+struct DisentangledConfig {
+  bool relative = false;  // relative_attention: the terms are computed
+  bool c2p = false;       // pos_att_type
+  bool p2c = false;
+  std::int64_t position_buckets = 0;        // ≤ 0: distances are not log-bucketed
+  std::int64_t max_relative_positions = 0;  // resolved: max_position_embeddings when < 1
+  bool share_att_key = false;  // the table is projected by query_proj / key_proj themselves
+  bool norm_rel_ebd = false;   // the table goes through encoder.LayerNorm first
+  // Rows of the table are 2 · span: position_buckets when set, else max_relative_positions.
+  std::int64_t span() const {
+    return position_buckets > 0 ? position_buckets : max_relative_positions;
+  }
+  // The scores are divided by √(head_dim · score_terms()) (counted from pos_att_type even when
+  // relative_attention is false, as transformers does).
+  std::int64_t score_terms() const { return 1 + (c2p ? 1 : 0) + (p2c ? 1 : 0); }
+};
 
 struct ModelConfig {
   std::string model_type;    // as written: "bert", "roberta", "xlm-roberta", "mpnet", ...
@@ -50,6 +70,11 @@ struct ModelConfig {
   std::optional<std::int64_t> position_padding_idx;
   // MPNet: rows of the relative attention bias table (relative_attention_num_buckets).
   std::int64_t relative_attention_buckets = 0;
+  // DeBERTa-v2: its attention; whether the absolute position table is added to the embeddings
+  // (position_biased_input); the ContextPooler's activation (pooler_hidden_act).
+  std::optional<DisentangledConfig> disentangled;
+  bool position_biased_input = true;
+  Activation pooler_act = Activation::kGeluErf;
 
   // Sequence classification (num_labels == 0 without a classifier head).
   std::int64_t num_labels = 0;

@@ -25,6 +25,12 @@ constexpr LayerNames kMpnetLayer{"encoder.layer.{}.",  "attention.attn.q", "atte
                                  "attention.attn.v",   "attention.attn.o", "attention.LayerNorm",
                                  "intermediate.dense", "output.dense",     "output.LayerNorm"};
 
+constexpr LayerNames kDebertaV2Layer{"encoder.layer.{}.",       "attention.self.query_proj",
+                                     "attention.self.key_proj", "attention.self.value_proj",
+                                     "attention.output.dense",  "attention.output.LayerNorm",
+                                     "intermediate.dense",      "output.dense",
+                                     "output.LayerNorm"};
+
 LinearDesc linear(std::vector<std::string> parts, std::int64_t in, std::int64_t part_out,
                   Activation activation = Activation::kNone, bool in_base = true) {
   LinearDesc l;
@@ -92,10 +98,39 @@ HeadDesc family_head(const ModelConfig& c) {
       return head(c, "classifier.dense", false, Activation::kTanh, "classifier.out_proj");
     case Family::kElectra:
       return head(c, "classifier.dense", false, Activation::kGeluErf, "classifier.out_proj");
+    case Family::kDebertaV2:  // ContextPooler (pooler_hidden_act) + classifier
+      return head(c, "pooler.dense", false, c.pooler_act, "classifier");
     case Family::kDistilBert:
       break;
   }
   return head(c, "pre_classifier", false, Activation::kRelu, "classifier");
+}
+
+// DeBERTa-v2: the relative-position table and each layer's projections of it.
+void describe_disentangled(const ModelConfig& c, EncoderDesc& d) {
+  const DisentangledConfig& dc = *c.disentangled;
+  d.score_terms = dc.score_terms();
+  if (!dc.relative || !(dc.c2p || dc.p2c)) return;
+  DisentangledDesc dd;
+  dd.table = "encoder.rel_embeddings";
+  dd.span = dc.span();
+  dd.buckets = dc.position_buckets;
+  dd.max_relative = dc.max_relative_positions;
+  if (dc.norm_rel_ebd) dd.norm = NormDesc{"encoder.LayerNorm", c.hidden_size, c.layer_norm_eps};
+  dd.c2p = dc.c2p;
+  dd.p2c = dc.p2c;
+  d.disentangled = dd;
+  const std::int64_t h = c.hidden_size;
+  for (std::size_t i = 0; i < d.layers.size(); ++i) {
+    const std::string p = fmt::format(fmt::runtime(kDebertaV2Layer.prefix), i);
+    LayerDesc& layer = d.layers[i];
+    if (dc.c2p)
+      layer.position_key = linear(
+          {p + (dc.share_att_key ? kDebertaV2Layer.key : "attention.self.pos_key_proj")}, h, h);
+    if (dc.p2c)
+      layer.position_query = linear(
+          {p + (dc.share_att_key ? kDebertaV2Layer.query : "attention.self.pos_query_proj")}, h, h);
+  }
 }
 
 }  // namespace
@@ -124,9 +159,14 @@ EncoderDesc describe_encoder(const ModelConfig& c) {
     bias.table = "encoder.relative_attention_bias";
     bias.table_rows = c.relative_attention_buckets;
     d.relative_bias = bias;
+  } else if (c.family == Family::kDebertaV2) {
+    names = &kDebertaV2Layer;
+    if (!c.position_biased_input) positions = PositionScheme::kNone;
   }
   d.embeddings = embeddings(c, positions);
+  if (positions == PositionScheme::kNone) d.embeddings.position.clear();
   for (std::int64_t i = 0; i < c.num_layers; ++i) d.layers.push_back(post_norm_layer(c, *names, i));
+  if (c.disentangled) describe_disentangled(c, d);
   if (c.head == Head::kSequenceClassification) d.head = family_head(c);
   return d;
 }
@@ -167,6 +207,17 @@ std::vector<std::string> EncoderDesc::summary() const {
         relative_bias->buckets, relative_bias->buckets / 2, relative_bias->buckets / 4,
         relative_bias->max_distance, relative_bias->table_rows, heads));
   }
+  if (disentangled) {
+    const DisentangledDesc& r = *disentangled;
+    lines.push_back(fmt::format(
+        "disentangled attention: {}{}; table [{}, {}]{}; distances {}; scores / √(d · {})",
+        r.c2p ? "c2p" : "", r.c2p && r.p2c ? " + p2c" : (r.p2c ? "p2c" : ""), r.rows(), hidden,
+        r.norm ? " LayerNormed" : "",
+        r.buckets > 0
+            ? fmt::format("exact below {}, log-bucketed to {}", r.buckets / 2, r.max_relative)
+            : fmt::format("clamped to ±{}", r.span),
+        score_terms));
+  }
   if (!layers.empty()) {
     std::string gemms;
     for (const GemmDesc& g : layers.front().gemms)
@@ -180,6 +231,38 @@ std::vector<std::string> EncoderDesc::summary() const {
                                 linear_summary(head->out)));
   }
   return lines;
+}
+
+float EncoderDesc::score_scale() const {
+  return 1.0f / std::sqrt(static_cast<float>(head_dim() * score_terms));
+}
+
+std::int64_t relative_index(std::int64_t delta, const DisentangledDesc& desc) {
+  std::int64_t bucket = delta;
+  const std::int64_t mid = desc.buckets / 2;
+  if (desc.buckets > 0 && (delta >= mid || delta <= -mid)) {
+    // |delta| ≥ mid: ceil(log(|delta| / mid) / log((max − 1) / mid) · (mid − 1)) + mid, each
+    // step a float32 op as in torch (the Python float (max − 1) / mid becomes a float32 tensor).
+    const std::int64_t magnitude = delta < 0 ? -delta : delta;
+    const float ratio = static_cast<float>(magnitude) / static_cast<float>(mid);
+    const auto base =
+        static_cast<float>(static_cast<double>(desc.max_relative - 1) / static_cast<double>(mid));
+    const float scaled = std::log(ratio) / std::log(base) * static_cast<float>(mid - 1);
+    // magnitude == mid stays exact (torch's where picks the distance itself there).
+    const std::int64_t log_bucket =
+        magnitude == mid ? mid : static_cast<std::int64_t>(std::ceil(scaled)) + mid;
+    bucket = delta < 0 ? -log_bucket : log_bucket;
+  }
+  const std::int64_t index = bucket + desc.span;
+  return index < 0 ? 0 : (index >= 2 * desc.span ? 2 * desc.span - 1 : index);
+}
+
+void relative_index_by_distance(const DisentangledDesc& desc, std::int64_t max_len,
+                                std::vector<std::int32_t>& out) {
+  out.resize(static_cast<std::size_t>(2 * max_len - 1));
+  for (std::int64_t delta = -(max_len - 1); delta <= max_len - 1; ++delta)
+    out[static_cast<std::size_t>(delta + max_len - 1)] =
+        static_cast<std::int32_t>(relative_index(delta, desc));
 }
 
 std::int64_t relative_bucket(std::int64_t relative, const RelativeBiasDesc& desc) {

@@ -26,11 +26,13 @@ enum class PositionScheme {
   kAbsolute,      // a learned table added to the token embeddings
   kSinusoidal,    // DistilBERT's fixed table (stored in the checkpoint or computed)
   kRelativeBias,  // absolute table + a bias per head and bucketed relative distance (MPNet, T5)
+  kNone,          // no absolute positions: the attention's relative terms only (DeBERTa-v3)
 };
-inline constexpr EnumNames<PositionScheme, 3> kPositionSchemeNames{{{
+inline constexpr EnumNames<PositionScheme, 4> kPositionSchemeNames{{{
     {PositionScheme::kAbsolute, "absolute"},
     {PositionScheme::kSinusoidal, "sinusoidal"},
     {PositionScheme::kRelativeBias, "absolute + relative bias"},
+    {PositionScheme::kNone, "none"},
 }}};
 
 // Where the LayerNorms sit relative to the residual adds.
@@ -67,8 +69,14 @@ struct GemmDesc {
 
 struct LayerDesc {
   std::vector<GemmDesc> gemms;  // in the order the layer runs them
-  NormDesc attention_norm;      // after the attention block
-  NormDesc ffn_norm;            // after the FFN block
+  // DeBERTa-v2: the projections of the relative-position table into position keys (c2p) and
+  // position queries (p2c), each [hidden → hidden] with bias: the layer's own key_proj /
+  // query_proj when share_att_key, else pos_key_proj / pos_query_proj. The table does not depend
+  // on the input, so a backend projects it once per layer.
+  std::optional<LinearDesc> position_key;
+  std::optional<LinearDesc> position_query;
+  NormDesc attention_norm;  // after the attention block
+  NormDesc ffn_norm;        // after the FFN block
   std::int64_t heads = 0;
   // The GEMM of a role; throws Error when the layer has none.
   const GemmDesc& gemm(GemmSlot slot) const;
@@ -97,6 +105,22 @@ struct RelativeBiasDesc {
   std::int64_t max_distance = 128;
 };
 
+// DeBERTa-v2's disentangled attention: with q_i, k_j head h's query and key rows and
+// idx = relative_index(i − j), the score of query i and key j is
+//   (q_i · k_j + q_i · pos_key[idx] (c2p) + k_j · pos_query[idx] (p2c)) / √(head_dim · terms),
+// pos_key / pos_query being the layer's projections (LayerDesc::position_key / position_query) of
+// the table's rows (after `norm` when set).
+struct DisentangledDesc {
+  std::string table;              // [2 · span, hidden]
+  std::int64_t span = 0;          // position_buckets, or max_relative_positions without buckets
+  std::int64_t buckets = 0;       // position_buckets (≤ 0: distances used as they are)
+  std::int64_t max_relative = 0;  // max_relative_positions
+  std::optional<NormDesc> norm;   // encoder.LayerNorm over the table (norm_rel_ebd)
+  bool c2p = false;
+  bool p2c = false;
+  std::int64_t rows() const { return 2 * span; }
+};
+
 // The sequence-classification head on the first token: dense + activation, then the projection
 // to the labels.
 struct HeadDesc {
@@ -112,10 +136,16 @@ struct EncoderDesc {
   NormPlacement norm_placement = NormPlacement::kPost;
   EmbeddingDesc embeddings;
   std::optional<RelativeBiasDesc> relative_bias;
+  std::optional<DisentangledDesc> disentangled;
+  // Scores are divided by √(head_dim · score_terms): 1 + one per DeBERTa relative term named in
+  // its config (even when relative_attention is off, as transformers does).
+  std::int64_t score_terms = 1;
   std::vector<LayerDesc> layers;
   std::optional<HeadDesc> head;
 
   std::int64_t head_dim() const { return hidden / heads; }
+  // The factor of the attention scores: 1 / √(head_dim · score_terms).
+  float score_scale() const;
   // The description as lines of text, for `mcinfer inspect`.
   std::vector<std::string> summary() const;
 };
@@ -132,5 +162,16 @@ std::int64_t relative_bucket(std::int64_t relative, const RelativeBiasDesc& desc
 // [table_rows, heads] float32.
 void relative_bias_by_distance(const RelativeBiasDesc& desc, const float* table, std::int64_t heads,
                                std::int64_t max_len, std::vector<float>& out);
+
+// DeBERTa-v2's row of the relative-position table for query i and key j, delta = i − j:
+// transformers' make_log_bucket_position (distances below half the buckets as they are, longer
+// ones log-spaced up to max_relative, in float32 as torch computes them), shifted by span and
+// clamped to the table.
+std::int64_t relative_index(std::int64_t delta, const DisentangledDesc& desc);
+
+// relative_index for every distance a sequence of up to max_len tokens has:
+// out[(max_len − 1) + delta] for |delta| < max_len.
+void relative_index_by_distance(const DisentangledDesc& desc, std::int64_t max_len,
+                                std::vector<std::int32_t>& out);
 
 }  // namespace mcinfer::model

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "model/model_dir.h"
@@ -35,6 +36,78 @@ TEST(EncoderDesc, RelativeBucketsMatchTransformers) {
       ADD_FAILURE() << "distance " << d[i] << ": bucket " << relative_bucket(d[i], bias)
                     << ", transformers " << b[i];
   }
+}
+
+// DeBERTa-v2: every distance in [-2000, 2000] reaches the table row transformers gives it
+// (make_log_bucket_position's answers, stored by the fixture, shifted by the span and clamped to
+// the table as its attention does), for the fixture's 16 buckets up to 64 and for
+// DeBERTa-v3-base's 256 up to 512: the float32 ceil at the log boundaries included.
+TEST(EncoderDesc, DebertaRelativeIndexMatchesTransformers) {
+  const testing::Reference ref(testing::fixture("models/tf5_deberta_cls/reference.safetensors"));
+  auto int64s = [&](const char* name) {
+    const io::TensorView& t = ref.tensor(name);
+    std::vector<std::int64_t> v(static_cast<std::size_t>(t.numel()));
+    std::memcpy(v.data(), t.data, v.size() * sizeof(std::int64_t));  // maybe unaligned in the file
+    return v;
+  };
+  const std::vector<std::int64_t> distances = int64s("relative_distances");
+  ASSERT_EQ(distances.size(), 4001u);
+  DisentangledDesc fixture = *desc_of("tf5_deberta_cls").disentangled;
+  ASSERT_EQ(fixture.buckets, 16);
+  ASSERT_EQ(fixture.max_relative, 64);
+  DisentangledDesc v3 = fixture;
+  v3.span = v3.buckets = 256;
+  v3.max_relative = 512;
+  for (const auto& [desc, name] :
+       {std::pair{fixture, "relative_buckets"}, std::pair{v3, "v3_relative_buckets"}}) {
+    const std::vector<std::int64_t> buckets = int64s(name);
+    ASSERT_EQ(buckets.size(), distances.size());
+    int mismatches = 0;
+    for (std::size_t i = 0; i < distances.size(); ++i) {
+      const std::int64_t want =
+          std::clamp<std::int64_t>(buckets[i] + desc.span, 0, 2 * desc.span - 1);
+      const std::int64_t got = relative_index(distances[i], desc);
+      if (got != want && ++mismatches <= 5)
+        ADD_FAILURE() << name << ": distance " << distances[i] << ": row " << got
+                      << ", transformers " << want;
+    }
+  }
+  // Without buckets, distances are clamped to the table.
+  DisentangledDesc plain = *desc_of("tf5_deberta_c2p_embed").disentangled;
+  ASSERT_EQ(plain.buckets, -1);
+  EXPECT_EQ(relative_index(0, plain), 12);
+  EXPECT_EQ(relative_index(-5, plain), 7);
+  EXPECT_EQ(relative_index(40, plain), 23);
+  EXPECT_EQ(relative_index(-40, plain), 0);
+}
+
+// The DeBERTa description: the switches of its config become tensors, terms and the scale.
+TEST(EncoderDesc, DebertaSwitches) {
+  const EncoderDesc v3 = desc_of("tf5_deberta_cls");
+  EXPECT_EQ(v3.family, "DeBERTa-v2");
+  EXPECT_EQ(v3.embeddings.positions, PositionScheme::kNone);
+  EXPECT_TRUE(v3.embeddings.token_type.empty());
+  EXPECT_EQ(v3.score_terms, 3);
+  ASSERT_TRUE(v3.disentangled && v3.disentangled->norm);
+  EXPECT_EQ(v3.disentangled->table, "encoder.rel_embeddings");
+  EXPECT_EQ(v3.layers[1].position_key->parts.front(), "encoder.layer.1.attention.self.key_proj");
+  EXPECT_EQ(v3.layers[1].position_query->parts.front(),
+            "encoder.layer.1.attention.self.query_proj");
+  EXPECT_EQ(v3.head->dense.parts.front(), "pooler.dense");
+  EXPECT_FALSE(v3.head->dense.in_base);
+  EXPECT_EQ(v3.head->dense.activation, Activation::kGeluErf);
+  const EncoderDesc own = desc_of("tf5_deberta_multi");
+  EXPECT_EQ(own.layers[0].position_key->parts.front(),
+            "encoder.layer.0.attention.self.pos_key_proj");
+  EXPECT_EQ(own.layers[0].position_query->parts.front(),
+            "encoder.layer.0.attention.self.pos_query_proj");
+  EXPECT_EQ(own.head->dense.activation, Activation::kTanh);
+  const EncoderDesc c2p = desc_of("tf5_deberta_c2p_embed");
+  EXPECT_EQ(c2p.score_terms, 2);
+  EXPECT_FALSE(c2p.layers[0].position_query.has_value());
+  EXPECT_FALSE(c2p.disentangled->norm.has_value());
+  EXPECT_EQ(c2p.embeddings.positions, PositionScheme::kAbsolute);
+  EXPECT_FALSE(c2p.embeddings.token_type.empty());
 }
 
 TEST(EncoderDesc, BiasByDistanceIndexesTheTableByBucket) {

@@ -17,7 +17,8 @@ bool is_ignorable_extra(const std::string& name) {
   auto starts = [&](std::string_view s) { return name.rfind(s, 0) == 0; };
   // Buffers that some transformers versions save, and pre-training heads we do not run.
   return ends("position_ids") || ends("token_type_ids") || starts("cls.") || starts("lm_head.") ||
-         starts("vocab_transform.") || starts("vocab_layer_norm.") || starts("vocab_projector.");
+         starts("vocab_transform.") || starts("vocab_layer_norm.") || starts("vocab_projector.") ||
+         starts("lm_predictions.") || starts("mask_predictions.");
 }
 
 std::string model_name(const ModelConfig& c) {
@@ -139,8 +140,10 @@ ModelTensors ModelTensors::open(const std::filesystem::path& dir, const ModelCon
   const EmbeddingDesc& e = d.embeddings;
   TensorFinder f(t, dir);
   t.word_ = &f.find(e.word + ".weight", {e.vocab, e.width});
-  // DistilBERT's sinusoidal table may be absent (then computed) or saved (then used as is).
-  if (!(e.positions == PositionScheme::kSinusoidal && !f.has(e.position + ".weight")))
+  // DistilBERT's sinusoidal table may be absent (then computed) or saved (then used as is);
+  // DeBERTa-v3 has none.
+  if (e.positions != PositionScheme::kNone &&
+      !(e.positions == PositionScheme::kSinusoidal && !f.has(e.position + ".weight")))
     t.position_ = &f.find(e.position + ".weight", {e.max_positions, e.width});
   if (!e.token_type.empty())
     t.token_type_ = &f.find(e.token_type + ".weight", {e.type_vocab, e.width});
@@ -149,12 +152,19 @@ ModelTensors ModelTensors::open(const std::filesystem::path& dir, const ModelCon
   if (d.relative_bias)
     t.relative_bias_ =
         &f.find(d.relative_bias->table + ".weight", {d.relative_bias->table_rows, d.heads});
+  if (d.disentangled) {
+    t.relative_table_ =
+        &f.find(d.disentangled->table + ".weight", {d.disentangled->rows(), d.hidden});
+    if (d.disentangled->norm) t.relative_table_norm_ = f.norm(*d.disentangled->norm);
+  }
   t.layers_.reserve(d.layers.size());
   for (const LayerDesc& layer : d.layers) {
     LayerTensors lt;
     for (const GemmDesc& g : layer.gemms) lt.gemms.push_back(f.gemm(g.linear));
     lt.attention_norm = f.norm(layer.attention_norm);
     lt.ffn_norm = f.norm(layer.ffn_norm);
+    if (layer.position_key) lt.position_key = f.gemm(*layer.position_key).parts.front();
+    if (layer.position_query) lt.position_query = f.gemm(*layer.position_query).parts.front();
     t.layers_.push_back(std::move(lt));
   }
   if (d.head) {

@@ -40,6 +40,8 @@ struct LayerTensors {
   std::vector<GemmTensors> gemms;  // as LayerDesc::gemms
   NormTensors attention_norm;
   NormTensors ffn_norm;
+  std::optional<LinearTensors> position_key;    // LayerDesc::position_key
+  std::optional<LinearTensors> position_query;  // LayerDesc::position_query
 };
 
 struct HeadTensors {
@@ -74,6 +76,9 @@ class ModelTensors {
   const NormTensors& embedding_norm() const { return embedding_norm_; }
   const std::optional<LinearTensors>& embedding_projection() const { return projection_; }
   const Tensor* relative_bias_table() const { return relative_bias_; }  // [rows, heads] or null
+  // DeBERTa-v2's relative-position table [2 · span, hidden] and its LayerNorm (DisentangledDesc).
+  const Tensor* relative_table() const { return relative_table_; }
+  const std::optional<NormTensors>& relative_table_norm() const { return relative_table_norm_; }
   const std::vector<LayerTensors>& layers() const { return layers_; }
   const std::optional<HeadTensors>& head() const { return head_; }
   const TensorStats& stats() const { return stats_; }
@@ -92,6 +97,8 @@ class ModelTensors {
   NormTensors embedding_norm_;
   std::optional<LinearTensors> projection_;
   const Tensor* relative_bias_ = nullptr;
+  const Tensor* relative_table_ = nullptr;
+  std::optional<NormTensors> relative_table_norm_;
   std::vector<LayerTensors> layers_;
   std::optional<HeadTensors> head_;
   TensorStats stats_;

@@ -59,7 +59,8 @@ INSTANTIATE_TEST_SUITE_P(Models, Bf16Classifier,
                          ::testing::Values("bert_cls_single", "bert_cls_multi", "bert_regression",
                                            "roberta_cls", "xlmr_cls", "distilbert_cls",
                                            "distilbert_cls_multi_relu", "tf5_mpnet_cls",
-                                           "tf5_electra_cls", "tf5_camembert_cls"),
+                                           "tf5_electra_cls", "tf5_camembert_cls", "tf5_deberta_cls",
+                                           "tf5_deberta_multi", "tf5_deberta_regression"),
                          [](const auto& info) { return info.param; });
 
 class Bf16TextClassifier : public ::testing::TestWithParam<std::string> {};

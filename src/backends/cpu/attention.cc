@@ -23,19 +23,63 @@ float* AttentionScratch::block(int thread, std::int64_t max_len) {
          static_cast<std::size_t>(block_floats_) * static_cast<std::size_t>(thread);
 }
 
+namespace {
+
+// scores[i, j] += q_i · key[t] + k_j · query[t] with t = relative.index[origin + i − j]: the
+// [len, reach] products of the sequence's queries (keys) of one head with the table rows it
+// reaches, in `products` (2 · len · reach floats), then gathered by distance. False when a
+// library call failed.
+bool add_relative_terms(const RelativeTerms& relative, const float* q, const float* k,
+                        std::int64_t ld, std::int64_t len, std::int64_t column, std::int64_t d,
+                        float* scores, float* products) {
+  const std::int64_t lo = relative.lowest(len), reach = relative.reach(len);
+  const std::int64_t hidden = ld / 3;
+  float* c2p = products;
+  float* p2c = products + len * reach;
+  bool ok = true;
+  if (relative.key) {
+    ok = dnnl_sgemm('N', 'T', len, reach, d, 1.0f, q, ld, relative.key + lo * hidden + column,
+                    hidden, 0.0f, c2p, reach) == dnnl_success;
+  }
+  if (relative.query) {
+    ok = ok &&
+         dnnl_sgemm('N', 'T', len, reach, d, 1.0f, k, ld, relative.query + lo * hidden + column,
+                    hidden, 0.0f, p2c, reach) == dnnl_success;
+  }
+  const std::int32_t* index = relative.index + relative.origin;
+  for (std::int64_t i = 0; i < len; ++i) {
+    float* row = scores + i * len;
+    const float* c = c2p + i * reach;
+    for (std::int64_t j = 0; j < len; ++j) {
+      const std::int64_t t = index[i - j] - lo;
+      float add = 0.0f;
+      if (relative.key) add += c[t];
+      if (relative.query) add += p2c[j * reach + t];
+      row[j] += add;
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
 void attention(const KernelTable& kernels, const float* qkv, float* ctx,
                std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
                AttentionScratch& scratch, int threads, std::int64_t own_kernel_max_len,
-               ScoreBias bias) {
+               ScoreBias bias, const RelativeTerms& relative) {
   const std::int64_t head_dim = hidden / heads;
   const std::int64_t ld_qkv = 3 * hidden;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim * relative.scale_terms));
   std::int64_t max_len = 0;
   for (const auto& s : sequences) max_len = std::max(max_len, s.length);
   if (max_len == 0) return;
-  // Reserve every thread's block up front: growing inside the parallel loop would race.
-  const std::int64_t block_side = static_cast<std::int64_t>(
-      std::ceil(std::sqrt(static_cast<double>(attention_head_scratch(max_len, head_dim)))));
+  // Reserve every thread's block up front: growing inside the parallel loop would race. DeBERTa
+  // also keeps its [len, reach] c2p and p2c products there.
+  std::int64_t block_floats =
+      std::max(attention_head_scratch(max_len, head_dim), max_len * max_len);
+  if (relative) block_floats = max_len * max_len + 2 * max_len * relative.reach(max_len);
+  const std::int64_t block_side =
+      static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(block_floats))));
   for (int t = threads - 1; t >= 0; --t) scratch.block(t, std::max(max_len, block_side));
   const std::int64_t pairs = static_cast<std::int64_t>(sequences.size()) * heads;
 
@@ -50,7 +94,7 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
     const float* v = q + 2 * hidden;
     float* scores = scratch.block(thread, std::max(max_len, block_side));
     // Our fused kernel adds no bias: biased scores take the library's path at every length.
-    if (len <= own_kernel_max_len && !bias) {
+    if (len <= own_kernel_max_len && !bias && !relative) {
       kernels.attention_head(q, k, v, ld_qkv, ctx + seq.offset * hidden + h * head_dim, hidden, len,
                              head_dim, scale, scores);
       return;
@@ -62,6 +106,11 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
     if (bias) {
       for (std::int64_t i = 0; i < len; ++i)
         add_score_bias(scores + i * len, bias.row(h, i), len, 1.0f / scale);
+    }
+    if (relative && !add_relative_terms(relative, q, k, ld_qkv, len, h * head_dim, head_dim, scores,
+                                        scores + len * len)) {
+#pragma omp atomic
+      ++failures;
     }
     kernels.softmax(scores, len, len, len, scale);
     float* out = ctx + seq.offset * hidden + h * head_dim;

@@ -27,6 +27,31 @@ struct ScoreBias {
   const float* row(std::int64_t h, std::int64_t i) const { return data + h * stride + origin - i; }
 };
 
+// DeBERTa-v2's disentangled attention for one layer (model::DisentangledDesc): with
+// t = index[origin + i − j], query i and key j of head h add q_i · key[t] (c2p) and
+// k_j · query[t] (p2c) to their score; every score is then scaled by 1/√(d · scale_terms).
+// The tables are the layer's projections of the relative-position table, computed once at load
+// (backends/cpu/relative_tables.h). An empty RelativeTerms (index null) adds nothing; its
+// scale_terms still sets the scale.
+struct RelativeTerms {
+  const float* key = nullptr;    // [rows, hidden] (head h at columns h·d …), null without c2p
+  const float* query = nullptr;  // [rows, hidden], null without p2c
+  // The same as bf16 pairs for the dot-product kernel: head h's [d/2][pair_stride] words, word
+  // (c, t) = (table[t, h·d + 2c], table[t, h·d + 2c + 1]); null when not prepared.
+  const std::uint32_t* key_pairs = nullptr;
+  const std::uint32_t* query_pairs = nullptr;
+  std::int64_t pair_stride = 0;  // ≥ rows + 32: a 32-column read from any used row stays inside
+  std::int64_t rows = 0;
+  const std::int32_t* index = nullptr;  // index[origin + delta], |delta| ≤ origin
+  std::int64_t origin = 0;
+  std::int64_t scale_terms = 1;
+  explicit operator bool() const { return index != nullptr; }
+  // The table rows a sequence of len tokens reaches: index over delta = −(len − 1) … len − 1
+  // (non-decreasing in delta), as [lowest(len), lowest(len) + reach(len)).
+  std::int64_t lowest(std::int64_t len) const { return index[origin - (len - 1)]; }
+  std::int64_t reach(std::int64_t len) const { return index[origin + (len - 1)] - lowest(len) + 1; }
+};
+
 // s[j] += bias[j] · inv_scale for j < len: for a softmax that scales s by 1/inv_scale itself.
 // Adding before the scaling instead of after changes the sum by at most an ulp of the bias.
 inline void add_score_bias(float* s, const float* bias, std::int64_t len, float inv_scale) {
@@ -45,7 +70,9 @@ class AttentionScratch {
 
 // For each sequence and head h: ctx[s, h·d:(h+1)·d] = softmax(Q_h K_hᵀ / √d) V_h, where Q, K, V are
 // the three hidden-wide column blocks of qkv [tokens, 3·hidden] and d = hidden / heads.
-// ctx is [tokens, hidden]. With a bias, each score gets bias.row(h, i)[j] (before the softmax).
+// ctx is [tokens, hidden]. With a bias, each score gets bias.row(h, i)[j] (before the softmax);
+// with relative terms, DeBERTa's c2p and p2c (RelativeTerms), from [len, reach] products of the
+// sequence's queries and keys with the tables, gathered by distance into the scores.
 // Sequences up to own_kernel_max_len tokens use our fused per-head kernel; longer ones two
 // GEMM-library calls around our softmax. Crossover measured on a Xeon (AVX-512), 12 heads,
 // 32 sequences, one thread (GFLOP/s, ours vs the library): head size 64: 35 vs 31 at 16 tokens,
@@ -56,6 +83,7 @@ inline constexpr std::int64_t kOwnAttentionMaxLen = 24;
 void attention(const KernelTable& kernels, const float* qkv, float* ctx,
                std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
                AttentionScratch& scratch, int threads,
-               std::int64_t own_kernel_max_len = kOwnAttentionMaxLen, ScoreBias bias = {});
+               std::int64_t own_kernel_max_len = kOwnAttentionMaxLen, ScoreBias bias = {},
+               const RelativeTerms& relative = {});
 
 }  // namespace mcinfer::cpu

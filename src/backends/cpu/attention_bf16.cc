@@ -10,6 +10,7 @@
 #include "backends/cpu/attention_fused.h"
 #include "backends/cpu/gemm_engine.h"
 #include "core/error.h"
+#include "core/half.h"
 
 namespace mcinfer::cpu {
 namespace {
@@ -43,8 +44,14 @@ struct Bf16Attention::Impl {
   AlignedBuffer<float> s;                               // [heads, L, L]
   AlignedBuffer<std::uint8_t> fused_scratch;            // [threads, packed sequence + block]
 
-  void run_fused(FusedAttention kernel, ScoreBias bias, const Bf16* qkv, Bf16* ctx,
-                 std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden);
+  AlignedBuffer<float> wide_qkv, wide_ctx;  // the f32 fallback of relative terms
+  AttentionScratch wide_scratch;
+
+  void run_fused(FusedAttention kernel, ScoreBias bias, const RelativeTerms& relative,
+                 const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
+                 std::int64_t hidden);
+  void run_widened(const RelativeTerms& relative, const Bf16* qkv, Bf16* ctx,
+                   std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden);
 
   const Products& for_shape(std::int64_t heads, std::int64_t d, std::int64_t len) {
     const std::int64_t key = (heads * 1000000 + d) * 10000 + len;
@@ -110,13 +117,21 @@ std::uint64_t Bf16Attention::workspace_bytes_for(std::int64_t max_len, std::int6
 }
 
 void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences,
-                        int heads, std::int64_t hidden, ScoreBias bias) {
+                        int heads, std::int64_t hidden, ScoreBias bias,
+                        const RelativeTerms& relative) {
   Impl& m = *impl_;
   const std::int64_t d = hidden / heads, ld = 3 * hidden;
-  const FusedAttention kernel = fused(d);
+  FusedAttention kernel = fused(d);
+  if (relative) {
+    const bool pairs =
+        (relative.key_pairs || !relative.key) && (relative.query_pairs || !relative.query);
+    if (kernel == FusedAttention::kNone || !pairs)
+      return m.run_widened(relative, qkv, ctx, sequences, heads, hidden);
+    kernel = FusedAttention::kDot;
+  }
   if (kernel != FusedAttention::kNone)
-    return m.run_fused(kernel, bias, qkv, ctx, sequences, heads, hidden);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    return m.run_fused(kernel, bias, relative, qkv, ctx, sequences, heads, hidden);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d * relative.scale_terms));
   const int threads = m.threads;
   for (const SequenceSpan& seq : sequences) {
     const std::int64_t len = seq.length, lp = padded_length(len);
@@ -174,19 +189,40 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
   }
 }
 
+// Where no dot-product kernel runs (CPUs without avx512_bf16, head sizes it does not take),
+// DeBERTa's attention widens the rows to f32 and runs cpu::attention, then rounds the context to
+// bf16: the products in f32 instead of bf16, on a path that only capped or older CPUs take.
+void Bf16Attention::Impl::run_widened(const RelativeTerms& relative, const Bf16* qkv, Bf16* ctx,
+                                      std::span<const SequenceSpan> sequences, int heads,
+                                      std::int64_t hidden) {
+  std::int64_t tokens = 0;
+  for (const SequenceSpan& seq : sequences) tokens = std::max(tokens, seq.offset + seq.length);
+  const auto n = static_cast<std::size_t>(tokens * 3 * hidden);
+  if (wide_qkv.size() < n) wide_qkv.resize(n);
+  if (wide_ctx.size() < static_cast<std::size_t>(tokens * hidden))
+    wide_ctx.resize(static_cast<std::size_t>(tokens * hidden));
+  for (std::size_t i = 0; i < n; ++i) wide_qkv.data()[i] = bf16_to_float(qkv[i]);
+  attention(*kernels, wide_qkv.data(), wide_ctx.data(), sequences, heads, hidden, wide_scratch,
+            threads, kOwnAttentionMaxLen, {}, relative);
+  kernels->to_bf16(wide_ctx.data(), ctx, tokens * hidden);
+}
+
 // Many sequences: each thread takes whole sequences (packs one, runs its heads) with its own
 // scratch. Fewer sequences than threads (a replica with many threads on a few long rows): the
 // sequences go one at a time, packed by one thread, their heads shared among all.
-void Bf16Attention::Impl::run_fused(FusedAttention kernel, ScoreBias bias, const Bf16* qkv,
-                                    Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
+void Bf16Attention::Impl::run_fused(FusedAttention kernel, ScoreBias bias,
+                                    const RelativeTerms& relative, const Bf16* qkv, Bf16* ctx,
+                                    std::span<const SequenceSpan> sequences, int heads,
                                     std::int64_t hidden) {
   const std::int64_t d = hidden / heads, ld = 3 * hidden;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d * relative.scale_terms));
   std::int64_t max_len = 1;
   for (const SequenceSpan& seq : sequences) max_len = std::max(max_len, seq.length);
   const auto packed_bytes = static_cast<std::size_t>(fused_packed_bytes(max_len, hidden));
   const auto block_bytes = static_cast<std::size_t>(fused_block_bytes(max_len, d));
-  const std::size_t per_thread = packed_bytes + block_bytes;
+  const auto relative_bytes = static_cast<std::size_t>(
+      relative ? fused_relative_bytes(max_len, relative.reach(max_len)) : 0);
+  const std::size_t per_thread = packed_bytes + block_bytes + relative_bytes;
   if (fused_scratch.size() < per_thread * static_cast<std::size_t>(threads))
     fused_scratch.resize_zeroed(per_thread * static_cast<std::size_t>(threads));
   std::uint8_t* const scratch = fused_scratch.data();
@@ -202,6 +238,20 @@ void Bf16Attention::Impl::run_fused(FusedAttention kernel, ScoreBias bias, const
     if (amx) {
       amx_attention_head(packed, seq.length, hidden, heads, h, scale, row0, *kernels,
                          mine + packed_bytes, ctx + seq.offset * hidden, hidden);
+    } else if (relative) {
+      const std::int64_t head_words = (d / 2) * relative.pair_stride;
+      FusedRelative r;
+      r.key_pairs = relative.key_pairs ? relative.key_pairs + h * head_words : nullptr;
+      r.query_pairs = relative.query_pairs ? relative.query_pairs + h * head_words : nullptr;
+      r.pair_stride = relative.pair_stride;
+      r.index = relative.index + relative.origin;
+      r.lowest = relative.lowest(seq.length);
+      r.reach = relative.reach(seq.length);
+      r.keys = qkv + seq.offset * ld + hidden + h * d;
+      r.ld_keys = ld;
+      r.scratch = mine + packed_bytes + block_bytes;
+      dot_attention_head(packed, seq.length, hidden, heads, h, scale, row0, mine + packed_bytes,
+                         ctx + seq.offset * hidden, hidden, &r);
     } else {
       dot_attention_head(packed, seq.length, hidden, heads, h, scale, row0, mine + packed_bytes,
                          ctx + seq.offset * hidden, hidden);

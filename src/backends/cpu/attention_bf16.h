@@ -38,8 +38,11 @@ class Bf16Attention {
   // ctx[s, h·d:(h+1)·d] = softmax(Q_h K_hᵀ / √d) V_h for each sequence and head; qkv is
   // [tokens, 3·hidden] (Q, K, V column blocks), ctx [tokens, hidden], both bf16.
   // With a bias, each score gets bias.row(h, i)[j] before the softmax.
+  // With relative terms (DeBERTa), the dot-product kernel adds them where it can run (also on
+  // CPUs with AMX: the tile kernel has no relative terms); elsewhere the rows are widened to f32
+  // for cpu::attention and the context rounded back to bf16.
   void run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
-           std::int64_t hidden, ScoreBias bias = {});
+           std::int64_t hidden, ScoreBias bias = {}, const RelativeTerms& relative = {});
 
   // Which fused kernel (attention_fused.h) heads of this size run, or kNone for the library's
   // products.

@@ -11,6 +11,7 @@
 // reports inside every caller: a known false positive of those headers.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace mcinfer::cpu {
@@ -345,7 +346,54 @@ void pair_products(const std::uint32_t* const a[8], const std::uint32_t* b, std:
   store_row(s7, c + 7 * ldc);
 }
 
+// DeBERTa's p2c products of one head: p2c[j, t] = k_j · query[lowest + t] for every key j
+// (rows rounded up to 8, the last key repeated) and t < reach rounded up to 32.
+void relative_p2c(const FusedRelative& r, std::int64_t len, std::int64_t d, float* p2c,
+                  std::int64_t ld) {
+  for (std::int64_t j0 = 0; j0 < len; j0 += 8) {
+    const std::uint32_t* ka[8];
+    for (std::int64_t k = 0; k < 8; ++k) {
+      const std::int64_t j = j0 + k < len ? j0 + k : len - 1;
+      ka[k] = reinterpret_cast<const std::uint32_t*>(r.keys + j * r.ld_keys);
+    }
+    for (std::int64_t t0 = 0; t0 < r.reach; t0 += 32)
+      pair_products(ka, r.query_pairs + r.lowest + t0, r.pair_stride, d / 2, p2c + j0 * ld + t0,
+                    ld);
+  }
+}
+
+// s[j] += c2p[t] + p2c[j, t] for j < len with t = index[i − j] − lowest (query i's row of the
+// scores; c2p its row of the block's c2p products, either table null when absent).
+void add_relative_row(float* s, std::int64_t i, std::int64_t len, const FusedRelative& r,
+                      const float* c2p, const float* p2c, std::int64_t ld) {
+  const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i lowest = _mm512_set1_epi32(static_cast<int>(r.lowest));
+  const __m512i stride = _mm512_set1_epi32(static_cast<int>(ld));
+  const __m512i query = _mm512_set1_epi32(static_cast<int>(i));
+  for (std::int64_t j = 0; j < len; j += 16) {
+    const __mmask16 mask = len - j >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(len - j);
+    const __m512i keys = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(j)), lanes);
+    // t = index[i − j] − lowest for the 16 keys.
+    const __m512i t =
+        _mm512_sub_epi32(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask,
+                                                     _mm512_sub_epi32(query, keys), r.index, 4),
+                         lowest);
+    __m512 add = _mm512_setzero_ps();
+    if (c2p) add = _mm512_mask_i32gather_ps(add, mask, t, c2p, 4);
+    if (p2c) {
+      const __m512i at = _mm512_add_epi32(_mm512_mullo_epi32(keys, stride), t);
+      add = _mm512_add_ps(add, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, at, p2c, 4));
+    }
+    _mm512_mask_storeu_ps(s + j, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, s + j), add));
+  }
+}
+
 }  // namespace
+
+std::int64_t fused_relative_bytes(std::int64_t max_len, std::int64_t reach) {
+  const std::int64_t ld = round_up(reach < 1 ? 1 : reach, 32);
+  return aligned((round_up(max_len < 1 ? 1 : max_len, 8) + 8) * ld * 4);
+}
 
 bool dot_attention_usable(std::int64_t d) {
   static const bool available = cpu_has_avx512_bf16();
@@ -443,7 +491,8 @@ void amx_attention_head(const void* packed, std::int64_t len, std::int64_t hidde
 
 void dot_attention_head(const void* packed, std::int64_t len, std::int64_t hidden,
                         std::int64_t heads, std::int64_t h, float scale, const float* bias,
-                        void* block, Bf16* out, std::int64_t ld_out) {
+                        void* block, Bf16* out, std::int64_t ld_out,
+                        const FusedRelative* relative) {
   if (len <= 0) return;
   constexpr std::int64_t kRows = 8;
   const Packed m(const_cast<void*>(packed), len, hidden, heads);
@@ -454,6 +503,18 @@ void dot_attention_head(const void* packed, std::int64_t len, std::int64_t hidde
   const std::uint32_t* vv = m.vv_head(h);
   // Pairs of keys with a probability: P is zero from len to lp32, and so are V's rows there.
   const std::int64_t key_pairs = (len + 1) / 2;
+  // DeBERTa: [len, reach] p2c products once, then [8, reach] c2p products per block.
+  const std::int64_t reach32 = relative ? round_up(relative->reach, 32) : 0;
+  float* p2c = nullptr;
+  float* c2p = nullptr;
+  if (relative) {
+    float* products = static_cast<float*>(relative->scratch);
+    if (relative->query_pairs) {
+      p2c = products;
+      relative_p2c(*relative, len, d, p2c, reach32);
+    }
+    if (relative->key_pairs) c2p = products + round_up(len, 8) * reach32;
+  }
   for (std::int64_t i0 = 0; i0 < len; i0 += kRows) {
     const std::int64_t rows = len - i0 < kRows ? len - i0 : kRows;
     // Scores [8, keys]: queries past len are zero rows of the packed Q (lp32 is a multiple of
@@ -463,7 +524,15 @@ void dot_attention_head(const void* packed, std::int64_t len, std::int64_t hidde
       qa[r] = reinterpret_cast<const std::uint32_t*>(q + (i0 + r) * d);
     for (std::int64_t j0 = 0; j0 < len; j0 += 32)
       pair_products(qa, kt + j0, lp32, d / 2, b.s + j0, lp32);
+    if (c2p) {
+      for (std::int64_t t0 = 0; t0 < relative->reach; t0 += 32)
+        pair_products(qa, relative->key_pairs + relative->lowest + t0, relative->pair_stride, d / 2,
+                      c2p + t0, reach32);
+    }
     for (std::int64_t r = 0; r < rows; ++r) {
+      if (relative)
+        add_relative_row(b.s + r * lp32, i0 + r, len, *relative, c2p ? c2p + r * reach32 : nullptr,
+                         p2c, reach32);
       if (bias) add_bias(b.s + r * lp32, bias - (i0 + r), len, 1.0f / scale);
       softmax_row(b.s + r * lp32, b.p + r * lp32, len, lp32, scale);
     }

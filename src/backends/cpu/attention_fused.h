@@ -48,11 +48,31 @@ void amx_attention_head(const void* packed, std::int64_t len, std::int64_t hidde
                         std::int64_t heads, std::int64_t h, float scale, const float* bias,
                         const KernelTable& kernels, void* block, Bf16* out, std::int64_t ld_out);
 
+// DeBERTa's c2p and p2c terms of one head of one sequence (cpu::RelativeTerms narrowed to it):
+// the kernel computes k_j · query[t] for every key and table row the sequence reaches once
+// (p2c, [len, reach]), q_i · key[t] per block of queries (c2p, [8, reach]), with the same
+// VDPBF16PS products as the scores, and adds both, gathered by t = index[i − j] − lowest, to
+// the block's scores before the softmax.
+struct FusedRelative {
+  const std::uint32_t* key_pairs = nullptr;    // head h's table words (RelativeTerms), or null
+  const std::uint32_t* query_pairs = nullptr;  // the same for p2c, or null
+  std::int64_t pair_stride = 0;
+  const std::int32_t* index = nullptr;  // index[delta] for delta = i − j (origin applied)
+  std::int64_t lowest = 0;              // first table row the sequence reaches
+  std::int64_t reach = 0;               // rows it reaches
+  const Bf16* keys = nullptr;           // the sequence's first K row of head h (bf16)
+  std::int64_t ld_keys = 0;
+  void* scratch = nullptr;  // fused_relative_bytes(len, reach), 64-byte aligned
+};
+std::int64_t fused_relative_bytes(std::int64_t max_len, std::int64_t reach);
+
 // The same as amx_attention_head with VDPBF16PS (8 queries × 32 keys or 32 context columns in
-// registers at a time) instead of tiles; needs dot_attention_usable(d).
+// registers at a time) instead of tiles; needs dot_attention_usable(d). With `relative`, adds
+// DeBERTa's terms (FusedRelative).
 void dot_attention_head(const void* packed, std::int64_t len, std::int64_t hidden,
                         std::int64_t heads, std::int64_t h, float scale, const float* bias,
-                        void* block, Bf16* out, std::int64_t ld_out);
+                        void* block, Bf16* out, std::int64_t ld_out,
+                        const FusedRelative* relative = nullptr);
 
 // Tiles are per thread; call once a thread is done with amx_attention_head calls.
 void amx_release_tiles();

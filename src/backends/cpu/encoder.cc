@@ -53,6 +53,8 @@ std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t token
             rows * h + rows * 16 +
             cpu::Bf16Attention::workspace_bytes_for(max_len, c.hidden_size, c.num_heads, threads);
   }
+  // DeBERTa's c2p and p2c products per thread ([len, reach] each, reach ≤ 2·len).
+  if (c.disentangled) bytes += static_cast<std::uint64_t>(threads) * 4 * len * len * 4;
   // ELECTRA's embeddings before their projection; MPNet's bias table [heads, 2·longest − 1].
   if (c.embedding_size > 0 && c.embedding_size != c.hidden_size)
     bytes += rows * static_cast<std::uint64_t>(c.embedding_size) * 4;
@@ -106,6 +108,10 @@ void Encoder::forward(std::span<const SequenceInput> batch) {
     model::relative_bias_by_distance(*d.relative_bias, e.relative_bias, d.heads, longest,
                                      relative_bias_);
     bias = {relative_bias_.data(), 2 * longest - 1, longest - 1};
+  }
+  if (d.disentangled) {
+    relative_origin_ = packed_.longest() - 1;
+    model::relative_index_by_distance(*d.disentangled, packed_.longest(), relative_index_);
   }
   layers(bias);
   double attention_flops = 0;
@@ -226,8 +232,12 @@ void Encoder::layers(ops::ScoreBias bias) {
     const ops::Linear& ffn_in = layer.gemm(GemmSlot::kFfnIn);
     const ops::Linear& ffn_out = layer.gemm(GemmSlot::kFfnOut);
     gemm(index, ld.gemm(GemmSlot::kQkv), layer.gemm(GemmSlot::kQkv), x_in, qkv);
+    ops::RelativeTerms relative;
+    relative.scale_terms = d.score_terms;
+    if (d.disentangled)
+      relative = layer.relative.terms(relative_index_.data(), relative_origin_, d.score_terms);
     ops::attention(ctx_, ConstRows{qkv.data, qkv.type}, context, spans_, static_cast<int>(ld.heads),
-                   h, bias);
+                   h, bias, relative);
     gemm(index, ld.gemm(GemmSlot::kAttnOut), layer.gemm(GemmSlot::kAttnOut),
          ConstRows{context.data, context.type}, projected);
     x_in = norm(layer.attention_norm, ld.attention_norm.eps, &ffn_in);

@@ -82,6 +82,10 @@ class Encoder {
   std::vector<float> logits_;                // [batch, labels]
   AlignedBuffer<float> embedded_;     // [tokens, embedding width]: before the projection (ELECTRA)
   std::vector<float> relative_bias_;  // [heads, 2·longest − 1]: MPNet's bias by distance
+  // DeBERTa-v2: the table row of each distance of this batch ([2·longest − 1], origin
+  // longest − 1).
+  std::vector<std::int32_t> relative_index_;
+  std::int64_t relative_origin_ = 0;
   // bf16 GEMM inputs and outputs (ffn_bf16_, tmp_bf16_ replace ffn_, tmp_ in bf16 models).
   AlignedBuffer<ops::Bf16> x_bf16_;    // [tokens, hidden]: x after each LayerNorm
   AlignedBuffer<ops::Bf16> ctx_bf16_;  // [tokens, hidden]: attention output

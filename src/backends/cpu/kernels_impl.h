@@ -371,15 +371,16 @@ void embedding_sum(float* out, std::int64_t tokens, std::int64_t cols, const flo
   const std::int64_t full = cols / W * W;
   for (std::int64_t t = 0; t < tokens; ++t) {
     const float* w = word + static_cast<std::int64_t>(ids[t]) * cols;
-    const float* p = position + static_cast<std::int64_t>(positions[t]) * cols;
+    const float* p = position ? position + static_cast<std::int64_t>(positions[t]) * cols : nullptr;
     const float* ty = type ? type + static_cast<std::int64_t>(types[t]) * cols : nullptr;
     float* o = out + t * cols;
     for (std::int64_t c = 0; c < full; c += W) {
-      F v = S::load(w + c) + S::load(p + c);
+      F v = S::load(w + c);
+      if (p) v += S::load(p + c);
       if (ty) v += S::load(ty + c);
       S::store(o + c, v);
     }
-    for (std::int64_t c = full; c < cols; ++c) o[c] = w[c] + p[c] + (ty ? ty[c] : 0.f);
+    for (std::int64_t c = full; c < cols; ++c) o[c] = w[c] + (p ? p[c] : 0.f) + (ty ? ty[c] : 0.f);
   }
 }
 

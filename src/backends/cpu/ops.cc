@@ -332,33 +332,50 @@ void residual_layer_norm(Context& ctx, float* x, const Bf16* y, std::int64_t row
                     });
 }
 
-void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias) {
+namespace {
+
+// Multiply-adds of the attention products: Q·Kᵀ and P·V, and DeBERTa's c2p / p2c products of
+// every query (key) with the table rows its sequence reaches.
+double attention_flops(std::span<const SequenceSpan> sequences, std::int64_t hidden,
+                       const RelativeTerms& relative) {
   double flops = 0;
-  for (const auto& s : sequences) flops += 4.0 * static_cast<double>(s.length) * s.length * hidden;
-  ScopedOpTimer timer(ctx, OpKind::kAttention, flops);
+  for (const auto& s : sequences) {
+    const auto len = static_cast<double>(s.length);
+    flops += 4.0 * len * len * static_cast<double>(hidden);
+    if (relative) {
+      const double reach = static_cast<double>(relative.reach(s.length));
+      flops += 2.0 * len * reach * static_cast<double>(hidden) *
+               ((relative.key ? 1 : 0) + (relative.query ? 1 : 0));
+    }
+  }
+  return flops;
+}
+
+}  // namespace
+
+void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,
+               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative) {
+  ScopedOpTimer timer(ctx, OpKind::kAttention, attention_flops(sequences, hidden, relative));
   cpu::attention(ctx.device().kernels(), qkv, out, sequences, heads, hidden,
-                 ctx.attention_scratch(), ctx.threads(), cpu::kOwnAttentionMaxLen, bias);
+                 ctx.attention_scratch(), ctx.threads(), cpu::kOwnAttentionMaxLen, bias, relative);
 }
 
 void attention(Context& ctx, const Bf16* qkv, Bf16* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias) {
-  double flops = 0;
-  for (const auto& s : sequences) flops += 4.0 * static_cast<double>(s.length) * s.length * hidden;
-  ScopedOpTimer timer(ctx, OpKind::kAttention, flops);
-  ctx.bf16_attention().run(qkv, out, sequences, heads, hidden, bias);
+               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative) {
+  ScopedOpTimer timer(ctx, OpKind::kAttention, attention_flops(sequences, hidden, relative));
+  ctx.bf16_attention().run(qkv, out, sequences, heads, hidden, bias, relative);
 }
 
 void attention(Context& ctx, ConstRows qkv, Rows out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias) {
+               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative) {
   if (qkv.type != out.type || (qkv.type != DType::kF32 && qkv.type != DType::kBf16))
     fail("internal: attention runs on f32 or bf16 rows of one type");
   if (qkv.type == DType::kBf16) {
     attention(ctx, static_cast<const Bf16*>(qkv.data), static_cast<Bf16*>(out.data), sequences,
-              heads, hidden, bias);
+              heads, hidden, bias, relative);
   } else {
     attention(ctx, static_cast<const float*>(qkv.data), static_cast<float*>(out.data), sequences,
-              heads, hidden, bias);
+              heads, hidden, bias, relative);
   }
 }
 

@@ -171,21 +171,26 @@ void residual_layer_norm(Context& ctx, float* x, const Bf16* y, std::int64_t row
                          Bf16* x_bf16);
 
 using ScoreBias = cpu::ScoreBias;
+using RelativeTerms = cpu::RelativeTerms;
 
 // Self-attention over packed sequences; qkv [tokens, 3·hidden] → out [tokens, hidden]. A bias
-// (MPNet's relative positions) is added to every head's scores (cpu::ScoreBias).
+// (MPNet's relative positions) is added to every head's scores (cpu::ScoreBias), or DeBERTa's
+// disentangled terms (cpu::RelativeTerms, which also set the scores' scale).
 void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias = {});
+               int heads, std::int64_t hidden, ScoreBias bias = {},
+               const RelativeTerms& relative = {});
 
 // The same with bf16 products (the GEMM library's AMX or avx512_bf16 kernels): qkv
 // [tokens, 3·hidden] and out [tokens, hidden] in bf16, scores and softmax in f32.
 void attention(Context& ctx, const Bf16* qkv, Bf16* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias = {});
+               int heads, std::int64_t hidden, ScoreBias bias = {},
+               const RelativeTerms& relative = {});
 // Either of the two, by the rows' type (f32 or bf16, the same for both).
 void attention(Context& ctx, ConstRows qkv, Rows out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias = {});
+               int heads, std::int64_t hidden, ScoreBias bias = {},
+               const RelativeTerms& relative = {});
 
-// out[t] = word[ids[t]] + position[positions[t]] (+ type[types[t]]).
+// out[t] = word[ids[t]] (+ position[positions[t]] when position is not null) (+ type[types[t]]).
 void embedding_sum(Context& ctx, float* out, std::int64_t tokens, std::int64_t cols,
                    const float* word, const std::int32_t* ids, const float* position,
                    const std::int32_t* positions, const float* type, const std::int32_t* types);

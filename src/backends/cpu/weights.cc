@@ -76,6 +76,32 @@ class WeightLoader {
     return linear(GemmTensors{{t}}, precision);
   }
 
+  // DeBERTa-v2: `table` [rows, hidden] projected by the layer's position key and query
+  // projections (weights widened to float32 in scratch).
+  RelativeTables relative(const AlignedBuffer<float>& table, const EncoderDesc& d,
+                          const LayerTensors& lt) {
+    const std::int64_t h = d.hidden;
+    AlignedBuffer<float> weights(static_cast<std::size_t>(2 * h * h)),
+        biases(static_cast<std::size_t>(2 * h));
+    RelativeProjection key, query;
+    auto widen = [&](const std::optional<LinearTensors>& t, std::int64_t slot,
+                     RelativeProjection& p) {
+      if (!t) return;
+      model::copy_as_f32(*t->weight, weights.data() + slot * h * h);
+      p.weight = weights.data() + slot * h * h;
+      if (t->bias) {
+        model::copy_as_f32(*t->bias, biases.data() + slot * h);
+        p.bias = biases.data() + slot * h;
+      }
+    };
+    widen(lt.position_key, 0, key);
+    widen(lt.position_query, 1, query);
+    RelativeTables r =
+        RelativeTables::build(table.data(), d.disentangled->rows(), h, d.heads, key, query);
+    w_.stats_.converted_bytes += r.bytes();
+    return r;
+  }
+
   float* own(std::size_t count) {
     w_.owned_.emplace_back(count);
     w_.stats_.converted_bytes += count * sizeof(float);
@@ -164,7 +190,11 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
   const EmbeddingDesc& ed = d.embeddings;
   auto& e = w->embeddings_;
   e.word = fill(static_cast<std::size_t>(ed.vocab * ed.width), 0.1f);
-  e.position = fill(static_cast<std::size_t>(ed.max_positions * ed.width), 0.1f);
+  if (ed.positions != PositionScheme::kNone)
+    e.position = fill(static_cast<std::size_t>(ed.max_positions * ed.width), 0.1f);
+  const float* relative_table = nullptr;
+  if (d.disentangled)
+    relative_table = fill(static_cast<std::size_t>(d.disentangled->rows() * d.hidden), 1.0f);
   if (!ed.token_type.empty())
     e.token_type = fill(static_cast<std::size_t>(ed.type_vocab * ed.width), 0.1f);
   e.norm = norm(ed.norm);
@@ -179,6 +209,17 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
     }
     layer.attention_norm = norm(ld.attention_norm);
     layer.ffn_norm = norm(ld.ffn_norm);
+    if (d.disentangled) {
+      const auto square = static_cast<std::size_t>(d.hidden * d.hidden);
+      auto projection = [&](bool present) {
+        if (!present) return RelativeProjection{};
+        return RelativeProjection{fill(square, 0.08f),
+                                  fill(static_cast<std::size_t>(d.hidden), 0.02f)};
+      };
+      layer.relative = RelativeTables::build(relative_table, d.disentangled->rows(), d.hidden,
+                                             d.heads, projection(ld.position_key.has_value()),
+                                             projection(ld.position_query.has_value()));
+    }
     w->layers_.push_back(std::move(layer));
   }
   if (d.head) {
@@ -230,7 +271,6 @@ std::shared_ptr<const Weights> Weights::load_with(
   w->stats_.file_bytes = found.file_bytes;
   w->stats_.dtype = found.dtype;
   w->smoothed_ = ranges != nullptr && precision == ops::Precision::kInt8;
-  const ModelConfig& c = w->config_;
   const ModelTensors& t = w->tensors_;
   WeightLoader L(*w, device);
 
@@ -239,7 +279,7 @@ std::shared_ptr<const Weights> Weights::load_with(
   e.word = L.f32(t.word_embeddings());
   if (t.position_embeddings()) {
     e.position = L.f32(*t.position_embeddings());
-  } else {
+  } else if (d.embeddings.positions == PositionScheme::kSinusoidal) {
     const std::int64_t rows = d.embeddings.max_positions, width = d.embeddings.width;
     float* table = L.own(static_cast<std::size_t>(rows * width));
     fill_sinusoidal(table, rows, width);
@@ -249,6 +289,17 @@ std::shared_ptr<const Weights> Weights::load_with(
   e.norm = L.norm(t.embedding_norm());
   if (t.embedding_projection()) e.projection = L.linear(*t.embedding_projection());
   if (t.relative_bias_table()) e.relative_bias = L.f32(*t.relative_bias_table());
+  // DeBERTa-v2's relative-position table, through its LayerNorm, for each layer's projections.
+  AlignedBuffer<float> relative_table;
+  if (d.disentangled) {
+    relative_table.resize(static_cast<std::size_t>(t.relative_table()->numel()));
+    copy_as_f32(*t.relative_table(), relative_table.data());
+    if (const auto& n = t.relative_table_norm()) {
+      const Norm norm = L.norm(*n);
+      layer_norm_rows(relative_table.data(), d.disentangled->rows(), d.hidden, norm.gamma,
+                      norm.beta, d.disentangled->norm->eps);
+    }
+  }
 
   // The encoder layers' precision per GEMM (an int8 plan keeps some in the fallback precision)
   // and, for int8 ones, the input ranges that smooth them. The head stays fp32.
@@ -264,6 +315,9 @@ std::shared_ptr<const Weights> Weights::load_with(
     const LayerDesc& ld = d.layers[i];
     const LayerTensors& lt = t.layers()[i];
     LayerWeights layer;
+    // Before the GEMMs are packed: with shared keys the projections are the layer's own
+    // key_proj / query_proj, whose pages packing releases.
+    if (d.disentangled) layer.relative = L.relative(relative_table, d, lt);
     for (std::size_t k = 0; k < ld.gemms.size(); ++k) {
       const GemmId id{static_cast<std::int64_t>(i), ld.gemms[k].slot};
       layer.index[static_cast<std::size_t>(id.slot)] = static_cast<int>(k);

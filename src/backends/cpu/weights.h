@@ -15,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "backends/cpu/ops.h"
+#include "backends/cpu/relative_tables.h"
 #include "core/aligned_buffer.h"
 #include "model/config.h"
 #include "model/encoder_desc.h"
@@ -48,6 +49,7 @@ struct LayerWeights {
   std::array<int, model::kGemmSlots> index{-1, -1, -1, -1};  // slot -> position in gemms
   Norm attention_norm;
   Norm ffn_norm;
+  RelativeTables relative;  // DeBERTa-v2: the projected relative-position table; empty otherwise
   const ops::Linear& gemm(model::GemmSlot slot) const {
     return gemms[static_cast<std::size_t>(index[static_cast<std::size_t>(slot)])];
   }

@@ -102,6 +102,46 @@ TEST_F(BadModelTest, UnsupportedActivation) {
   EXPECT_MESSAGE(load_error(), "field 'hidden_act'", "swish");
 }
 
+// DeBERTa-v2's switches that mcinfer does not implement are refused by field; its string forms
+// are read as transformers reads them.
+TEST(DebertaConfig, RefusalsNameTheFieldAndStringFormsLoad) {
+  const fs::path dir = testing::scratch_dir("deberta_config");
+  for (const auto& f : fs::directory_iterator(testing::fixture("models/tf5_deberta_cls")))
+    fs::copy(f.path(), dir / f.path().filename(), fs::copy_options::overwrite_existing);
+  const Json original = read_json_file(dir / "config.json");
+  auto device = ops::Device::cpu();
+  auto error_with = [&](const std::function<void(Json&)>& edit) -> std::string {
+    Json j = original;
+    edit(j);
+    std::ofstream(dir / "config.json", std::ios::trunc) << j.dump(2);
+    try {
+      Weights::load(dir, *device);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(loaded without error)";
+  };
+  EXPECT_MESSAGE(error_with([](Json& j) { j["conv_kernel_size"] = 3; }), "field 'conv_kernel_size'",
+                 "convolution");
+  EXPECT_MESSAGE(error_with([](Json& j) {
+                   j["pos_att_type"] = {"c2p", "p2p"};
+                 }),
+                 "field 'pos_att_type'", "'p2p'");
+  EXPECT_MESSAGE(error_with([](Json& j) { j["norm_rel_ebd"] = "layer_norm|rms"; }),
+                 "field 'norm_rel_ebd'", "'rms'");
+  EXPECT_MESSAGE(error_with([](Json& j) { j["pooler_hidden_size"] = 48; }),
+                 "field 'pooler_hidden_size'");
+  EXPECT_MESSAGE(error_with([](Json& j) { j["position_buckets"] = 200; }),
+                 "field 'position_buckets'", "max_relative_positions");
+  EXPECT_MESSAGE(error_with([](Json& j) { j["pooler_hidden_act"] = "swish"; }),
+                 "field 'pooler_hidden_act'", "swish");
+  // The old "a|b" string of pos_att_type, in any case and spacing.
+  EXPECT_EQ(error_with([](Json& j) { j["pos_att_type"] = "P2C | c2p"; }), "(loaded without error)");
+  const auto w = Weights::load(dir, *device);
+  ASSERT_TRUE(w->config().disentangled.has_value());
+  EXPECT_TRUE(w->config().disentangled->c2p && w->config().disentangled->p2c);
+}
+
 TEST_F(BadModelTest, HeadsThatDoNotDivide) {
   edit_config([](Json& j) { j["num_attention_heads"] = 5; });
   EXPECT_MESSAGE(load_error(), "field 'num_attention_heads'", "do not divide");
