@@ -113,6 +113,12 @@ def files_seeds(rng):
         {"type": "NFKC"}, {"type": "Lowercase"}, {"type": "Replace", "pattern": {"String": "``"}, "content": "\""},
         {"type": "StripAccents"}, {"type": "Strip", "strip_left": True, "strip_right": True}]}
     write("fuzz_tokenizer_files", "unigram_json_old", b"\x00" + json.dumps(data).encode())
+    # DeBERTa-v2 (selector bytes: 0x44 = spm.model as files, 0xC6 = as transformers 5 rebuilds it,
+    # 0xC3 = its tokenizer.json with transformers 5's DeBERTa rebuild): the same tiny model.
+    write("fuzz_tokenizer_files", "deberta_spm", b"\x44" + model.read_bytes())
+    write("fuzz_tokenizer_files", "deberta_spm_tf5", b"\xc6" + model.read_bytes())
+    deberta_json = (FIX / "models/deberta_lower_punct_json/tokenizer.json").read_bytes()
+    write("fuzz_tokenizer_files", "deberta_json_tf5", b"\xc3" + deberta_json)
     vocab_txt = (FIX / "models/wp_uncased_vocab/vocab.txt").read_bytes().split(b"\n")[:150]
     write("fuzz_tokenizer_files", "vocab_txt", b"\x01" + b"\n".join(vocab_txt) + b"\n")
     for k, cfg in enumerate([

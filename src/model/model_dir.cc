@@ -47,7 +47,7 @@ ModelDir ModelDir::open(const fs::path& dir, Use use) {
     }
   }
   for (const char* name :
-       {"tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model"}) {
+       {"tokenizer.json", "vocab.txt", "vocab.json", "sentencepiece.bpe.model", "spm.model"}) {
     if (file_exists(dir / name)) m.tokenizer_files_.emplace_back(name);
   }
   m.st_ = StFiles::read(dir, use == Use::kRun);

@@ -87,6 +87,15 @@ void AddedVocabulary::add_tokens(const std::vector<AddedToken>& tokens, const Mo
   }
   build_set(raw, raw_);
   build_set(norm, normalized_);
+  for (const auto& [id, t] : by_id_) {
+    if (!t.normalized) continue;
+    std::string& n = normalized_by_id_[id];
+    if (normalizer != nullptr) {
+      normalizer->normalize(t.content, n);
+    } else {
+      n = t.content;
+    }
+  }
 }
 
 void AddedVocabulary::build_set(const std::vector<std::pair<std::string, std::int32_t>>& patterns,
@@ -205,6 +214,11 @@ std::int32_t AddedVocabulary::find(std::string_view content) const {
 const std::string* AddedVocabulary::content(std::int32_t id) const {
   auto it = by_id_.find(id);
   return it == by_id_.end() ? nullptr : &it->second.content;
+}
+
+const std::string* AddedVocabulary::normalized_content(std::int32_t id) const {
+  auto it = normalized_by_id_.find(id);
+  return it == normalized_by_id_.end() ? nullptr : &it->second;
 }
 
 }  // namespace mcinfer::tokenizer

@@ -45,6 +45,9 @@ class AddedVocabulary {
 
   std::int32_t find(std::string_view content) const;  // -1 when absent
   const std::string* content(std::int32_t id) const;  // nullptr when absent
+  // A normalized token's content as the normalizer leaves it; nullptr when the token is absent
+  // or not normalized.
+  const std::string* normalized_content(std::int32_t id) const;
   std::size_t size() const { return by_content_.size(); }
 
  private:
@@ -63,6 +66,7 @@ class AddedVocabulary {
 
   std::unordered_map<std::string, std::int32_t> by_content_;
   std::unordered_map<std::int32_t, AddedToken> by_id_;
+  std::unordered_map<std::int32_t, std::string> normalized_by_id_;
   MatchSet raw_, normalized_;
 };
 

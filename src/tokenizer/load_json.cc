@@ -1,7 +1,8 @@
 // tokenizer.json: the normalizer, pre_tokenizer, model, post_processor and added_tokens a
 // checkpoint of the supported families can contain; anything else is refused by name.
 // "truncation", "padding" and "decoder" are ignored: transformers resets the first two on every
-// call and the decoder does not affect ids.
+// call and the decoder does not affect ids. With Compat::kTransformers5 a DebertaV2Tokenizer's
+// file gives only its vocabulary, charsmap and added tokens (deberta_from_json).
 
 #include <limits>
 
@@ -116,6 +117,12 @@ std::unique_ptr<PreTokenizer> parse_pre_tokenizer(const JsonNode& n) {
   }
   if (type == "Whitespace") return make_whitespace();
   if (type == "WhitespaceSplit") return make_whitespace_split();
+  if (type == "Punctuation") {
+    if (auto b = n.get("behavior"); b && b->str() != "Isolated") {
+      b->fail(fmt::format("behavior '{}' is not supported (only \"Isolated\")", b->str()));
+    }
+    return make_punctuation();
+  }
   if (type == "Sequence") {
     JsonNode list = n.at("pretokenizers");
     std::vector<std::unique_ptr<PreTokenizer>> steps;
@@ -140,6 +147,17 @@ std::vector<std::pair<std::string, std::int32_t>> parse_vocab_object(const JsonN
     out.emplace_back(it.key(), checked_id(id));
   }
   return out;
+}
+
+std::vector<std::pair<std::string, double>> unigram_pieces(const JsonNode& vocab) {
+  std::vector<std::pair<std::string, double>> pieces;
+  pieces.reserve(vocab.size());
+  for (std::size_t i = 0; i < vocab.size(); ++i) {
+    JsonNode e = vocab[i];
+    if (e.size() != 2) e.fail("expected [piece, score]");
+    pieces.emplace_back(e[0].str(), e[1].number());
+  }
+  return pieces;
 }
 
 std::unique_ptr<Model> parse_model(const JsonNode& n, bool byte_level, std::string& kind) {
@@ -201,15 +219,7 @@ std::unique_ptr<Model> parse_model(const JsonNode& n, bool byte_level, std::stri
     UnigramOptions o;
     if (auto u = n.get("unk_id")) o.unk_id = u->integer();
     o.byte_fallback = n.bool_or("byte_fallback", false);
-    JsonNode vocab = n.at("vocab");
-    std::vector<std::pair<std::string, double>> pieces;
-    pieces.reserve(vocab.size());
-    for (std::size_t i = 0; i < vocab.size(); ++i) {
-      JsonNode e = vocab[i];
-      if (e.size() != 2) e.fail("expected [piece, score]");
-      pieces.emplace_back(e[0].str(), e[1].number());
-    }
-    return make_unigram(std::move(pieces), o, origin);
+    return make_unigram(unigram_pieces(n.at("vocab")), o, origin);
   }
   type_node->fail(
       fmt::format("unknown or unsupported model type '{}' (expected WordPiece, BPE "
@@ -297,26 +307,8 @@ std::optional<JsonNode> find_precompiled(const JsonNode& n) {
   return std::nullopt;
 }
 
-}  // namespace
-
-std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std::string& origin,
-                                               const ConfigFiles& config) {
-  Json json = parse_json(text, origin);
-  JsonNode root(json, origin, "");
-  root.expect_object();
-  if (auto v = root.get("version"); v && v->str() != "1.0") {
-    v->fail(fmt::format("unknown tokenizer version '{}'", v->str()));
-  }
-  PipelineParts parts;
-  const bool current_case_data = config.compat == Compat::kTransformers5;
-  if (auto n = root.get("normalizer")) parts.normalizer = parse_normalizer(*n, current_case_data);
-  if (auto p = root.get("pre_tokenizer")) parts.pre_tokenizer = parse_pre_tokenizer(*p);
-  bool byte_level = parts.pre_tokenizer != nullptr && parts.pre_tokenizer->byte_level();
-  parts.model = parse_model(root.at("model"), byte_level, parts.kind);
-  if (auto p = root.get("post_processor")) {
-    Template t;
-    if (parse_post_processor(*p, t)) parts.post = std::move(t);
-  }
+std::vector<AddedToken> file_added_tokens(const JsonNode& root) {
+  std::vector<AddedToken> out;
   if (auto list = root.get("added_tokens")) {
     for (std::size_t i = 0; i < list->size(); ++i) {
       JsonNode t = (*list)[i];
@@ -327,9 +319,64 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std:
       a.rstrip = t.bool_or("rstrip", false);
       a.special = t.bool_or("special", false);
       a.normalized = t.bool_or("normalized", !a.special);
-      parts.added_tokens.push_back(std::move(a));
+      out.push_back(std::move(a));
     }
   }
+  return out;
+}
+
+// transformers 5 builds a DebertaV2Tokenizer from its class, taking from tokenizer.json only the
+// Unigram pieces, the charsmap of a Precompiled normalizer and the added tokens (those of
+// tokenizer_config.json's added_tokens_decoder when it has them); the file's normalizer,
+// pre-tokenizer and post-processor are not read.
+std::unique_ptr<Tokenizer> deberta_from_json(const JsonNode& root, const std::string& origin,
+                                             const ConfigFiles& config) {
+  JsonNode model = root.at("model");
+  if (JsonNode type = model.at("type"); type.str() != "Unigram") {
+    type.fail(fmt::format("'{}': DebertaV2Tokenizer needs a Unigram model", type.str()));
+  }
+  DebertaSource source;
+  source.pieces = unigram_pieces(model.at("vocab"));
+  // The class's unk_id argument: tokenizer_config.json's (transformers 5 saves it), else 1.
+  source.fallback_unk_field = config.config_origin + ": field 'unk_id'";
+  if (config.config.is_object()) {
+    if (auto u = JsonNode(config.config, config.config_origin, "").get("unk_id"))
+      source.fallback_unk_id = u->integer();
+  }
+  source.added = config.added_tokens_decoder();
+  if (source.added.empty()) source.added = file_added_tokens(root);
+  if (auto n = root.get("normalizer")) {
+    if (auto precompiled = find_precompiled(*n)) {
+      JsonNode blob = precompiled->at("precompiled_charsmap");
+      source.charsmap = decode_base64(blob.str(), origin, blob.path());
+      source.charsmap_origin = origin + ": field '" + blob.path() + "'";
+    }
+  }
+  return deberta_tf5_pipeline(std::move(source), config, origin);
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std::string& origin,
+                                               const ConfigFiles& config) {
+  Json json = parse_json(text, origin);
+  JsonNode root(json, origin, "");
+  root.expect_object();
+  if (auto v = root.get("version"); v && v->str() != "1.0") {
+    v->fail(fmt::format("unknown tokenizer version '{}'", v->str()));
+  }
+  if (config.rebuilds_deberta_pipeline()) return deberta_from_json(root, origin, config);
+  PipelineParts parts;
+  const bool current_case_data = config.compat == Compat::kTransformers5;
+  if (auto n = root.get("normalizer")) parts.normalizer = parse_normalizer(*n, current_case_data);
+  if (auto p = root.get("pre_tokenizer")) parts.pre_tokenizer = parse_pre_tokenizer(*p);
+  bool byte_level = parts.pre_tokenizer != nullptr && parts.pre_tokenizer->byte_level();
+  parts.model = parse_model(root.at("model"), byte_level, parts.kind);
+  if (auto p = root.get("post_processor")) {
+    Template t;
+    if (parse_post_processor(*p, t)) parts.post = std::move(t);
+  }
+  parts.added_tokens = file_added_tokens(root);
   if (config.rebuilds_xlmr_pipeline() && parts.kind == "unigram") {
     std::optional<JsonNode> precompiled;
     if (auto n = root.get("normalizer")) precompiled = find_precompiled(*n);
@@ -337,6 +384,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std:
                           config, origin);
   }
   parts.model_max_length = config.model_max_length();
+  parts.normalized_token_names = config.compat == Compat::kTransformers5;
   if (auto pad = config.special("pad_token", std::nullopt)) {
     parts.pad_token = pad->content;
   } else if (auto padding = root.get("padding"); padding && padding->get("pad_token")) {

@@ -53,20 +53,32 @@ std::string universal_newlines(std::string_view text) {
 std::vector<AddedToken> special_tokens(
     const ConfigFiles& config, const std::vector<std::pair<std::string, std::string>>& names,
     bool mask_lstrip, bool normalized_default) {
-  std::vector<AddedToken> out = config.added_tokens_decoder();
+  ClassSpecials specials;
+  specials.names = names;
+  specials.mask_lstrip = mask_lstrip;
+  specials.normalized = normalized_default;
+  return class_special_tokens(config, config.added_tokens_decoder(), specials);
+}
+
+}  // namespace
+
+std::vector<AddedToken> class_special_tokens(const ConfigFiles& config,
+                                             std::vector<AddedToken> base,
+                                             const ClassSpecials& specials) {
+  std::vector<AddedToken> out = std::move(base);
   auto present = [&](const std::string& content) {
     for (const AddedToken& t : out) {
       if (t.content == content) return true;
     }
     return false;
   };
-  for (const auto& [name, fallback] : names) {
+  for (const auto& [name, fallback] : specials.names) {
     auto t = config.special(name, fallback);
     if (!t || t->content.empty() || present(t->content)) continue;
     AddedToken token = *t;
     if (config.special_is_plain(name)) {
-      token.normalized = normalized_default;
-      if (name == "mask_token" && mask_lstrip) {
+      token.normalized = specials.normalized || name == specials.normalized_name;
+      if (name == "mask_token" && specials.mask_lstrip) {
         token.lstrip = true;
         token.normalized = false;
       }
@@ -77,8 +89,8 @@ std::vector<AddedToken> special_tokens(
   return out;
 }
 
-std::int32_t id_of(const Model& model, const std::vector<AddedToken>& added,
-                   const std::string& token, const std::string& origin) {
+std::int32_t special_token_id(const Model& model, const std::vector<AddedToken>& added,
+                              const std::string& token, const std::string& origin) {
   std::int32_t id = model.token_to_id(token);
   if (id >= 0) return id;
   // Not in the vocabulary: it gets the id HF assigns when adding it.
@@ -88,8 +100,6 @@ std::int32_t id_of(const Model& model, const std::vector<AddedToken>& added,
   if (id < 0) fail("{}: special token '{}' has no id", origin, token);
   return id;
 }
-
-}  // namespace
 
 ConfigFiles ConfigFiles::read(const std::filesystem::path& dir) {
   ConfigFiles c;
@@ -133,8 +143,8 @@ void rebuild_xlmr_pipeline(PipelineParts& parts, std::unique_ptr<Normalizer> pre
   parts.pre_tokenizer = make_pre_tokenizer_sequence(std::move(steps), origin);
   const std::string bos = config.special("bos_token", "<s>")->content;
   const std::string eos = config.special("eos_token", "</s>")->content;
-  parts.post = Template::roberta(id_of(*parts.model, parts.added_tokens, bos, origin),
-                                 id_of(*parts.model, parts.added_tokens, eos, origin));
+  parts.post = Template::roberta(special_token_id(*parts.model, parts.added_tokens, bos, origin),
+                                 special_token_id(*parts.model, parts.added_tokens, eos, origin));
 }
 
 ConfigFiles ConfigFiles::parse(std::string_view config_json, std::string_view special_json) {
@@ -267,10 +277,11 @@ std::unique_ptr<Tokenizer> tokenizer_from_vocab_txt(std::string_view vocab_text,
                                       false, false);
   std::string cls = config.special("cls_token", "[CLS]")->content;
   std::string sep = config.special("sep_token", "[SEP]")->content;
-  parts.post = Template::bert(id_of(*parts.model, parts.added_tokens, cls, origin),
-                              id_of(*parts.model, parts.added_tokens, sep, origin));
+  parts.post = Template::bert(special_token_id(*parts.model, parts.added_tokens, cls, origin),
+                              special_token_id(*parts.model, parts.added_tokens, sep, origin));
   parts.pad_token = config.special("pad_token", "[PAD]")->content;
   parts.model_max_length = config.model_max_length();
+  parts.normalized_token_names = config.compat == Compat::kTransformers5;
   return std::make_unique<Pipeline>(std::move(parts));
 }
 
@@ -355,10 +366,12 @@ std::unique_ptr<Tokenizer> tokenizer_from_bpe_files(std::string_view vocab_json,
                                       true, true);
   std::string cls = config.special("cls_token", "<s>")->content;
   std::string sep = config.special("sep_token", "</s>")->content;
-  parts.post = Template::roberta(id_of(*parts.model, parts.added_tokens, cls, vocab_origin),
-                                 id_of(*parts.model, parts.added_tokens, sep, vocab_origin));
+  parts.post =
+      Template::roberta(special_token_id(*parts.model, parts.added_tokens, cls, vocab_origin),
+                        special_token_id(*parts.model, parts.added_tokens, sep, vocab_origin));
   parts.pad_token = config.special("pad_token", "<pad>")->content;
   parts.model_max_length = config.model_max_length();
+  parts.normalized_token_names = config.compat == Compat::kTransformers5;
   return std::make_unique<Pipeline>(std::move(parts));
 }
 
@@ -415,8 +428,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_spm(std::string_view model_bytes,
                                                      {"mask_token", "<mask>"}},
                                                     true, false);
   parts.added_tokens.insert(parts.added_tokens.end(), specials.begin(), specials.end());
-  std::int32_t bos = id_of(*parts.model, parts.added_tokens, "<s>", origin);
-  std::int32_t eos = id_of(*parts.model, parts.added_tokens, "</s>", origin);
+  std::int32_t bos = special_token_id(*parts.model, parts.added_tokens, "<s>", origin);
+  std::int32_t eos = special_token_id(*parts.model, parts.added_tokens, "</s>", origin);
   parts.post = Template::roberta(bos, eos);
   if (config.rebuilds_xlmr_pipeline()) {
     rebuild_xlmr_pipeline(
@@ -428,6 +441,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_spm(std::string_view model_bytes,
   }
   parts.pad_token = config.special("pad_token", "<pad>")->content;
   parts.model_max_length = config.model_max_length();
+  parts.normalized_token_names = config.compat == Compat::kTransformers5;
   return std::make_unique<Pipeline>(std::move(parts));
 }
 

@@ -53,9 +53,14 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& dir, Com
     auto path = dir / "sentencepiece.bpe.model";
     return tokenizer_from_spm(read_file(path), path.string(), config);
   }
+  // DebertaV2Tokenizer's file name: no other class transformers maps a model type to uses it.
+  if (has("spm.model")) {
+    auto path = dir / "spm.model";
+    return tokenizer_from_deberta_spm(read_file(path), path.string(), config);
+  }
   fail(
-      "{}: no tokenizer files (tokenizer.json, vocab.txt, vocab.json + merges.txt or "
-      "sentencepiece.bpe.model)",
+      "{}: no tokenizer files (tokenizer.json, vocab.txt, vocab.json + merges.txt, "
+      "sentencepiece.bpe.model or spm.model)",
       dir.string());
 }
 

@@ -2,11 +2,14 @@
 // Tokenizer file parsers, each from bytes already in memory (so the fuzzers reach them
 // without files). Tokenizer::load() reads the files and picks one.
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/json.h"
 #include "tokenizer/added_vocab.h"
@@ -43,7 +46,45 @@ struct ConfigFiles {
   // With Compat::kTransformers5: the tokenizer class is XLMRobertaTokenizer (its tokenizer_class,
   // with or without "Fast", or model_type xlm-roberta), whose pipeline transformers 5 rebuilds.
   bool rebuilds_xlmr_pipeline() const;
+  // The same for DebertaV2Tokenizer (model_type deberta-v2).
+  bool rebuilds_deberta_pipeline() const;
 };
+
+// What a tokenizer class does with the special tokens it names (bos_token, ...): transformers
+// registers tokenizer_config.json's added_tokens_decoder (or what the class reads instead), then
+// each named token not among them, with flags of the class's choosing when the files give the
+// token as a plain string.
+struct ClassSpecials {
+  // (attribute, content when the files name none), in transformers' attribute order.
+  std::vector<std::pair<std::string, std::string>> names;
+  bool mask_lstrip = false;     // a plain mask_token gets lstrip and normalized=false (RoBERTa)
+  bool normalized = false;      // the normalized flag of a plain special token...
+  std::string normalized_name;  // ...but this one is normalized (transformers 4's DeBERTa-v2 unk)
+};
+std::vector<AddedToken> class_special_tokens(const ConfigFiles& config,
+                                             std::vector<AddedToken> base,
+                                             const ClassSpecials& specials);
+// A token's id in the model, else the one it gets as an added token; throws Error naming
+// `origin` when neither.
+std::int32_t special_token_id(const Model& model, const std::vector<AddedToken>& added,
+                              const std::string& token, const std::string& origin);
+
+// What transformers 5's DebertaV2Tokenizer builds its pipeline from, whichever files it came from.
+struct DebertaSource {
+  std::vector<std::pair<std::string, double>> pieces;
+  // The unknown token's id when unk_token is not a piece scored 0 (the class's rule).
+  std::int64_t fallback_unk_id = 1;
+  std::string fallback_unk_field;  // where that id comes from, for errors
+  std::vector<AddedToken> added;   // registered before the class's named special tokens
+  std::string charsmap;            // SentencePiece precompiled_charsmap; empty: none
+  std::string charsmap_origin;     // where the charsmap comes from, for errors
+};
+// DebertaV2Tokenizer's pipeline under transformers 5: [Lowercase] then Precompiled, Strip(right),
+// Replace(" {2,}" -> " ") (without a charsmap: Replace(\s{2,}|[\n\r\t] -> " "), NFC,
+// Strip(right)); [Punctuation] then Metaspace (prepend "always", or "first" without
+// add_prefix_space); Unigram; [CLS] A [SEP] (B [SEP]) with cls_token and sep_token.
+std::unique_ptr<Tokenizer> deberta_tf5_pipeline(DebertaSource source, const ConfigFiles& config,
+                                                const std::string& origin);
 
 // transformers 5's XLMRobertaTokenizer pipeline (see Compat) over the vocabulary in `parts`:
 // `precompiled` (the SentencePiece normalizer, may be null) alone as the normalizer, a whitespace
@@ -63,6 +104,13 @@ std::unique_ptr<Tokenizer> tokenizer_from_bpe_files(std::string_view vocab_json,
                                                     const ConfigFiles& config);
 std::unique_ptr<Tokenizer> tokenizer_from_spm(std::string_view model, const std::string& origin,
                                               const ConfigFiles& config);
+// DeBERTa-v2/v3's spm.model (DebertaV2Tokenizer): the pieces keep their ids, [MASK] comes after
+// them. Compat::kFile builds transformers 4's DebertaV2Converter pipeline (Strip both sides
+// before Precompiled, [UNK] normalized, the literal [CLS] and [SEP] around the text),
+// Compat::kTransformers5 the class's (deberta_tf5_pipeline).
+std::unique_ptr<Tokenizer> tokenizer_from_deberta_spm(std::string_view model,
+                                                      const std::string& origin,
+                                                      const ConfigFiles& config);
 
 // Standard base64 (padding optional); throws Error naming origin and field when malformed.
 std::string decode_base64(std::string_view text, const std::string& origin,

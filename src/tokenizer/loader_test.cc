@@ -153,5 +153,112 @@ TEST(Loader, BadFilesNameFileAndField) {
   EXPECT_NE(e.find("vocab.txt: not valid UTF-8"), std::string::npos) << e;
 }
 
+std::string load_error(const fs::path& dir, Compat compat) {
+  try {
+    Tokenizer::load(dir, compat);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// A copy of a DeBERTa fixture directory to alter.
+fs::path deberta_copy(const std::string& variant, const std::string& name) {
+  auto dir = testing::scratch_dir(name);
+  for (const auto& f : fs::directory_iterator(testing::fixture("tokenizer/models/" + variant))) {
+    fs::copy(f.path(), dir / f.path().filename());
+  }
+  return dir;
+}
+
+TEST(Loader, DebertaSpmModel) {
+  // tools/gen_deberta_tokenizers.py checks that transformers gives [MASK] the id after the
+  // 3,000 pieces; [CLS] 1 and [SEP] 2 are the pieces' own.
+  for (Compat compat : {Compat::kFile, Compat::kTransformers5}) {
+    for (const char* variant : {"deberta_spm", "deberta_v3_spm"}) {
+      auto tok =
+          Tokenizer::load(testing::fixture(std::string("tokenizer/models/") + variant), compat);
+      EXPECT_EQ(tok->kind(), "unigram") << variant;
+      EXPECT_EQ(tok->pad_id(), 0) << variant;
+      EXPECT_EQ(tok->model_max_length(), std::nullopt) << variant;
+      EXPECT_EQ(tok->special_tokens(false), 2u);
+      EXPECT_EQ(tok->special_tokens(true), 3u);
+      EXPECT_EQ(tok->encode("[MASK]", std::nullopt, 0).ids, (std::vector<std::int32_t>{1, 3000, 2}))
+          << variant;
+    }
+  }
+}
+
+// Without tokenizer_class, config.json's model_type names the class whose pipeline
+// transformers 5 builds, as it does for XLM-R.
+TEST(Loader, DebertaJsonRebuiltByModelType) {
+  auto dir = deberta_copy("deberta_tf4_json", "tok_deberta_model_type");
+  fs::remove(dir / "tokenizer_config.json");
+  fs::remove(dir / "special_tokens_map.json");
+  // A trailing U+200E: the charsmap removes it; transformers 4 strips before, 5 after.
+  const std::string text = "abc\xE2\x80\x8E";
+  auto file = Tokenizer::load(dir, Compat::kFile)->encode(text, std::nullopt, 0).ids;
+  auto plain = Tokenizer::load(dir, Compat::kTransformers5)->encode(text, std::nullopt, 0).ids;
+  EXPECT_EQ(plain, file);  // no class named: the file's pipeline either way
+  write(dir / "config.json", R"({"model_type": "deberta-v2"})");
+  auto tf5 = Tokenizer::load(dir, Compat::kTransformers5)->encode(text, std::nullopt, 0).ids;
+  auto reference =
+      Tokenizer::load(testing::fixture("tokenizer/models/deberta_tf4_json"), Compat::kTransformers5)
+          ->encode(text, std::nullopt, 0)
+          .ids;
+  EXPECT_EQ(tf5, reference);
+  EXPECT_EQ(tf5.size() + 1, file.size());
+}
+
+TEST(Loader, BadDebertaFilesNameFileAndField) {
+  auto dir = deberta_copy("deberta_spm", "tok_deberta_bad");
+  const std::string model = testing::read_file(dir / "spm.model");
+  // A trailing TrainerSpec merges into the first (protobuf's rule for a repeated message field):
+  // model_type BPE.
+  write(dir / "spm.model", model + std::string("\x12\x02\x18\x02", 4));
+  std::string e = load_error(dir, Compat::kFile);
+  EXPECT_NE(e.find("spm.model: trainer_spec.model_type 2 is not Unigram (1), which "
+                   "DebertaV2Tokenizer needs"),
+            std::string::npos)
+      << e;
+  // unk_id 5000 (field 40), beyond the pieces: transformers 4 takes the id from there.
+  write(dir / "spm.model", model + std::string("\x12\x04\xC0\x02\x88\x27", 6));
+  e = load_error(dir, Compat::kFile);
+  EXPECT_NE(e.find("spm.model: trainer_spec.unk_id: unknown token id 5000 is not one of the "
+                   "3000 pieces"),
+            std::string::npos)
+      << e;
+  write(dir / "spm.model", model);
+
+  dir = deberta_copy("deberta_lower_punct_json", "tok_deberta_bad_json");
+  std::string json = testing::read_file(dir / "tokenizer.json");
+  const std::string isolated = R"("behavior":"Isolated")";
+  ASSERT_NE(json.find(isolated), std::string::npos);
+  write(dir / "tokenizer.json", json.substr(0, json.find(isolated)) + R"("behavior":"Removed")" +
+                                    json.substr(json.find(isolated) + isolated.size()));
+  e = load_error(dir, Compat::kFile);
+  EXPECT_NE(e.find("tokenizer.json: field 'pre_tokenizer.pretokenizers[0].behavior': behavior "
+                   "'Removed' is not supported"),
+            std::string::npos)
+      << e;
+  write(dir / "tokenizer.json", json);
+  write(dir / "tokenizer_config.json",
+        R"({"tokenizer_class": "DebertaV2Tokenizer", "unk_token": "<none>", "unk_id": 99999})");
+  e = load_error(dir, Compat::kTransformers5);
+  EXPECT_NE(e.find("tokenizer_config.json: field 'unk_id': unknown token id 99999 is not one of "
+                   "the 3000 pieces"),
+            std::string::npos)
+      << e;
+
+  write(dir / "tokenizer.json",
+        testing::read_file(testing::fixture("tokenizer/models/bpe_json/tokenizer.json")));
+  write(dir / "tokenizer_config.json", R"({"tokenizer_class": "DebertaV2TokenizerFast"})");
+  e = load_error(dir, Compat::kTransformers5);
+  EXPECT_NE(e.find("tokenizer.json: field 'model.type': 'BPE': DebertaV2Tokenizer needs a "
+                   "Unigram model"),
+            std::string::npos)
+      << e;
+}
+
 }  // namespace
 }  // namespace mcinfer::tokenizer

@@ -25,7 +25,8 @@ Pipeline::Pipeline(PipelineParts parts)
       pre_tokenizer_(std::move(parts.pre_tokenizer)),
       model_(std::move(parts.model)),
       post_(std::move(parts.post)),
-      model_max_length_(parts.model_max_length) {
+      model_max_length_(parts.model_max_length),
+      normalized_token_names_(parts.normalized_token_names) {
   added_.add_tokens(parts.added_tokens, *model_, normalizer_.get());
   map_bytes_ =
       pre_tokenizer_ != nullptr && pre_tokenizer_->byte_level() && !model_->takes_raw_bytes();
@@ -198,7 +199,11 @@ std::vector<std::string> Pipeline::tokens(const Encoding& encoding) const {
   std::vector<std::string> out;
   out.reserve(encoding.ids.size());
   for (std::int32_t id : encoding.ids) {
-    if (const std::string* s = added_.content(id)) {
+    const std::string* normalized =
+        normalized_token_names_ ? added_.normalized_content(id) : nullptr;
+    if (normalized != nullptr) {
+      out.push_back(*normalized);
+    } else if (const std::string* s = added_.content(id)) {
       out.push_back(*s);
     } else if (const std::string* t = model_->id_to_token(id)) {
       out.push_back(*t);

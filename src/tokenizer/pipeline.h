@@ -24,6 +24,9 @@ struct PipelineParts {
   Template post = Template::none();
   std::optional<std::string> pad_token;  // resolved to an id after added tokens exist
   std::optional<std::size_t> model_max_length;
+  // tokens() names a normalized added token by its normalized content, as the current stack's
+  // tokenizers does (Compat::kTransformers5); older versions give the content as added.
+  bool normalized_token_names = false;
 };
 
 class Pipeline final : public Tokenizer {
@@ -60,6 +63,7 @@ class Pipeline final : public Tokenizer {
   std::int32_t pad_id_ = 0;
   std::optional<std::size_t> model_max_length_;
   bool map_bytes_ = false;  // ByteLevel words must be mapped to GPT-2's alphabet for the model
+  bool normalized_token_names_ = false;
 };
 
 }  // namespace mcinfer::tokenizer

@@ -220,6 +220,35 @@ class WhitespaceSplit final : public PreTokenizer {
   }
 };
 
+class Punctuation final : public PreTokenizer {
+ public:
+  void split(std::string_view in, bool, Words& out) const override {
+    auto base = static_cast<std::uint32_t>(out.buf.size());
+    out.buf.append(in);
+    std::size_t pos = 0, word = 0;
+    while (pos < in.size()) {
+      std::size_t start = pos;
+      unsigned char b = static_cast<unsigned char>(in[pos]);
+      std::uint32_t p;
+      if (b < 0x80) {
+        ++pos;
+        p = prop(b);
+      } else {
+        p = prop(utf8::decode_valid(in, pos));
+      }
+      if (!(p & unicode::kBertPunct)) continue;
+      if (start > word) {
+        out.spans.emplace_back(base + word, static_cast<std::uint32_t>(start - word));
+      }
+      out.spans.emplace_back(base + start, static_cast<std::uint32_t>(pos - start));
+      word = pos;
+    }
+    if (in.size() > word) {
+      out.spans.emplace_back(base + word, static_cast<std::uint32_t>(in.size() - word));
+    }
+  }
+};
+
 class SequencePreTokenizer final : public PreTokenizer {
  public:
   explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps)
@@ -332,6 +361,8 @@ std::unique_ptr<PreTokenizer> make_metaspace(char32_t replacement, PrependScheme
   return std::make_unique<Metaspace>(replacement, scheme, split);
 }
 std::unique_ptr<PreTokenizer> make_whitespace() { return std::make_unique<Whitespace>(); }
+std::unique_ptr<PreTokenizer> make_punctuation() { return std::make_unique<Punctuation>(); }
+
 std::unique_ptr<PreTokenizer> make_whitespace_split() {
   return std::make_unique<WhitespaceSplit>();
 }

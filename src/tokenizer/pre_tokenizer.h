@@ -1,6 +1,7 @@
 #pragma once
 // Pre-tokenizers of HF tokenizers (BertPreTokenizer, ByteLevel with GPT-2's split, Metaspace,
-// Whitespace, WhitespaceSplit, Sequence): a normalized segment -> words for the model.
+// Whitespace, WhitespaceSplit, Punctuation, Sequence): a normalized segment -> words for the
+// model.
 
 #include <cstdint>
 #include <memory>
@@ -41,6 +42,10 @@ std::unique_ptr<PreTokenizer> make_metaspace(char32_t replacement, PrependScheme
                                              bool split);
 std::unique_ptr<PreTokenizer> make_whitespace();
 std::unique_ptr<PreTokenizer> make_whitespace_split();
+// HF's Punctuation with behavior "Isolated" (DebertaV2Tokenizer's split_by_punct): every
+// punctuation character (BertPreTokenizer's: ASCII punctuation or P*) becomes a word of its own,
+// the text between them another; nothing is dropped.
+std::unique_ptr<PreTokenizer> make_punctuation();
 // Throws Error (naming `origin`) when a ByteLevel step is not the last one.
 std::unique_ptr<PreTokenizer> make_pre_tokenizer_sequence(
     std::vector<std::unique_ptr<PreTokenizer>> steps, const std::string& origin);

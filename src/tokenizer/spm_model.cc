@@ -111,6 +111,8 @@ SpmModel load_spm_model(std::string_view bytes, const std::string& origin) {
           fail("{}: malformed {}", origin, number == 2 ? "trainer_spec" : "normalizer_spec");
         }
         if (number == 2 && n == 3 && w == 0) model.model_type = static_cast<int>(v);
+        // int32 on the wire: a negative value is sign-extended to 64 bits.
+        if (number == 2 && n == 40 && w == 0) model.unk_id = static_cast<std::int32_t>(v);
         if (number == 3 && n == 2 && w == 2) model.precompiled_charsmap.assign(b);
       }
     }

@@ -18,6 +18,9 @@ struct SpmPiece {
 
 struct SpmModel {
   int model_type = 1;  // UNIGRAM 1, BPE 2, WORD 3, CHAR 4
+  // trainer_spec.unk_id as stored (proto default 0): transformers' converters take the unknown
+  // token's id from it, not from the piece types. Not range-checked here.
+  std::int64_t unk_id = 0;
   std::vector<SpmPiece> pieces;
   std::string precompiled_charsmap;
 };

@@ -26,10 +26,12 @@ struct Encoding {
 // files, as transformers 4 converts them) says. kTransformers5: as transformers 5 builds it, which
 // takes the vocabulary from the files but the pipeline from the tokenizer class: for
 // XLMRobertaTokenizer, the SentencePiece normalizer alone (no right strip, no run-of-spaces
-// replacement), then a whitespace split before the Metaspace pre-tokenizer; and lowercasing with
-// the case pairs of the newer Unicode its tokenizers was built with (55 code points: Garay, Latin
-// additions; unicode_lower_tf5.cc). The other classes mcinfer reads (BERT, RoBERTa, DistilBERT)
-// build the same pipeline either way.
+// replacement), then a whitespace split before the Metaspace pre-tokenizer; for
+// DebertaV2Tokenizer, Strip on the right after the SentencePiece normalizer instead of on both
+// sides before it, and [UNK] not normalized unless the files say so (load_deberta.cc); and
+// lowercasing with the case pairs of the newer Unicode its tokenizers was built with (55 code
+// points: Garay, Latin additions; unicode_lower_tf5.cc). The other classes mcinfer reads (BERT,
+// RoBERTa, DistilBERT) build the same pipeline either way.
 enum class Compat { kFile, kTransformers5 };
 inline constexpr EnumNames<Compat, 2> kCompatNames{
     {{{Compat::kFile, "file"}, {Compat::kTransformers5, "transformers5"}}}};
@@ -39,8 +41,8 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // Loads the tokenizer saved in a Hugging Face model directory (tokenizer.json, or the
-  // per-kind files: vocab.txt / vocab.json + merges.txt / sentencepiece.bpe.model, with
-  // tokenizer_config.json and special_tokens_map.json). Throws Error naming file and field.
+  // per-kind files: vocab.txt / vocab.json + merges.txt / sentencepiece.bpe.model / spm.model,
+  // with tokenizer_config.json and special_tokens_map.json). Throws Error naming file and field.
   static std::unique_ptr<Tokenizer> load(const std::filesystem::path& model_dir,
                                          Compat compat = Compat::kFile);
 

@@ -34,9 +34,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     ConfigFiles none;
-    if (data[0] & 0x80) {  // as transformers 5 builds an XLM-R tokenizer from these files
+    // 0x80: as transformers 5 builds an XLM-R tokenizer (with 0x40: a DeBERTa-v2 one) from these
+    // files. 0x40 with selector 3: DeBERTa's spm.model.
+    const bool deberta = (data[0] & 0x40) != 0;
+    if (data[0] & 0x80) {
       none.compat = Compat::kTransformers5;
-      none.model_type = "xlm-roberta";
+      none.model_type = deberta ? "deberta-v2" : "xlm-roberta";
     }
     std::unique_ptr<Tokenizer> tok;
     switch (data[0] % 5) {
@@ -55,7 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         break;
       }
       case 3:
-        tok = tokenizer_from_spm(body, "sentencepiece.bpe.model", none);
+        tok = deberta ? tokenizer_from_deberta_spm(body, "spm.model", none)
+                      : tokenizer_from_spm(body, "sentencepiece.bpe.model", none);
         break;
       default: {
         ConfigFiles config = ConfigFiles::parse(body, "");

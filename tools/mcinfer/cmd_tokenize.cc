@@ -54,7 +54,8 @@ int run_tokenize(TokenizeFlags& f) {
   const auto dir = model::ModelDir::open(f.model_dir, model::ModelDir::Use::kTokenize);
   if (!dir.has_tokenizer()) {
     fail(
-        "{}: no tokenizer files (tokenizer.json, vocab.txt, vocab.json or sentencepiece.bpe.model)",
+        "{}: no tokenizer files (tokenizer.json, vocab.txt, vocab.json, sentencepiece.bpe.model or "
+        "spm.model)",
         f.model_dir);
   }
   sched::TaskRequest request;

@@ -30,6 +30,7 @@ struct NormParams {
 struct LayerParams {
   std::array<std::optional<LinearParams>, model::kGemmSlots> gemms;
   NormParams attention, ffn;
+  std::optional<LinearParams> position_key, position_query;  // DeBERTa-v2
   const LinearParams& gemm(GemmSlot slot) const {
     const auto& g = gemms[static_cast<std::size_t>(slot)];
     if (!g) fail("internal: the layer has no {} GEMM", model::gemm_label({0, slot}));
@@ -60,13 +61,21 @@ class EncoderWriter {
     const Value type_ids = types ? p_.parameter({b_, l_}, DType::kS32) : Value{};
     const Value positions = p_.parameter({b_, l_}, DType::kS32);
     const Value lengths = p_.parameter({b_}, DType::kS32);
-    const Value buckets = d_.relative_bias ? p_.parameter({l_, l_}, DType::kS32) : Value{};
+    // MPNet's bucket or DeBERTa's table row of every (query, key) pair.
+    const bool pairs = d_.relative_bias || d_.disentangled;
+    const Value buckets = pairs ? p_.parameter({l_, l_}, DType::kS32) : Value{};
 
     Value x = embeddings(ids, type_ids, positions);  // [b, l, h]
     // Added to every layer's scaled scores [b, heads, l, l]: the key mask (and the relative
     // position bias, which depends on the positions only).
     Value mask = key_mask(lengths);
     if (d_.relative_bias) mask = p_.binary("add", mask, relative_bias(buckets));
+    if (d_.disentangled) {
+      relative_table_ = weight();
+      if (d_.disentangled->norm)
+        relative_table_ = layer_norm(relative_table_, take_norm(*d_.disentangled->norm));
+      relative_index_ = buckets;
+    }
     x = layers(x, mask);
     std::vector<Value> results;
     if (spec_.hidden) results.push_back(x);
@@ -98,13 +107,15 @@ class EncoderWriter {
       layer.gemms[static_cast<std::size_t>(g.slot)] = take_linear(g.linear);
     layer.attention = take_norm(desc.attention_norm);
     layer.ffn = take_norm(desc.ffn_norm);
+    if (desc.position_key) layer.position_key = take_linear(*desc.position_key);
+    if (desc.position_query) layer.position_query = take_linear(*desc.position_query);
     return layer;
   }
 
   Value embeddings(const Value& ids, const Value& types, const Value& positions) {
-    const Value& word = weight();
-    const Value& position = weight();
-    Value x = p_.binary("add", p_.gather_rows(word, ids), p_.gather_rows(position, positions));
+    Value x = p_.gather_rows(weight(), ids);
+    if (d_.embeddings.positions != model::PositionScheme::kNone)
+      x = p_.binary("add", x, p_.gather_rows(weight(), positions));
     if (!d_.embeddings.token_type.empty()) x = p_.binary("add", x, p_.gather_rows(weight(), types));
     x = layer_norm(x, take_norm(d_.embeddings.norm));
     if (d_.embeddings.projection) x = linear(x, take_linear(*d_.embeddings.projection));
@@ -127,20 +138,31 @@ class EncoderWriter {
       return x;
     }
     const std::size_t per_layer = layer_slots_;
+    // Carried through the loop: x, the mask, DeBERTa's table and pair indices, the weights.
     std::vector<Value> carried = {x, mask};
+    if (d_.disentangled) carried.insert(carried.end(), {relative_table_, relative_index_});
+    const std::size_t first_weight = carried.size();
     for (std::size_t k = 0; k < per_layer; ++k) carried.push_back(weight());
     const auto after_layers = next_;
+    const Value table = relative_table_, pairs = relative_index_;
     const auto body = [&](const Value& index, const std::vector<Value>& in) {
       std::vector<Value> layer;  // this trip's weights, in weight_slots order
-      for (std::size_t k = 0; k < per_layer; ++k) layer.push_back(p_.index_first(in[2 + k], index));
+      for (std::size_t k = 0; k < per_layer; ++k)
+        layer.push_back(p_.index_first(in[first_weight + k], index));
       next_ = layer.begin();
       end_ = layer.end();
+      if (d_.disentangled) {
+        relative_table_ = in[2];
+        relative_index_ = in[3];
+      }
       std::vector<Value> next(in);
       next[0] = encoder_layer(in[0], in[1], take_layer(d_.layers.front()));
       if (next_ != end_) fail("internal: a layer took fewer weights than it was given");
       return next;
     };
     const Value out = p_.loop(count, carried, body).front();
+    relative_table_ = table;
+    relative_index_ = pairs;
     next_ = after_layers;
     end_ = all_end_;
     return out;
@@ -218,10 +240,37 @@ class EncoderWriter {
     return p_.transpose(p_.reshape(x, {b_, l_, d_.heads, d_.head_dim()}), {0, 2, 1, 3});
   }
 
-  // The fused QKV projection, then softmax(Q Kᵀ / √d + mask) V per head.
-  Value attention(const Value& x, const Value& mask, const LinearParams& qkv) {
+  // DeBERTa's c2p (of_queries: q_i · key[t]) or p2c (k_j · query[t]) term of the scores
+  // [b, heads, l, l], t = the host's table row of (i, j): rows [b, heads, l, d] times the table
+  // projected by `projection` [rows, h], then gathered by t along the last axis.
+  Value relative_term(const Value& rows, const LinearParams& projection, bool of_queries,
+                      DType product) {
+    const std::int64_t heads = d_.heads, dim = d_.head_dim(), r = d_.disentangled->rows();
+    const Value table = p_.convert(
+        p_.transpose(p_.reshape(linear(relative_table_, projection), {r, heads, dim}), {1, 0, 2}),
+        product);                                                               // [heads, r, d]
+    const Value by_row = p_.dot(rows, table, {1}, {0}, {3}, {2}, DType::kF32);  // [heads, b, l, r]
+    const Value products = p_.transpose(by_row, {1, 0, 2, 3});                  // [b, heads, l, r]
+    // Flat position of products[b, h, row, t]: ((b·heads + h)·l + row)·r + t, with row = i for
+    // c2p and j for p2c.
+    const Dims dims{b_, heads, l_, l_};
+    auto times = [&](const Value& v, std::int64_t k) {
+      return p_.binary("multiply", v, p_.splat(static_cast<float>(k), dims, DType::kS32));
+    };
+    const Value sequence_head = p_.binary("add", times(p_.iota(dims, 0, DType::kS32), heads),
+                                          p_.iota(dims, 1, DType::kS32));
+    const Value row = p_.iota(dims, of_queries ? 2 : 3, DType::kS32);
+    const Value flat = p_.binary("add", times(p_.binary("add", times(sequence_head, l_), row), r),
+                                 p_.broadcast(relative_index_, dims, {2, 3}));
+    const Value column = p_.reshape(products, {b_ * heads * l_ * r, 1});
+    return p_.reshape(p_.gather_rows(column, flat), dims);
+  }
+
+  // The fused QKV projection, then softmax(Q Kᵀ / √d + mask) V per head (DeBERTa: plus its
+  // relative terms, over √(d · terms)).
+  Value attention(const Value& x, const Value& mask, const LayerParams& w) {
     const DType product = bf16() ? DType::kBf16 : DType::kF32;
-    const Value fused = linear(x, qkv);  // [b, l, 3h]
+    const Value fused = linear(x, w.gemm(GemmSlot::kQkv));  // [b, l, 3h]
     auto part = [&](std::int64_t i) {
       return p_.convert(split_heads(p_.slice(fused, {0, 0, i * h_}, {b_, l_, (i + 1) * h_})),
                         product);
@@ -229,7 +278,11 @@ class EncoderWriter {
     const Value q = part(0), k = part(1), v = part(2);
     const Dims score_dims{b_, d_.heads, l_, l_};
     Value scores = p_.dot(q, k, {0, 1}, {0, 1}, {3}, {3}, DType::kF32);  // [b, heads, lq, lk]
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d_.head_dim()));
+    if (w.position_key)
+      scores = p_.binary("add", scores, relative_term(q, *w.position_key, true, product));
+    if (w.position_query)
+      scores = p_.binary("add", scores, relative_term(k, *w.position_query, false, product));
+    const float scale = d_.score_scale();
     scores = p_.binary("add", p_.binary("multiply", scores, p_.splat(scale, score_dims)), mask);
     const Value row_max = p_.broadcast(p_.reduce(scores, "maximum", {3}), score_dims, {0, 1, 2});
     const Value e = p_.unary("exponential", p_.binary("subtract", scores, row_max));
@@ -241,8 +294,7 @@ class EncoderWriter {
 
   // Post-norm: x = LN(x + attention(x)), then x = LN(x + FFN(x)).
   Value encoder_layer(const Value& x, const Value& mask, const LayerParams& w) {
-    const Value attended =
-        linear(attention(x, mask, w.gemm(GemmSlot::kQkv)), w.gemm(GemmSlot::kAttnOut));
+    const Value attended = linear(attention(x, mask, w), w.gemm(GemmSlot::kAttnOut));
     const Value x1 = layer_norm(p_.binary("add", attended, x), w.attention);
     const Value inner = linear(x1, w.gemm(GemmSlot::kFfnIn));
     return layer_norm(p_.binary("add", linear(inner, w.gemm(GemmSlot::kFfnOut)), x1), w.ffn);
@@ -262,6 +314,7 @@ class EncoderWriter {
   Program p_;
   std::vector<Value>::const_iterator next_, end_, all_end_;
   std::size_t layer_slots_ = 0;
+  Value relative_table_, relative_index_;  // DeBERTa: the (normed) table [rows, h], pairs [l, l]
 };
 
 }  // namespace
@@ -287,12 +340,17 @@ std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stack
   };
   const model::EmbeddingDesc& e = d.embeddings;
   add("word_embeddings", {e.vocab, e.width});
-  add("position_embeddings", {e.max_positions, e.width});
+  if (e.positions != model::PositionScheme::kNone)
+    add("position_embeddings", {e.max_positions, e.width});
   if (!e.token_type.empty()) add("token_type_embeddings", {e.type_vocab, e.width});
   norm("embeddings.LayerNorm", e.norm);
   // The projection stays f32, as on the CPU backend.
   if (e.projection) linear("embeddings.projection", *e.projection, false);
   if (d.relative_bias) add("relative_attention_bias", {d.relative_bias->table_rows, d.heads});
+  if (d.disentangled) {
+    add("relative_table", {d.disentangled->rows(), d.hidden});
+    if (d.disentangled->norm) norm("relative_table_norm", *d.disentangled->norm);
+  }
   // Stacked: every layer's tensor of a role in one slot [layers, ...]; else a slot per layer.
   const auto n = static_cast<std::int64_t>(d.layers.size());
   for (std::int64_t i = 0; i < (stacked ? 1 : n); ++i) {
@@ -303,6 +361,8 @@ std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stack
       linear(prefix + model::gemm_key({0, g.slot}).substr(2), g.linear, true, lead);
     norm(prefix + "attention_norm", layer.attention_norm, lead);
     norm(prefix + "ffn_norm", layer.ffn_norm, lead);
+    if (layer.position_key) linear(prefix + "position_key", *layer.position_key, false, lead);
+    if (layer.position_query) linear(prefix + "position_query", *layer.position_query, false, lead);
   }
   if (head) {
     linear("head.dense", d.head->dense, true);
@@ -321,12 +381,17 @@ std::vector<std::vector<const model::Tensor*>> slot_tensors(const model::ModelTe
     if (l.bias) one(l.bias);
   };
   one(&t.word_embeddings());
-  one(t.position_embeddings());
+  if (d.embeddings.positions != model::PositionScheme::kNone) one(t.position_embeddings());
   if (t.token_type_embeddings()) one(t.token_type_embeddings());
   one(t.embedding_norm().gamma);
   one(t.embedding_norm().beta);
   if (t.embedding_projection()) linear(*t.embedding_projection());
   if (t.relative_bias_table()) one(t.relative_bias_table());
+  if (t.relative_table()) one(t.relative_table());
+  if (const auto& n = t.relative_table_norm()) {
+    one(n->gamma);
+    one(n->beta);
+  }
   // A layer's slots in weight_slots' order, each the tensors it concatenates: a GEMM's parts
   // (query, key, value) for one layer, or for every layer in layer order when stacked.
   using Pick = std::function<void(const model::LayerTensors&, std::vector<const model::Tensor*>&)>;
@@ -349,6 +414,20 @@ std::vector<std::vector<const model::Tensor*>> slot_tensors(const model::ModelTe
     picks.push_back([norm](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
       to.push_back((l.*norm).beta);
     });
+  }
+  for (auto projection :
+       {&model::LayerTensors::position_key, &model::LayerTensors::position_query}) {
+    if (!(t.layers().front().*projection)) continue;
+    picks.push_back(
+        [projection](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+          to.push_back((l.*projection)->weight);
+        });
+    if ((t.layers().front().*projection)->bias) {
+      picks.push_back(
+          [projection](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+            to.push_back((l.*projection)->bias);
+          });
+    }
   }
   if (stacked) {
     for (const Pick& pick : picks) {

@@ -256,13 +256,16 @@ class PjrtReplica final : public backend::Replica {
       inputs.push_back(client.upload(types_.data(), ElementType::kS32, dims, device_));
     inputs.push_back(client.upload(positions_.data(), ElementType::kS32, dims, device_));
     inputs.push_back(client.upload(lengths_.data(), ElementType::kS32, row_dims, device_));
-    if (const auto& bias = state_->desc().relative_bias) {
+    const model::EncoderDesc& desc = state_->desc();
+    if (desc.relative_bias || desc.disentangled) {
+      // MPNet's bucket of key − query, or DeBERTa's table row of query − key.
       if (buckets_length_ != length) {
         buckets_.resize(static_cast<std::size_t>(length * length));
         for (std::int64_t i = 0; i < length; ++i)
           for (std::int64_t j = 0; j < length; ++j)
-            buckets_[static_cast<std::size_t>(i * length + j)] =
-                static_cast<std::int32_t>(model::relative_bucket(j - i, *bias));
+            buckets_[static_cast<std::size_t>(i * length + j)] = static_cast<std::int32_t>(
+                desc.relative_bias ? model::relative_bucket(j - i, *desc.relative_bias)
+                                   : model::relative_index(i - j, *desc.disentangled));
         buckets_length_ = length;
       }
       const Dims pair_dims{length, length};
