@@ -336,6 +336,11 @@ def main():
                                         ("s6_tw_probs", 6, "token-weighted", "probs")],
                corpus, rng, out_name="bert_cls_pair", pair=True)
     print("bert_cls_pair 2 cases")
+    # DeBERTa: relative positions only, so every window is a sequence of its own (after the cases
+    # above, which keep their random draws).
+    model_case("deberta_cls", "classify", [("s4_mean_probs", 4, "mean", "probs"),
+                                           ("s16_tw_logits", 16, "token-weighted", "logits")], corpus, rng)
+    print("deberta_cls 2 cases")
 
 
 if __name__ == "__main__":

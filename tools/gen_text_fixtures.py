@@ -30,7 +30,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 import transformers
-from transformers import (AutoTokenizer, BertConfig, BertForSequenceClassification, DistilBertConfig,
+from transformers import (AutoTokenizer, BertConfig, BertForSequenceClassification, DebertaV2Config,
+                          DebertaV2ForSequenceClassification, DistilBertConfig,
                           DistilBertForSequenceClassification, RobertaConfig, RobertaForSequenceClassification,
                           XLMRobertaConfig, XLMRobertaForSequenceClassification, XLMRobertaModel)
 
@@ -67,6 +68,12 @@ ROBERTA = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, inter
                max_position_embeddings=MAX_LEN + 2, type_vocab_size=1, bos_token_id=0, eos_token_id=2,
                layer_norm_eps=1e-5)
 
+# DeBERTa-v3's switches (relative positions only, log buckets, shared keys, c2p + p2c).
+DEBERTA = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+               max_position_embeddings=MAX_LEN, type_vocab_size=0, layer_norm_eps=1e-7, relative_attention=True,
+               pos_att_type=["p2c", "c2p"], position_buckets=16, max_relative_positions=64, share_att_key=True,
+               norm_rel_ebd="layer_norm", position_biased_input=False)
+
 SPECS = [
     Spec("bert_cls", BertForSequenceClassification, "wp_uncased_json",
          dict(BERT, num_labels=3, id2label={0: "negative", 1: "neutral", 2: "positive"},
@@ -88,6 +95,10 @@ SPECS = [
                 "output: mean of last_hidden_state over attention_mask (special tokens included), L2-normalised"]),
     Spec("xlmr_cls_json", XLMRobertaForSequenceClassification, "unigram_json", dict(ROBERTA, num_labels=2),
          "classify", notes=["Unigram from tokenizer.json only (no sentencepiece model); id2label HF default"]),
+    # Appended (seeds follow the position in SPECS).
+    Spec("deberta_cls", DebertaV2ForSequenceClassification, "deberta_spm", dict(DEBERTA, num_labels=2), "classify",
+         notes=["DeBERTa-v3 layout: spm.model + tokenizer_config.json (DebertaV2Tokenizer, [MASK] after the "
+                "pieces); rows longer than the 8 exact buckets"]),
 ]
 
 
@@ -222,7 +233,8 @@ def make_config(spec, tok):
     kw = dict(spec.config, vocab_size=len(tok), pad_token_id=tok.pad_token_id)
     cfg = {BertForSequenceClassification: BertConfig, DistilBertForSequenceClassification: DistilBertConfig,
            RobertaForSequenceClassification: RobertaConfig, XLMRobertaModel: XLMRobertaConfig,
-           XLMRobertaForSequenceClassification: XLMRobertaConfig}[spec.cls](**kw)
+           XLMRobertaForSequenceClassification: XLMRobertaConfig,
+           DebertaV2ForSequenceClassification: DebertaV2Config}[spec.cls](**kw)
     cfg._attn_implementation = "eager"
     return cfg
 
@@ -304,8 +316,10 @@ def build(spec, corpus, rows, ids):
         pad_err = max(pad_err, (outputs(model, spec, one)[0] - out[k]).abs().max().item())
     if pad_err > PAD_TOL:
         raise RuntimeError(f"{spec.name}: padded batch vs row alone differ by {pad_err}")
-    sdpa = spec.cls.from_pretrained(d, torch_dtype=torch.float32, attn_implementation="sdpa").eval()
-    sdpa_err = (outputs(sdpa, spec, enc) - out).abs().max().item()
+    sdpa_err = float("nan")  # DeBERTa has no sdpa attention in transformers 4.46
+    if model.config.model_type != "deberta-v2":
+        sdpa = spec.cls.from_pretrained(d, torch_dtype=torch.float32, attn_implementation="sdpa").eval()
+        sdpa_err = (outputs(sdpa, spec, enc) - out).abs().max().item()
 
     if spec.task == "classify":
         columns = [cfg.id2label[i] for i in range(cfg.num_labels)]
@@ -340,7 +354,10 @@ def build(spec, corpus, rows, ids):
 
     notes = list(spec.notes)
     notes += [
-        f"{spec.cls.__name__}, hidden 32, 2 layers, 4 heads, intermediate 64, "
+        f"{spec.cls.__name__}, hidden {cfg.hidden_size if hasattr(cfg, 'hidden_size') else cfg.dim}, "
+        f"{cfg.num_hidden_layers if hasattr(cfg, 'num_hidden_layers') else cfg.n_layers} layers, "
+        f"{cfg.num_attention_heads if hasattr(cfg, 'num_attention_heads') else cfg.n_heads} heads, "
+        f"intermediate {cfg.intermediate_size if hasattr(cfg, 'intermediate_size') else cfg.hidden_dim}, "
         f"max_position_embeddings {cfg.max_position_embeddings}, vocab_size {cfg.vocab_size} = len(tokenizer), "
         f"pad_token_id {cfg.pad_token_id}, seed {seed}",
         f"tokenizer files copied from tests/fixtures/tokenizer/models/{spec.variant} "
@@ -359,7 +376,8 @@ def build(spec, corpus, rows, ids):
                      "empty segment, [CLS] a [SEP] [SEP] with type 1 on the last [SEP] (a single-pair tokenizer "
                      f"call would drop it); empty text in {' '.join(empty_a)}: [CLS] [SEP] b [SEP]")
     notes.append("reference: attn_implementation eager, eval, float32, one padded batch; every row alone "
-                 f"(unpadded) agrees within {pad_err:.2g}; sdpa differs by {sdpa_err:.2g}")
+                 f"(unpadded) agrees within {pad_err:.2g}; "
+                 + (f"sdpa differs by {sdpa_err:.2g}" if sdpa_err == sdpa_err else "no sdpa attention in 4.46"))
     ref = {"max_len": MAX_LEN, "task": spec.task, "flags": spec.flags, "notes": "; ".join(notes)}
     (d / "reference.json").write_text(json.dumps(ref, indent=2, ensure_ascii=False) + "\n")
 

@@ -26,7 +26,8 @@ void PrintTo(const ChunkCase& c, std::ostream* os) { *os << c.model << "/" << c.
 
 std::vector<ChunkCase> all_cases() {
   std::vector<ChunkCase> out;
-  for (const char* model : {"bert_cls", "roberta_cls", "xlmr_embed", "bert_cls_pair"}) {
+  for (const char* model :
+       {"bert_cls", "roberta_cls", "xlmr_embed", "bert_cls_pair", "deberta_cls"}) {
     const Json meta = read_json_file(testing::fixture(fmt::format("chunk/{}/cases.json", model)));
     for (const Json& c : meta["cases"]) out.push_back({model, c["case"].get<std::string>()});
   }

@@ -113,10 +113,10 @@ TEST_P(Int8Classifier, WithinTheGatesOfTransformersFp32) {
 // gate 0.03; 0.024 for the regression's raw values, gate 0.05).
 TEST(Int8, WithinTheGatesOnRowsTheCalibrationDidNotSee) {
   NEED_NATIVE_INT8();
-  for (const char* model : {"bert_cls_single", "bert_cls_multi", "bert_regression", "roberta_cls",
-                            "xlmr_cls", "distilbert_cls", "distilbert_cls_multi_relu",
-                            "tf5_mpnet_cls", "tf5_electra_cls", "tf5_camembert_cls",
-                            "tf5_deberta_cls", "tf5_deberta_multi", "tf5_deberta_regression"}) {
+  for (const char* model :
+       {"bert_cls_single", "bert_cls_multi", "bert_regression", "roberta_cls", "xlmr_cls",
+        "distilbert_cls", "distilbert_cls_multi_relu", "tf5_mpnet_cls", "tf5_electra_cls",
+        "tf5_camembert_cls", "tf5_deberta_cls", "tf5_deberta_multi", "tf5_deberta_regression"}) {
     SCOPED_TRACE(model);
     auto dir = testing::scratch_dir(std::string("int8_unseen_") + model);
     Json report = run_int8_fixture(model, dir, kCaps[0], {"--check-precision", "2"});
@@ -169,7 +169,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          "roberta_cls", "xlmr_cls", "distilbert_cls",
                                          "distilbert_cls_multi_relu", "tf5_mpnet_cls",
                                          "tf5_electra_cls", "tf5_camembert_cls", "tf5_deberta_cls",
-                                           "tf5_deberta_multi", "tf5_deberta_regression"),
+                                         "tf5_deberta_multi", "tf5_deberta_regression"),
                        ::testing::Values(0, 1, 2)),
     [](const auto& info) {
       return std::get<0>(info.param) + "_" + kCaps[std::get<1>(info.param)].name;
@@ -203,7 +203,7 @@ TEST_P(Int8TextClassifier, WithinTheGatesOfTransformersFp32) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, Int8TextClassifier,
                          ::testing::Values("bert_cls", "distilbert_cls", "roberta_cls",
-                                           "xlmr_cls_json"),
+                                           "xlmr_cls_json", "deberta_cls"),
                          [](const auto& info) { return info.param; });
 
 // A bf16 checkpoint is quantized from its own bits; its fp32 twin's reference bounds it.

@@ -59,8 +59,9 @@ INSTANTIATE_TEST_SUITE_P(Models, Bf16Classifier,
                          ::testing::Values("bert_cls_single", "bert_cls_multi", "bert_regression",
                                            "roberta_cls", "xlmr_cls", "distilbert_cls",
                                            "distilbert_cls_multi_relu", "tf5_mpnet_cls",
-                                           "tf5_electra_cls", "tf5_camembert_cls", "tf5_deberta_cls",
-                                           "tf5_deberta_multi", "tf5_deberta_regression"),
+                                           "tf5_electra_cls", "tf5_camembert_cls",
+                                           "tf5_deberta_cls", "tf5_deberta_multi",
+                                           "tf5_deberta_regression"),
                          [](const auto& info) { return info.param; });
 
 class Bf16TextClassifier : public ::testing::TestWithParam<std::string> {};
@@ -91,7 +92,7 @@ TEST_P(Bf16TextClassifier, WithinTheGatesOfTransformersFp32) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, Bf16TextClassifier,
                          ::testing::Values("bert_cls", "distilbert_cls", "roberta_cls",
-                                           "xlmr_cls_json"),
+                                           "xlmr_cls_json", "deberta_cls"),
                          [](const auto& info) { return info.param; });
 
 // A checkpoint stored in bf16 runs in bf16 from its own bits; its fp32 twin (the reference was

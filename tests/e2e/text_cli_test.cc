@@ -40,7 +40,7 @@ TEST_P(TextFixture, CsvTextToPredictionsMatchesTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, TextFixture,
                          ::testing::Values("bert_cls", "distilbert_cls", "roberta_cls",
-                                           "xlmr_embed", "xlmr_cls_json"),
+                                           "xlmr_embed", "xlmr_cls_json", "deberta_cls"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
