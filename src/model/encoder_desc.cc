@@ -196,8 +196,10 @@ std::vector<std::string> EncoderDesc::summary() const {
                               kNormPlacementNames.name(norm_placement)));
   const EmbeddingDesc& e = embeddings;
   lines.push_back(fmt::format(
-      "embeddings: word [{}, {}], positions {} [{}, {}], token types {}{}", e.vocab, e.width,
-      kPositionSchemeNames.name(e.positions), e.max_positions, e.width,
+      "embeddings: word [{}, {}], positions {}{}, token types {}{}", e.vocab, e.width,
+      kPositionSchemeNames.name(e.positions),
+      e.positions == PositionScheme::kNone ? ""
+                                           : fmt::format(" [{}, {}]", e.max_positions, e.width),
       e.token_type.empty() ? "none" : fmt::format("[{}, {}]", e.type_vocab, e.width),
       e.projection ? fmt::format(", projection {}", linear_summary(*e.projection)) : ""));
   if (relative_bias) {
