@@ -50,6 +50,16 @@ inline Cls next_class(std::string_view in, std::size_t& pos) {
   return classify(utf8::decode_valid(in, pos));
 }
 
+// Unicode properties of the character at in[pos]; advances pos past it.
+inline std::uint32_t next_property(std::string_view in, std::size_t& pos) {
+  const auto b = static_cast<unsigned char>(in[pos]);
+  if (b < 0x80) {
+    ++pos;
+    return prop(b);
+  }
+  return prop(utf8::decode_valid(in, pos));
+}
+
 // End of the run of `want` characters starting at pos.
 inline std::size_t run_end(std::string_view in, std::size_t pos, Cls want) {
   while (pos < in.size()) {
@@ -84,14 +94,7 @@ class BertPreTokenizer final : public PreTokenizer {
     };
     while (pos < in.size()) {
       std::size_t start = pos;
-      unsigned char b = static_cast<unsigned char>(in[pos]);
-      std::uint32_t p;
-      if (b < 0x80) {
-        ++pos;
-        p = prop(b);
-      } else {
-        p = prop(utf8::decode_valid(in, pos));
-      }
+      const std::uint32_t p = next_property(in, pos);
       if (p & unicode::kWhiteSpace) {
         flush(start);
         word = pos;
@@ -228,14 +231,7 @@ class Punctuation final : public PreTokenizer {
     std::size_t pos = 0, word = 0;
     while (pos < in.size()) {
       std::size_t start = pos;
-      unsigned char b = static_cast<unsigned char>(in[pos]);
-      std::uint32_t p;
-      if (b < 0x80) {
-        ++pos;
-        p = prop(b);
-      } else {
-        p = prop(utf8::decode_valid(in, pos));
-      }
+      const std::uint32_t p = next_property(in, pos);
       if (!(p & unicode::kBertPunct)) continue;
       if (start > word) {
         out.spans.emplace_back(base + word, static_cast<std::uint32_t>(start - word));
