@@ -91,8 +91,8 @@ import compare_report as report  # noqa: E402
 import onednn_isa  # noqa: E402
 from compare_report import PRECISION, fmt, mib  # noqa: E402
 
-SYSTEMS = ["mcinfer-fp32", "mcinfer-bf16", "mcinfer-int8", "torch", "torch-bf16", "torch-mp", "ort", "ort-mp",
-           "openvino", "openvino-bf16", "ct2", "ort-int8", "openvino-int8", "ct2-int8"]
+SYSTEMS = ["mcinfer-fp32", "mcinfer-bf16", "mcinfer-int8", "torch", "torch-bf16", "torch-compile", "torch-mp", "ort",
+           "ort-noopt", "ort-mp", "openvino", "openvino-bf16", "ct2", "ort-int8", "openvino-int8", "ct2-int8"]
 ALIASES = {"mcinfer": "mcinfer-fp32"}
 MCINFER_PRECISION = {"mcinfer-fp32": "fp32", "mcinfer-bf16": "bf16", "mcinfer-int8": "int8"}
 MODELS = {
@@ -104,7 +104,22 @@ MODELS = {
                    "about": "MPNetForSequenceClassification, mpnet-base shape, random weights, no tokenizer"},
     "minilm": {"dir": REPO / "models/all-MiniLM-L6-v2", "make": None,
                "about": "sentence-transformers/all-MiniLM-L6-v2 (real weights), mean-pooled embeddings"},
+    "deberta-v3-base": {
+        "dir": WORK / "models/deberta-v3-base-cls", "make": "deberta-v3-base-cls",
+        "about": "DebertaV2ForSequenceClassification, microsoft/deberta-v3-base's config, random weights, "
+                 "the tests' 3,000-piece DeBERTa-v3 tokenizer.json",
+        "unsupported": {"ct2": "CTranslate2 4.8.5 has no DeBERTa converter or model",
+                        "ct2-int8": "CTranslate2 4.8.5 has no DeBERTa converter or model"},
+        # issue 32's floors: bf16 >= 1.0x the fastest bf16 peer (OpenVINO's default precision
+        # among them) and >= 1.5x PyTorch bf16 autocast; int8 and fp32 >= 1.0x the fastest peer
+        # of their precision; (b) bf16 >= 1.0x OpenVINO bf16.
+        "targets": {"a_vs_peer": 1.0, "a_bf16_vs_peer": 1.0, "a_int8_vs_peer": 1.0, "a_bf16_vs_torch_bf16": 1.5,
+                    "b_bf16_vs_peer": 1.0},
+    },
 }
+# Systems that a workload cannot run as the comparison defines it, whatever the model.
+NOT_IN_WORKLOAD = {("torch-compile", "b"): "torch.compile specializes the graph to each batch shape; (b)'s shapes "
+                                           "change with every batch (a recompile each), so it runs in (a) only"}
 PACKAGES = ["torch", "transformers", "tokenizers", "onnxruntime", "openvino", "nncf", "ctranslate2", "optimum", "onnx",
             "numpy", "pyarrow", "pandas", "matplotlib", "safetensors"]
 TIME = "/usr/bin/time"
@@ -328,6 +343,11 @@ def calibration(model: dict, system: str) -> list:
     return ["--calibrate-on", str(src)] if MCINFER_PRECISION[system] == "int8" and src else []
 
 
+def skipped(model: dict, system: str, workload: str) -> str | None:
+    """Why `system` does not run `workload` on `model` (said in the log and in RESULTS), or None."""
+    return MODELS[model["name"]].get("unsupported", {}).get(system) or NOT_IN_WORKLOAD.get((system, workload))
+
+
 def run_a(ctx, model: dict, system: str, k: int, rep: int) -> dict:
     a = ctx.a
     first = model["art"] / f"first_{system}_k{k}_{a.batch}x{a.seq}.npy"
@@ -545,6 +565,8 @@ def parse_args():
     ap.add_argument("--warmup", type=int, help="(a) untimed batches per thread/replica (default 1)")
     ap.add_argument("--iters", type=int, help="(a) timed batches per thread/replica (default 3)")
     ap.add_argument("--cores", type=int, default=physical_cores(), help="all cores (default: physical cores)")
+    ap.add_argument("--cores-only", action="store_true",
+                    help="(a) at all cores only: no sweep, no single-thread figures (a shorter run)")
     ap.add_argument("--sweep", help="(a) k values besides 1 and --cores, comma-separated "
                                     "(default: every k up to 8 cores, then powers of two)")
     ap.add_argument("--max-len", type=int, help="(b) tokens per row (default: the model's, as mcinfer run)")
@@ -594,7 +616,7 @@ def parse_args():
         ks = set(range(1, a.cores + 1))
     else:
         ks = {2 ** i for i in range(1, a.cores.bit_length()) if 2 ** i < a.cores}
-    a.ks = sorted({1, a.cores} | {k for k in ks if 1 <= k <= a.cores})
+    a.ks = [a.cores] if a.cores_only else sorted({1, a.cores} | {k for k in ks if 1 <= k <= a.cores})
     return a
 
 
@@ -606,8 +628,9 @@ def prepare_models(ctx) -> None:
         d = ensure_model(name).resolve()
         art = (WORK / "compare" / name).resolve()
         has_tok = (d / "tokenizer.json").is_file()
-        m = {"name": name, "dir": d, "art": art, "tokenizer": has_tok, "max_len": a.max_len or model_max_len(d)}
-        peers = [s for s in a.systems if s not in MCINFER_PRECISION]
+        m = {"name": name, "dir": d, "art": art, "tokenizer": has_tok, "max_len": a.max_len or model_max_len(d),
+             "targets": MODELS[name].get("targets", {})}
+        peers = [s for s in a.systems if s not in MCINFER_PRECISION and s not in MODELS[name].get("unsupported", {})]
         cmd = [sys.executable, str(PEERS), "prepare", "--model-dir", str(d), "--art", str(art),
                "--systems", ",".join(peers or ["torch"])]
         if "a" in a.workloads:
@@ -650,7 +673,10 @@ def measure(ctx) -> tuple[dict, dict]:
         for w in a.workloads:
             if w == "b" and not m.get("testset"):
                 continue
-            entries = [(s, k) for s in a.systems for k in (a.ks if w == "a" else [a.cores])]
+            entries = [(s, k) for s in a.systems for k in (a.ks if w == "a" else [a.cores]) if not skipped(m, s, w)]
+            for s in a.systems:
+                if skipped(m, s, w):
+                    log(f"{name} ({w}) {s}: not run: {skipped(m, s, w)}")
             runs = []
             reps = a.reps if w == "a" else a.b_reps
             for rep in range(reps):
@@ -696,6 +722,10 @@ def section_head(ctx, facts: dict, vers: dict, command: str, minutes: float, loa
            f"- Versions: mcinfer `{vers['mcinfer']}` (git {vers['git']}); Python {vers['python']}; "
            + ", ".join(f"{p} {vers[p]}" for p in PACKAGES),
            "- Models: " + "; ".join(f"{n} = {MODELS[n]['about']} (`{rel(ctx.models[n]['dir'])}`)" for n in ctx.models)]
+    not_run = sorted({f"{s} on {n} ({w}): {why}" for n, m in ctx.models.items() for w in a.workloads for s in a.systems
+                      if (why := skipped(m, s, w))})
+    if not_run:
+        sec.append("- Not run: " + "; ".join(not_run))
     if "a" in a.workloads:
         sec.append(f"- (a): {a.batch} × {a.seq} random token ids (the same for every peer; mcinfer bench draws its own), "
                    f"{a.warmup} warm-up and {a.iters} timed batches per thread/process/replica (k × {a.iters} batches "
@@ -739,6 +769,8 @@ def scope_of(a) -> str:
     """One RESULTS section per scope (workloads x models, and the systems when not the default
     list), so that a run split in parts keeps every part."""
     scope = f"workload{'s' if len(a.workloads) > 1 else ''} {', '.join(a.workloads)} on {', '.join(a.models)}"
+    if "a" in a.workloads and (a.batch, a.seq) != (32, 128):  # an (a) shape of its own keeps its own section
+        scope += f" at {a.batch} × {a.seq}"
     return scope if a.default_systems else f"{scope} ({', '.join(a.systems)})"
 
 

@@ -17,8 +17,8 @@
         Workload (b): CSV in, predictions out, tokenisation included; prints one JSON line with
         `written_at` (CLOCK_MONOTONIC when the output file was in place).
 
-SYSTEM is torch, torch-bf16, torch-mp, ort, ort-mp, openvino, openvino-bf16, ct2 or one of
-bench/compare_int8.py's ort-int8, openvino-int8, ct2-int8 (the -bf16 systems run in reduced
+SYSTEM is torch, torch-bf16, torch-compile, torch-mp, ort, ort-noopt, ort-mp, openvino, openvino-bf16,
+ct2 or one of bench/compare_int8.py's ort-int8, openvino-int8, ct2-int8 (the -bf16 systems run in reduced
 precision: PyTorch under torch.autocast("cpu", dtype=torch.bfloat16), OpenVINO in its default
 PERFORMANCE execution mode with no precision forced, which it resolves to bf16 on CPUs with
 native bf16; the precision each ran in is read back and printed). Outputs are what `mcinfer`
@@ -43,10 +43,11 @@ from pathlib import Path
 
 import compare_int8 as int8  # beside this script; light: nothing heavy at import
 
-SYSTEMS = ["torch", "torch-bf16", "torch-mp", "ort", "ort-mp", "openvino", "openvino-bf16", "ct2"] + int8.SYSTEMS
+SYSTEMS = ["torch", "torch-bf16", "torch-compile", "torch-mp", "ort", "ort-noopt", "ort-mp", "openvino", "openvino-bf16",
+           "ct2"] + int8.SYSTEMS
 MULTI_PROCESS = {"torch-mp": "torch", "ort-mp": "ort"}
 OPENVINO = {"openvino", "openvino-bf16", "openvino-int8"}
-ORT = {"ort", "ort-mp", "ort-int8"}
+ORT = {"ort", "ort-noopt", "ort-mp", "ort-int8"}
 ONNX_OPSET = 17
 # ORT's fused BERT graph must have these (the optimizer's own statistics and the saved graph
 # agree): without them ORT runs the unfused graph, 15-30% slower, and the comparison is void.
@@ -324,11 +325,13 @@ def prepare(a) -> int:
 class TorchRunner:
     """PyTorch + transformers eager, torch.inference_mode, fp32 weights; with bf16, the forward
     pass runs under torch.autocast("cpu", dtype=torch.bfloat16) (matmuls in bf16 through oneDNN,
-    the ops autocast keeps in fp32 in fp32), PyTorch's documented way to run CPU inference in bf16."""
+    the ops autocast keeps in fp32 in fp32), PyTorch's documented way to run CPU inference in bf16.
+    With compiled, the model goes through torch.compile (inductor, its default mode): the first
+    call of a shape compiles it, which the untimed warm-up batches pay for."""
 
     parallel = 1
 
-    def __init__(self, model_dir: Path, info: dict, threads: int, bf16: bool = False):
+    def __init__(self, model_dir: Path, info: dict, threads: int, bf16: bool = False, compiled: bool = False):
         import torch
         from transformers import AutoModel, AutoModelForSequenceClassification
 
@@ -339,8 +342,10 @@ class TorchRunner:
             pass
         cls = AutoModelForSequenceClassification if info["kind"] == "classify" else AutoModel
         self.model = cls.from_pretrained(str(model_dir), torch_dtype=torch.float32).eval()
+        if compiled:
+            self.model = torch.compile(self.model)
         self.info, self.torch, self.bf16 = info, torch, bf16
-        self.precision = "bf16 (torch.autocast)" if bf16 else "fp32"
+        self.precision = ("bf16 (torch.autocast)" if bf16 else "fp32") + (", torch.compile" if compiled else "")
 
     def one(self, ids, mask):
         import contextlib
@@ -361,18 +366,22 @@ class TorchRunner:
 
 
 class OrtRunner:
-    """ONNX Runtime CPU, the fused graph (or its int8 quantization), ORT_ENABLE_ALL, intra-op threads = threads."""
+    """ONNX Runtime CPU, the fused graph (or its int8 quantization), ORT_ENABLE_ALL, intra-op threads = threads.
+    fused=False: optimum's export as it is, without ONNX Runtime's transformer optimizer (the
+    session's own graph optimizations still run)."""
 
     parallel = 1
 
-    def __init__(self, art: Path, info: dict, threads: int, quantized: bool = False):
+    def __init__(self, art: Path, info: dict, threads: int, quantized: bool = False, fused: bool = True):
         import onnxruntime as ort
 
         ok, self.fusions = ort_fusions(art)
-        if not ok:
+        if fused and not ok:
             raise SystemExit(f"compare_peers: ORT's fused graph was not produced ({self.fusions}); "
                              f"delete {art / 'onnx'} and prepare again")
-        path, self.precision = art / "onnx" / "model_ort.onnx", "fp32"
+        path, self.precision = art / "onnx" / ("model_ort.onnx" if fused else "model.onnx"), "fp32"
+        if not fused:
+            self.fusions = "no transformer optimizer"
         if quantized:
             path, self.precision, self.int8_ops = int8.ort_model(art)
         so = ort.SessionOptions()
@@ -507,10 +516,10 @@ class Ct2Runner:
 
 def make_runner(base: str, model_dir: Path, art: Path, info: dict, threads: int, static_shape=None,
                 ov_cache: bool = False, calib: str | None = None):
-    if base in ("torch", "torch-bf16"):
-        return TorchRunner(model_dir, info, threads, bf16=base == "torch-bf16")
-    if base in ("ort", "ort-int8"):
-        return OrtRunner(art, info, threads, quantized=base == "ort-int8")
+    if base in ("torch", "torch-bf16", "torch-compile"):
+        return TorchRunner(model_dir, info, threads, bf16=base == "torch-bf16", compiled=base == "torch-compile")
+    if base in ("ort", "ort-noopt", "ort-int8"):
+        return OrtRunner(art, info, threads, quantized=base == "ort-int8", fused=base != "ort-noopt")
     if base in OPENVINO:
         return OpenVinoRunner(art, info, threads, static_shape, precision=OV_PRECISION[base],
                               cache_dir=art / "ov_cache" / base if ov_cache else None,
@@ -526,8 +535,10 @@ def make_runner(base: str, model_dir: Path, art: Path, info: dict, threads: int,
 UNPINNED = {
     "torch": "threads not pinned (OpenMP, OMP_PROC_BIND unset)",
     "torch-bf16": "threads not pinned (OpenMP, OMP_PROC_BIND unset)",
+    "torch-compile": "threads not pinned (OpenMP, OMP_PROC_BIND unset)",
     "torch-mp": "processes not pinned",
     "ort": "intra-op threads not pinned (ORT affinitizes only at its default thread count)",
+    "ort-noopt": "intra-op threads not pinned (ORT affinitizes only at its default thread count)",
     "ort-mp": "processes not pinned",
     "ct2": "threads not pinned (CTranslate2 has no affinity option)",
 }
@@ -550,8 +561,11 @@ def setting(system: str, k: int, runner=None) -> str:
     return UNPINNED[system] + "; " + {
         "torch": f"eager, inference_mode, torch.set_num_threads({k})",
         "torch-bf16": f"eager, inference_mode + torch.autocast(\"cpu\", dtype=torch.bfloat16), torch.set_num_threads({k})",
+        "torch-compile": f"torch.compile (inductor, default mode), inference_mode, torch.set_num_threads({k})",
         "torch-mp": f"{k} processes x 1 thread, one model copy each",
         "ort": f"1 session, intra_op_num_threads={k}, ORT_ENABLE_ALL, fused graph{fusions}",
+        "ort-noopt": f"1 session, intra_op_num_threads={k}, ORT_ENABLE_ALL, optimum's export without the "
+                     f"transformer optimizer",
         "ort-mp": f"{k} processes x 1 session (intra_op_num_threads=1)",
         "ct2": f"Encoder inter_threads={k}, intra_threads=1, float32, numpy head",
     }[system]

@@ -9,6 +9,13 @@
                   pre-tokenised workloads can drive it; see the NOTE.txt written next to it.
   mpnet-base-cls  MPNetForSequenceClassification, mpnet-base shape (vocab 30527, 514 positions,
                   32 relative-position buckets), 2 labels; no tokenizer either (workload (a) only).
+  deberta-v3-base-cls  DebertaV2ForSequenceClassification, microsoft/deberta-v3-base's config
+                  (vocab 128100, 12 layers, hidden 768, relative attention c2p+p2c over 256 log
+                  buckets, shared keys, layer-normed relative embeddings, no absolute positions,
+                  ContextPooler with gelu), 2 labels. Its tokenizer is the committed test fixture
+                  tests/fixtures/tokenizer/models/deberta_json (a DeBERTa-v3 tokenizer.json with a
+                  3,000-piece unigram vocabulary trained for the tests): every system reads the
+                  same ids, though more of them per word than the real 128k vocabulary gives.
 
 Weights are random: speed does not depend on their values, and the benchmark compares mcinfer's
 outputs with PyTorch's on the same checkpoint. Existing checkpoints are kept unless --force.
@@ -18,12 +25,14 @@ outputs with PyTorch's on the same checkpoint. Existing checkpoints are kept unl
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
 
 import torch
-from transformers import (BertConfig, BertForSequenceClassification, MPNetConfig, MPNetForSequenceClassification,
+from transformers import (BertConfig, BertForSequenceClassification, DebertaV2Config,
+                          DebertaV2ForSequenceClassification, MPNetConfig, MPNetForSequenceClassification,
                           XLMRobertaConfig, XLMRobertaForSequenceClassification)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,7 +65,22 @@ def mpnet_base(seed: int):
     return MPNetForSequenceClassification(config)
 
 
-BUILDERS = {"bert-base-cls": bert_base, "xlmr-base-cls": xlmr_base, "mpnet-base-cls": mpnet_base}
+def deberta_v3_base(seed: int):
+    # microsoft/deberta-v3-base's config.json, field by field (its hub card; nothing downloaded)
+    config = DebertaV2Config(vocab_size=128100, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                             intermediate_size=3072, hidden_act="gelu", max_position_embeddings=512,
+                             type_vocab_size=0, layer_norm_eps=1e-7, relative_attention=True, max_relative_positions=-1,
+                             position_buckets=256, norm_rel_ebd="layer_norm", share_att_key=True,
+                             pos_att_type=["p2c", "c2p"], position_biased_input=False, pooler_hidden_size=768,
+                             pooler_hidden_act="gelu", pooler_dropout=0, pad_token_id=0, num_labels=2, **LABELS)
+    torch.manual_seed(seed)
+    return DebertaV2ForSequenceClassification(config)
+
+
+BUILDERS = {"bert-base-cls": bert_base, "xlmr-base-cls": xlmr_base, "mpnet-base-cls": mpnet_base,
+            "deberta-v3-base-cls": deberta_v3_base}
+# Tokenizer files copied into a checkpoint: (source folder relative to the repository, files).
+DEBERTA_TOKENIZER = (REPO / "tests/fixtures/tokenizer/models/deberta_json", ["tokenizer.json", "tokenizer_config.json"])
 
 NO_TOKENIZER_NOTE = """Random-weight {cls}, base shape, written by bench/make_models.py. It has no
 tokenizer (none of its family is available on this machine), so this checkpoint can only be driven with
@@ -70,10 +94,11 @@ def write(name: str, out_root: Path, seed: int, force: bool, tokenizer_dir: Path
     if (dest / "config.json").is_file() and (dest / "model.safetensors").is_file() and not force:
         print(f"make_models: {dest} exists, skipped (--force to rewrite)")
         return
-    if name == "bert-base-cls":
-        missing = [f for f in TOKENIZER_FILES if not (tokenizer_dir / f).is_file()]
+    tokenizer = {"bert-base-cls": (tokenizer_dir, TOKENIZER_FILES), "deberta-v3-base-cls": DEBERTA_TOKENIZER}.get(name)
+    if tokenizer:
+        missing = [f for f in tokenizer[1] if not (tokenizer[0] / f).is_file()]
         if missing:
-            sys.exit(f"make_models: {tokenizer_dir} lacks {missing} (run scripts/get_minilm.sh)")
+            sys.exit(f"make_models: {tokenizer[0]} lacks {missing} (run scripts/get_minilm.sh)")
     # Write into a sibling folder and rename at the end, so an interrupted run leaves no
     # half-written checkpoint that a later run would skip.
     tmp = out_root / f".{name}.tmp"
@@ -81,15 +106,15 @@ def write(name: str, out_root: Path, seed: int, force: bool, tokenizer_dir: Path
     model = BUILDERS[name](seed)
     model.eval()
     model.save_pretrained(tmp, safe_serialization=True)
-    if name == "bert-base-cls":
-        for f in TOKENIZER_FILES:
-            shutil.copy2(tokenizer_dir / f, tmp / f)
+    if tokenizer:
+        for f in tokenizer[1]:
+            shutil.copy2(tokenizer[0] / f, tmp / f)
     else:
         (tmp / "NOTE.txt").write_text(NO_TOKENIZER_NOTE.format(cls=type(model).__name__, name=name))
     (tmp / "bench_provenance.json").write_text(json.dumps(
         {"written_by": "bench/make_models.py", "seed": seed, "weights": "random (transformers default init)",
          "parameters": sum(p.numel() for p in model.parameters()),
-         "torch": torch.__version__, "tokenizer_from": str(tokenizer_dir) if name == "bert-base-cls" else None},
+         "torch": torch.__version__, "tokenizer_from": os.path.relpath(tokenizer[0], REPO) if tokenizer else None},
         indent=2) + "\n")
     if dest.exists():
         shutil.rmtree(dest)
