@@ -32,7 +32,8 @@ from transformers import (BertConfig, BertForSequenceClassification, BertModel, 
                           CamembertForSequenceClassification, DebertaV2Config,
                           DebertaV2ForSequenceClassification, DebertaV2Model, DistilBertConfig,
                           DistilBertForSequenceClassification, DistilBertModel, ElectraConfig,
-                          ElectraForSequenceClassification, ElectraModel, MPNetConfig,
+                          ElectraForSequenceClassification, ElectraModel, ModernBertConfig,
+                          ModernBertForSequenceClassification, ModernBertModel, MPNetConfig,
                           MPNetForSequenceClassification, MPNetModel, RobertaConfig,
                           RobertaForSequenceClassification, RobertaModel, XLMRobertaConfig,
                           XLMRobertaForSequenceClassification, XLMRobertaModel)
@@ -47,7 +48,8 @@ PREFIX = "tf5_" if TF5 else ""  # the current stack's fixtures sit beside the le
 CURRENT_SPECS = ["bert_cls_single", "xlmr_cls", "roberta_embed", "distilbert_cls"]
 # Families only the current stack writes (tf5_<name> too).
 CURRENT_ONLY = ["mpnet_cls", "mpnet_embed", "electra_cls", "electra_embed", "camembert_cls",
-                "deberta_cls", "deberta_c2p_embed", "deberta_multi", "deberta_regression"]
+                "deberta_cls", "deberta_c2p_embed", "deberta_multi", "deberta_regression",
+                "modernbert_cls", "modernbert_mean_biases", "modernbert_embed"]
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -108,6 +110,16 @@ def deberta(**kw):
                 position_biased_input=False, pooler_hidden_act="gelu")
     base.update(kw)
     return DebertaV2Config(**base)
+
+
+def modernbert(**kw):
+    # ModernBERT at sizes where the sliding window is shorter than the fixture's rows (a window of
+    # ±4 tokens) and global and windowed layers alternate; no biases, as its published checkpoints.
+    base = dict(vocab_size=120, hidden_size=32, num_hidden_layers=4, num_attention_heads=2, intermediate_size=48,
+                max_position_embeddings=128, local_attention=8, global_attn_every_n_layers=2, pad_token_id=0,
+                bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2)
+    base.update(kw)
+    return ModernBertConfig(**base)
 
 
 def distilbert(**kw):
@@ -222,6 +234,25 @@ SPECS = [
                  max_relative_positions=32),
          40, [40, 3, 12, 1, 29],
          notes=["p2c only, shared keys, 8 buckets up to 32, head dim 16 (no fused bf16 kernel)"]),
+    Spec("modernbert_cls", ModernBertForSequenceClassification, modernbert(num_labels=3), 40,
+         [40, 3, 17, 9, 1, 28],
+         notes=["ModernBERT: pre-norm, rotary (global base 160000, window base 10000), GeGLU, layers 0 and 2 "
+                "global, 1 and 3 a window of +-4; no biases; head on the first token (classifier_pooling cls)"]),
+    Spec("modernbert_mean_biases", ModernBertForSequenceClassification,
+         modernbert(num_labels=2, num_hidden_layers=3, global_attn_every_n_layers=3, local_attention=16,
+                    attention_bias=True, mlp_bias=True, norm_bias=True, classifier_bias=True,
+                    classifier_pooling="mean", classifier_activation="tanh", hidden_activation="gelu_pytorch_tanh",
+                    problem_type="multi_label_classification"),
+         50, [50, 12, 33, 2],
+         notes=["every bias on (attention, mlp, norm, classifier), mean pooling into the head, tanh head, "
+                "tanh-approximated GELU in the GeGLU, layer 0 global and 1, 2 a window of +-8"]),
+    Spec("modernbert_embed", ModernBertModel,
+         modernbert(num_hidden_layers=3, num_attention_heads=4, hidden_size=64, intermediate_size=80,
+                    local_attention=6, global_attn_every_n_layers=3, global_rope_theta=1000.0,
+                    local_rope_theta=500.0),
+         36, [36, 5, 20, 1],
+         notes=["base model (tensors without the model. prefix), head dim 16, window +-3, rotary bases 1000 and "
+                "500 through rope_parameters"]),
 ]
 
 
@@ -237,7 +268,7 @@ def randomize(model, gen):
             if is_sinusoidal(model, name):
                 continue  # keep the fixed table HF computed: it is what gets saved
             r = torch.randn(p.shape, generator=gen, dtype=torch.float32)
-            if "LayerNorm" in name or "layer_norm" in name:
+            if "LayerNorm" in name or "layer_norm" in name or name.rsplit(".", 2)[-2].endswith("norm"):
                 p.copy_(1.0 + 0.2 * r if name.endswith("weight") else 0.2 * r)
             elif name.endswith("bias"):
                 p.copy_(0.2 * r)
@@ -342,7 +373,7 @@ def build(spec):
     ids, mask, types = make_inputs(spec, cfg, gen)
     is_distil = cfg.model_type == "distilbert"
     kwargs = {"input_ids": ids, "attention_mask": mask}
-    if not is_distil and cfg.model_type != "mpnet":  # neither model takes token types
+    if not is_distil and cfg.model_type not in ("mpnet", "modernbert"):  # these take no token types
         kwargs["token_type_ids"] = types
     with torch.no_grad():
         base = ref_model.base_model
@@ -447,7 +478,8 @@ def build(spec):
 
     size = sum(f.stat().st_size for f in d.iterdir())
     head = {"bert": "hidden_act", "roberta": "hidden_act", "xlm-roberta": "hidden_act", "distilbert": "activation",
-            "mpnet": "hidden_act", "electra": "hidden_act", "camembert": "hidden_act", "deberta-v2": "hidden_act"}
+            "mpnet": "hidden_act", "electra": "hidden_act", "camembert": "hidden_act", "deberta-v2": "hidden_act",
+            "modernbert": "hidden_activation"}
     row = dict(name=PREFIX + spec.name, cls=spec.cls.__name__, act=getattr(cfg, head[cfg.model_type]),
                H=ref["hidden_size"],
                heads=getattr(cfg, "num_attention_heads", None) or cfg.n_heads,

@@ -74,6 +74,7 @@ constexpr ModelType kModelTypes[] = {
     {"mpnet", Family::kMpnet, "mpnet", "MPNet", "MPNet"},
     {"electra", Family::kElectra, "electra", "ELECTRA", "Electra"},
     {"deberta-v2", Family::kDebertaV2, "deberta", "DeBERTa-v2", "DebertaV2"},
+    {"modernbert", Family::kModernBert, "model", "ModernBERT", "ModernBert"},
 };
 
 const ModelType* find_model_type(std::string_view model_type) {
@@ -97,8 +98,8 @@ void set_position_numbering(ModelConfig& c) {
 }  // namespace
 
 std::vector<std::string> ModelConfig::shape_names() {
-  return {"bert-base",  "bert-large", "xlm-r-base",     "distilbert-base",
-          "mpnet-base", "minilm-l6",  "deberta-v3-base"};
+  return {"bert-base",  "bert-large", "xlm-r-base",      "distilbert-base",
+          "mpnet-base", "minilm-l6",  "deberta-v3-base", "modernbert-base"};
 }
 
 std::string ModelConfig::supported_model_types() {
@@ -164,6 +165,21 @@ ModelConfig ModelConfig::shape(std::string_view name, std::int64_t num_labels) {
     d.position_buckets = 256;
     d.max_relative_positions = 512;
     c.disentangled = d;
+  } else if (name == "modernbert-base") {
+    // answerdotai/ModernBERT-base's config.json: 22 layers, GeGLU FFN of 1152, global attention
+    // every third layer and a window of 128 elsewhere, no biases, 8,192 positions.
+    c.model_type = "modernbert";
+    c.vocab_size = 50368;
+    c.num_layers = 22;
+    c.intermediate_size = 1152;
+    c.max_position_embeddings = 8192;
+    c.type_vocab_size = 0;
+    c.pad_token_id = 50283;
+    c.layer_norm_eps = 1e-5f;
+    ModernBertConfig m;
+    for (std::int64_t i = 0; i < c.num_layers; ++i) m.global.push_back(i % 3 == 0);
+    m.window = 128;
+    c.modernbert = m;
   } else if (name == "distilbert-base") {
     c.model_type = "distilbert";
     c.num_layers = 6;
@@ -206,10 +222,10 @@ void read_sizes(const JsonObject& obj, ModelConfig& c) {
     c.num_heads = bounded(obj, "num_attention_heads", 1, kMaxHeads);
     c.intermediate_size = bounded(obj, "intermediate_size", 1, kMaxIntermediate);
     c.max_position_embeddings = bounded(obj, "max_position_embeddings", 1, kMaxPositions);
-    // MPNet has no token types (its config may still carry the key; its model ignores it);
-    // DeBERTa-v2 has them only when type_vocab_size > 0 (its default is 0).
+    // MPNet and ModernBERT have no token types (MPNet's config may still carry the key; its
+    // model ignores it); DeBERTa-v2 has them only when type_vocab_size > 0 (its default is 0).
     const bool deberta = c.family == Family::kDebertaV2;
-    if (c.family == Family::kMpnet) {
+    if (c.family == Family::kMpnet || c.family == Family::kModernBert) {
       c.type_vocab_size = 0;
     } else {
       c.type_vocab_size =
@@ -336,6 +352,78 @@ void read_deberta(const JsonObject& obj, ModelConfig& c) {
                   "repeated last-layer steps");
 }
 
+// One attention kind's rotary base from transformers 5's rope_parameters (only the default
+// RoPE: scaled variants change the frequencies).
+double rope_theta(const JsonObject& obj, const Json& params, std::string_view kind) {
+  const std::string field = fmt::format("rope_parameters.{}", kind);
+  if (!params.is_object()) obj.fail_field(field, "expected an object with rope_theta");
+  const JsonObject kind_obj(params, obj.origin());
+  const std::string type = kind_obj.opt_string("rope_type").value_or("default");
+  if (type != "default")
+    obj.fail_field(field, fmt::format("rope_type '{}' is not supported (default)", type));
+  const double theta = kind_obj.get_number("rope_theta");
+  if (!(theta > 1)) obj.fail_field(field, fmt::format("rope_theta {} is not above 1", theta));
+  return theta;
+}
+
+// ModernBERT's fields, under the names transformers 4.48+ and 5 write (layer_types and
+// rope_parameters are 5's spelling of global_attn_every_n_layers and the two rope thetas).
+void read_modernbert(const JsonObject& obj, ModelConfig& c) {
+  ModernBertConfig m;
+  c.hidden_act_name = obj.opt_string("hidden_activation").value_or("gelu");
+  c.hidden_act = parse_activation(obj, "hidden_activation", c.hidden_act_name);
+  const double eps = obj.opt_number("norm_eps").value_or(1e-5);
+  if (!(eps > 0 && eps < 1)) obj.fail_field("norm_eps", fmt::format("{} is not in (0, 1)", eps));
+  c.layer_norm_eps = static_cast<float>(eps);
+  if (c.head_dim() % 2 != 0)
+    obj.fail_field(
+        "num_attention_heads",
+        fmt::format("head size {} is odd (rotary positions pair dimensions)", c.head_dim()));
+  m.window = bounded(obj, "local_attention", 2, kMaxPositions, 128);
+  if (obj.has("layer_types") && !obj.raw("layer_types").is_null()) {
+    const Json& types = obj.raw("layer_types");
+    if (!types.is_array() || static_cast<std::int64_t>(types.size()) != c.num_layers)
+      obj.fail_field("layer_types", fmt::format("expected a list of {} layer kinds", c.num_layers));
+    for (const Json& t : types) {
+      const std::string kind = t.is_string() ? t.get<std::string>() : "";
+      if (kind != "full_attention" && kind != "sliding_attention")
+        obj.fail_field("layer_types", "expected \"full_attention\" or \"sliding_attention\" items");
+      m.global.push_back(kind == "full_attention");
+    }
+  } else {
+    const std::int64_t every = bounded(obj, "global_attn_every_n_layers", 1, kMaxLayers, 1);
+    for (std::int64_t i = 0; i < c.num_layers; ++i) m.global.push_back(i % every == 0);
+  }
+  if (obj.has("rope_scaling") && !obj.raw("rope_scaling").is_null())
+    obj.fail_field("rope_scaling", "is not supported (unscaled rotary positions only)");
+  if (obj.has("rope_parameters") && !obj.raw("rope_parameters").is_null()) {
+    const Json& params = obj.raw("rope_parameters");
+    if (!params.is_object())
+      obj.fail_field("rope_parameters", "expected full_attention and sliding_attention entries");
+    const JsonObject params_obj(params, obj.origin());
+    if (!params_obj.has("full_attention") || !params_obj.has("sliding_attention"))
+      obj.fail_field("rope_parameters", "expected full_attention and sliding_attention entries");
+    m.global_theta = rope_theta(obj, params_obj.raw("full_attention"), "full_attention");
+    m.local_theta = rope_theta(obj, params_obj.raw("sliding_attention"), "sliding_attention");
+  } else {
+    m.global_theta = obj.opt_number("global_rope_theta").value_or(160000.0);
+    m.local_theta = obj.opt_number("local_rope_theta").value_or(10000.0);
+    for (const char* key : {"global_rope_theta", "local_rope_theta"})
+      if (obj.has(key) && !(obj.get_number(key) > 1)) obj.fail_field(key, "is not above 1");
+  }
+  m.attention_bias = obj.opt_bool("attention_bias").value_or(false);
+  m.mlp_bias = obj.opt_bool("mlp_bias").value_or(false);
+  m.norm_bias = obj.opt_bool("norm_bias").value_or(false);
+  m.classifier_bias = obj.opt_bool("classifier_bias").value_or(false);
+  m.classifier_act = parse_activation(obj, "classifier_activation",
+                                      obj.opt_string("classifier_activation").value_or("gelu"));
+  const std::string pooling = obj.opt_string("classifier_pooling").value_or("cls");
+  if (pooling != "cls" && pooling != "mean")
+    obj.fail_field("classifier_pooling", fmt::format("'{}' is not supported (cls, mean)", pooling));
+  m.mean_pooling = pooling == "mean";
+  c.modernbert = std::move(m);
+}
+
 // A classification head's labels (id2label, or num_labels) and problem type.
 void read_labels(const JsonObject& obj, ModelConfig& c) {
   // transformers derives num_labels from id2label; num_labels alone appears in hand-written
@@ -436,6 +524,7 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
         fmt::format("{} heads do not divide the hidden size {}", c.num_heads, c.hidden_size));
   }
   if (c.family == Family::kDebertaV2) read_deberta(obj, c);
+  if (c.family == Family::kModernBert) read_modernbert(obj, c);
   if (c.max_sequence_length() < 2) {
     obj.fail_field("max_position_embeddings",
                    fmt::format("{} leaves no room for a sequence", c.max_position_embeddings));

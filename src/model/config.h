@@ -15,7 +15,7 @@ namespace mcinfer::model {
 
 // Families of encoders, each described once by model/encoder_desc.cc. CamemBERT and XLM-R are
 // RoBERTa bodies (their model_type is kept in ModelConfig::model_type).
-enum class Family { kBert, kRoberta, kDistilBert, kMpnet, kElectra, kDebertaV2 };
+enum class Family { kBert, kRoberta, kDistilBert, kMpnet, kElectra, kDebertaV2, kModernBert };
 enum class Head { kNone, kSequenceClassification };
 enum class ProblemType { kSingleLabel, kMultiLabel, kRegression };
 inline constexpr EnumNames<ProblemType, 3> kProblemTypeNames{{{
@@ -42,6 +42,22 @@ struct DisentangledConfig {
   // The scores are divided by √(head_dim · score_terms()) (counted from pos_att_type even when
   // relative_attention is false, as transformers does).
   std::int64_t score_terms() const { return 1 + (c2p ? 1 : 0) + (p2c ? 1 : 0); }
+};
+
+// ModernBERT's layout as its config.json sets it up: pre-norm layers, rotary positions with one
+// base per attention kind, global attention in some layers and a sliding window in the others, a
+// gated FFN, and biases (Linear and LayerNorm) each switched on or off.
+struct ModernBertConfig {
+  std::vector<bool> global;        // per layer: global attention, else the sliding window
+  std::int64_t window = 0;         // local_attention: a query sees the keys within ±window / 2
+  double global_theta = 160000.0;  // rotary base of the global layers
+  double local_theta = 10000.0;    // and of the sliding-window ones
+  bool attention_bias = false;     // Wqkv and Wo
+  bool mlp_bias = false;           // Wi and Wo
+  bool norm_bias = false;          // every LayerNorm's shift
+  bool classifier_bias = false;    // head.dense (the classifier itself always has one)
+  Activation classifier_act = Activation::kGeluErf;
+  bool mean_pooling = false;  // classifier_pooling "mean" (else "cls": the first token)
 };
 
 struct ModelConfig {
@@ -75,6 +91,8 @@ struct ModelConfig {
   std::optional<DisentangledConfig> disentangled;
   bool position_biased_input = true;
   Activation pooler_act = Activation::kGeluErf;
+  // ModernBERT: its attention kinds, rotary bases, biases and classifier head.
+  std::optional<ModernBertConfig> modernbert;
 
   // Sequence classification (num_labels == 0 without a classifier head).
   std::int64_t num_labels = 0;

@@ -106,6 +106,60 @@ HeadDesc family_head(const ModelConfig& c) {
   return head(c, "pre_classifier", false, Activation::kRelu, "classifier");
 }
 
+// ModernBERT's pre-norm layer under "layers.{}.": fused Wqkv, rotary attention (global or over
+// the sliding window), Wo; the gated FFN Wi (GeGLU: [input | gate]) then Wo. The first layer has
+// no attention norm (the embeddings' norm precedes it).
+LayerDesc modernbert_layer(const ModelConfig& c, std::int64_t index) {
+  const ModernBertConfig& m = *c.modernbert;
+  const std::string p = fmt::format("layers.{}.", index);
+  const std::int64_t h = c.hidden_size, inter = c.intermediate_size;
+  LayerDesc layer;
+  layer.heads = c.num_heads;
+  auto biased = [](LinearDesc l, bool bias) {
+    l.bias = bias;
+    return l;
+  };
+  LinearDesc ffn_in = biased(linear({p + "mlp.Wi"}, h, 2 * inter, c.hidden_act), m.mlp_bias);
+  ffn_in.gated = true;
+  layer.gemms = {
+      {GemmSlot::kQkv, biased(linear({p + "attn.Wqkv"}, h, 3 * h), m.attention_bias)},
+      {GemmSlot::kAttnOut, biased(linear({p + "attn.Wo"}, h, h), m.attention_bias)},
+      {GemmSlot::kFfnIn, ffn_in},
+      {GemmSlot::kFfnOut, biased(linear({p + "mlp.Wo"}, inter, h), m.mlp_bias)},
+  };
+  if (index > 0) layer.attention_norm = {p + "attn_norm", h, c.layer_norm_eps, m.norm_bias};
+  layer.ffn_norm = {p + "mlp_norm", h, c.layer_norm_eps, m.norm_bias};
+  const bool global = m.global[static_cast<std::size_t>(index)];
+  layer.window = global ? 0 : m.window;
+  layer.rope_theta = global ? m.global_theta : m.local_theta;
+  return layer;
+}
+
+// ModernBERT: token embeddings and their norm, rotary positions, pre-norm layers, a final norm;
+// the head (dense, activation, norm on the first token or the mean) then the classifier.
+void describe_modernbert(const ModelConfig& c, EncoderDesc& d) {
+  const ModernBertConfig& m = *c.modernbert;
+  const std::int64_t h = c.hidden_size;
+  d.norm_placement = NormPlacement::kPre;
+  EmbeddingDesc& e = d.embeddings;
+  e.word = "embeddings.tok_embeddings";
+  e.vocab = c.vocab_size;
+  e.width = h;
+  e.positions = PositionScheme::kRotary;
+  e.max_positions = c.max_position_embeddings;
+  e.norm = {"embeddings.norm", h, c.layer_norm_eps, m.norm_bias};
+  for (std::int64_t i = 0; i < c.num_layers; ++i) d.layers.push_back(modernbert_layer(c, i));
+  d.final_norm = {"final_norm", h, c.layer_norm_eps, m.norm_bias};
+  if (c.head != Head::kSequenceClassification) return;
+  HeadDesc head;
+  head.dense = linear({"head.dense"}, h, h, m.classifier_act, false);
+  head.dense.bias = m.classifier_bias;
+  head.out = linear({"classifier"}, h, c.num_labels, Activation::kNone, false);
+  head.norm = {"head.norm", h, c.layer_norm_eps, m.norm_bias};
+  head.mean_pooling = m.mean_pooling;
+  d.head = head;
+}
+
 // DeBERTa-v2: the relative-position table and each layer's projections of it.
 void describe_disentangled(const ModelConfig& c, EncoderDesc& d) {
   const DisentangledConfig& dc = *c.disentangled;
@@ -147,6 +201,10 @@ EncoderDesc describe_encoder(const ModelConfig& c) {
   d.hidden = c.hidden_size;
   d.heads = c.num_heads;
   d.intermediate = c.intermediate_size;
+  if (c.family == Family::kModernBert) {
+    describe_modernbert(c, d);
+    return d;
+  }
   const LayerNames* names = &kBertLayer;
   PositionScheme positions = PositionScheme::kAbsolute;
   if (c.family == Family::kDistilBert) {
@@ -182,9 +240,32 @@ std::string linear_summary(const LinearDesc& l) {
     }
   }
   return fmt::format(
-      "{}→{}{}{}{}", l.in, l.out(),
+      "{}→{}{}{}{}{}", l.in, l.out(),
       l.activation == Activation::kNone ? "" : fmt::format(" {}", activation_name(l.activation)),
-      l.bias ? "" : " (no bias)", parts);
+      l.gated ? fmt::format(" gated → {}", l.out_after()) : "", l.bias ? "" : " (no bias)", parts);
+}
+
+// "global in layers 0, 3, 6; window ±64 in the others; rotary bases 160000 (global), 10000".
+std::string attention_summary(const std::vector<LayerDesc>& layers) {
+  std::string global, rope;
+  std::int64_t window = 0;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i].window == 0) {
+      global += fmt::format("{}{}", global.empty() ? "" : ", ", i);
+    } else {
+      window = layers[i].window;
+    }
+  }
+  std::string out = window == 0 ? "global in every layer"
+                                : fmt::format("global in layers {}, a window of ±{} in the others",
+                                              global.empty() ? "none" : global, window / 2);
+  double global_theta = 0, local_theta = 0;
+  for (const LayerDesc& l : layers) (l.window == 0 ? global_theta : local_theta) = l.rope_theta;
+  if (global_theta > 0 || local_theta > 0) {
+    out += fmt::format("; rotary base {}", global_theta > 0 ? global_theta : local_theta);
+    if (window != 0 && global_theta > 0) out += fmt::format(" (global), {} (window)", local_theta);
+  }
+  return out;
 }
 
 }  // namespace
@@ -198,8 +279,9 @@ std::vector<std::string> EncoderDesc::summary() const {
   lines.push_back(fmt::format(
       "embeddings: word [{}, {}], positions {}{}, token types {}{}", e.vocab, e.width,
       kPositionSchemeNames.name(e.positions),
-      e.positions == PositionScheme::kNone ? ""
-                                           : fmt::format(" [{}, {}]", e.max_positions, e.width),
+      e.positions == PositionScheme::kNone || e.positions == PositionScheme::kRotary
+          ? ""
+          : fmt::format(" [{}, {}]", e.max_positions, e.width),
       e.token_type.empty() ? "none" : fmt::format("[{}, {}]", e.type_vocab, e.width),
       e.projection ? fmt::format(", projection {}", linear_summary(*e.projection)) : ""));
   if (relative_bias) {
@@ -225,12 +307,16 @@ std::vector<std::string> EncoderDesc::summary() const {
     for (const GemmDesc& g : layers.front().gemms)
       gemms += fmt::format("{}{} {}", gemms.empty() ? "" : "; ", gemm_key({0, g.slot}).substr(2),
                            linear_summary(g.linear));
-    lines.push_back(fmt::format("layer ×{}: global attention, {} heads; GEMMs: {}", layers.size(),
-                                layers.front().heads, gemms));
+    lines.push_back(
+        fmt::format("layer ×{}: {} heads; GEMMs: {}", layers.size(), layers.front().heads, gemms));
+    lines.push_back("attention: " + attention_summary(layers));
   }
+  if (final_norm.present()) lines.push_back(fmt::format("final norm: {}", final_norm.name));
   if (head) {
-    lines.push_back(fmt::format("head: first token, dense {}, out {}", linear_summary(head->dense),
-                                linear_summary(head->out)));
+    lines.push_back(fmt::format(
+        "head: {}, dense {}{}, out {}", head->mean_pooling ? "mean of the tokens" : "first token",
+        linear_summary(head->dense), head->norm.present() ? ", LayerNorm" : "",
+        linear_summary(head->out)));
   }
   return lines;
 }

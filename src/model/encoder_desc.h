@@ -27,27 +27,34 @@ enum class PositionScheme {
   kSinusoidal,    // DistilBERT's fixed table (stored in the checkpoint or computed)
   kRelativeBias,  // absolute table + a bias per head and bucketed relative distance (MPNet, T5)
   kNone,          // no absolute positions: the attention's relative terms only (DeBERTa-v3)
+  kRotary,        // rotary positions applied to each layer's queries and keys (ModernBERT)
 };
-inline constexpr EnumNames<PositionScheme, 4> kPositionSchemeNames{{{
+inline constexpr EnumNames<PositionScheme, 5> kPositionSchemeNames{{{
     {PositionScheme::kAbsolute, "absolute"},
     {PositionScheme::kSinusoidal, "sinusoidal"},
     {PositionScheme::kRelativeBias, "absolute + relative bias"},
     {PositionScheme::kNone, "none"},
+    {PositionScheme::kRotary, "rotary"},
 }}};
 
 // Where the LayerNorms sit relative to the residual adds.
 enum class NormPlacement {
   kPost,  // x = LayerNorm(x + f(x)) (BERT and its descendants)
+  kPre,   // x = x + f(LayerNorm(x)), and one LayerNorm after the last layer (ModernBERT)
 };
-inline constexpr EnumNames<NormPlacement, 1> kNormPlacementNames{{{
+inline constexpr EnumNames<NormPlacement, 2> kNormPlacementNames{{{
     {NormPlacement::kPost, "post"},
+    {NormPlacement::kPre, "pre"},
 }}};
 
 // A LayerNorm: its tensors' name (".weight"/".bias" or ".gamma"/".beta" follow), width, eps.
+// An empty name is no norm at all (ModernBERT's first layer takes the embeddings as they are).
 struct NormDesc {
   std::string name;
   std::int64_t width = 0;
   float eps = 1e-12f;
+  bool bias = true;  // has a shift (ModernBERT's norm_bias false: scale only)
+  bool present() const { return !name.empty(); }
 };
 
 // A dense projection y = act(x · Wᵀ + b): the checkpoint's Linear layers that make it, stacked
@@ -59,7 +66,12 @@ struct LinearDesc {
   bool bias = true;
   Activation activation = Activation::kNone;
   bool in_base = true;  // names under the base model's prefix (else at the checkpoint's top)
+  // A gated unit (ModernBERT's GeGLU): the GEMM's output is [a | g], each half wide, and the
+  // layer's output is activation(a) · g.
+  bool gated = false;
   std::int64_t out() const { return part_out * static_cast<std::int64_t>(parts.size()); }
+  // The width the next op reads: out(), or half of it when gated.
+  std::int64_t out_after() const { return gated ? out() / 2 : out(); }
 };
 
 struct GemmDesc {
@@ -75,9 +87,14 @@ struct LayerDesc {
   // on the input, so a backend projects it once per layer.
   std::optional<LinearDesc> position_key;
   std::optional<LinearDesc> position_query;
-  NormDesc attention_norm;  // after the attention block
-  NormDesc ffn_norm;        // after the FFN block
+  NormDesc attention_norm;  // after the attention block (pre-norm: before it)
+  NormDesc ffn_norm;        // after the FFN block (pre-norm: before it)
   std::int64_t heads = 0;
+  // A query sees only the keys within ±window / 2 of it (ModernBERT's sliding-window layers);
+  // 0: every key of its sequence.
+  std::int64_t window = 0;
+  // Rotary positions: the base of this layer's frequencies (0 without rotary positions).
+  double rope_theta = 0;
   // The GEMM of a role; throws Error when the layer has none.
   const GemmDesc& gemm(GemmSlot slot) const;
 };
@@ -126,6 +143,10 @@ struct DisentangledDesc {
 struct HeadDesc {
   LinearDesc dense;
   LinearDesc out;
+  // ModernBERT: a LayerNorm after the dense layer's activation, and the mean over the tokens in
+  // place of the first token (classifier_pooling "mean").
+  NormDesc norm;
+  bool mean_pooling = false;
 };
 
 struct EncoderDesc {
@@ -141,6 +162,7 @@ struct EncoderDesc {
   // its config (even when relative_attention is off, as transformers does).
   std::int64_t score_terms = 1;
   std::vector<LayerDesc> layers;
+  NormDesc final_norm;  // after the last layer (pre-norm encoders); absent otherwise
   std::optional<HeadDesc> head;
 
   std::int64_t head_dim() const { return hidden / heads; }

@@ -16,9 +16,11 @@ bool is_ignorable_extra(const std::string& name) {
   };
   auto starts = [&](std::string_view s) { return name.rfind(s, 0) == 0; };
   // Buffers that some transformers versions save, and pre-training heads we do not run.
+  // ModernBERT's masked-LM head and decoder bias sit at the top as head.* and decoder.*.
   return ends("position_ids") || ends("token_type_ids") || starts("cls.") || starts("lm_head.") ||
-         starts("vocab_transform.") || starts("vocab_layer_norm.") || starts("vocab_projector.") ||
-         starts("lm_predictions.") || starts("mask_predictions.");
+         starts("head.") || starts("decoder.") || starts("vocab_transform.") ||
+         starts("vocab_layer_norm.") || starts("vocab_projector.") || starts("lm_predictions.") ||
+         starts("mask_predictions.");
 }
 
 std::string model_name(const ModelConfig& c) {
@@ -79,13 +81,16 @@ class TensorFinder {
     return *t;
   }
 
-  // A norm's two vectors, under either of the names transformers accepts.
-  NormTensors norm(const NormDesc& desc) {
+  // A norm's vectors, under either of the names transformers accepts (none for an absent
+  // norm, no shift for one without bias).
+  NormTensors norm(const NormDesc& desc, bool in_base = true) {
+    if (!desc.present()) return {};
     const std::string& name = desc.name;
     const std::int64_t h = desc.width;
     if (has(name + ".gamma") && !has(name + ".weight"))
-      return {&find(name + ".gamma", {h}), &find(name + ".beta", {h})};
-    return {&find(name + ".weight", {h}), &find(name + ".bias", {h})};
+      return {&find(name + ".gamma", {h}), desc.bias ? &find(name + ".beta", {h}) : nullptr};
+    return {&find(name + ".weight", {h}, in_base),
+            desc.bias ? &find(name + ".bias", {h}, in_base) : nullptr};
   }
 
   LinearTensors linear(const std::string& name, std::int64_t out, std::int64_t in, bool bias,
@@ -141,8 +146,8 @@ ModelTensors ModelTensors::open(const std::filesystem::path& dir, const ModelCon
   TensorFinder f(t, dir);
   t.word_ = &f.find(e.word + ".weight", {e.vocab, e.width});
   // DistilBERT's sinusoidal table may be absent (then computed) or saved (then used as is);
-  // DeBERTa-v3 has none.
-  if (e.positions != PositionScheme::kNone &&
+  // DeBERTa-v3 and ModernBERT have none.
+  if (e.positions != PositionScheme::kNone && e.positions != PositionScheme::kRotary &&
       !(e.positions == PositionScheme::kSinusoidal && !f.has(e.position + ".weight")))
     t.position_ = &f.find(e.position + ".weight", {e.max_positions, e.width});
   if (!e.token_type.empty())
@@ -167,8 +172,10 @@ ModelTensors ModelTensors::open(const std::filesystem::path& dir, const ModelCon
     if (layer.position_query) lt.position_query = f.gemm(*layer.position_query).parts.front();
     t.layers_.push_back(std::move(lt));
   }
+  t.final_norm_ = f.norm(d.final_norm);
   if (d.head) {
-    t.head_ = HeadTensors{f.gemm(d.head->dense).parts.front(), f.gemm(d.head->out).parts.front()};
+    t.head_ = HeadTensors{f.gemm(d.head->dense).parts.front(), f.gemm(d.head->out).parts.front(),
+                          f.norm(d.head->norm, false)};
   }
   f.check_all_used(warnings);
   return t;

@@ -22,8 +22,8 @@ namespace mcinfer::model {
 using Tensor = io::TensorView;
 
 struct NormTensors {
-  const Tensor* gamma = nullptr;  // [width]
-  const Tensor* beta = nullptr;   // [width]
+  const Tensor* gamma = nullptr;  // [width]; null for an absent norm (NormDesc::present)
+  const Tensor* beta = nullptr;   // [width]; null without a shift (NormDesc::bias)
 };
 
 struct LinearTensors {
@@ -47,6 +47,7 @@ struct LayerTensors {
 struct HeadTensors {
   LinearTensors dense;
   LinearTensors out;
+  NormTensors norm;  // HeadDesc::norm (ModernBERT); empty otherwise
 };
 
 struct TensorStats {
@@ -80,6 +81,7 @@ class ModelTensors {
   const Tensor* relative_table() const { return relative_table_; }
   const std::optional<NormTensors>& relative_table_norm() const { return relative_table_norm_; }
   const std::vector<LayerTensors>& layers() const { return layers_; }
+  const NormTensors& final_norm() const { return final_norm_; }  // empty when not pre-norm
   const std::optional<HeadTensors>& head() const { return head_; }
   const TensorStats& stats() const { return stats_; }
 
@@ -100,6 +102,7 @@ class ModelTensors {
   const Tensor* relative_table_ = nullptr;
   std::optional<NormTensors> relative_table_norm_;
   std::vector<LayerTensors> layers_;
+  NormTensors final_norm_;
   std::optional<HeadTensors> head_;
   TensorStats stats_;
 };

@@ -240,7 +240,8 @@ TEST_P(Parity, MatchesTransformers5OnTheCorpus) {
 
 // The tokenizers of the families added on the current stack (tools/gen_family_tokenizers.py):
 // saved by transformers 5 from MPNetTokenizer, ElectraTokenizer and CamembertTokenizer (their
-// files hold the classes' pipelines), read as transformers 5 reads them.
+// files hold the classes' pipelines) and ModernBERT's layout (a PreTrainedTokenizerFast over an
+// NFC + byte-level BPE tokenizer.json), read as transformers 5 reads them.
 class FamilyParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FamilyParity, MatchesTransformers5) {
@@ -288,7 +289,8 @@ INSTANTIATE_TEST_SUITE_P(Deberta, DebertaParity,
                                            "deberta_lower_punct_spm", "deberta_identity_spm"));
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyParity,
-                         ::testing::Values("mpnet_json", "electra_json", "camembert_json"));
+                         ::testing::Values("mpnet_json", "electra_json", "camembert_json",
+                                           "modernbert_json"));
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, Parity,
                          ::testing::Values("minilm_json", "minilm_vocab", "wp_cased_json",

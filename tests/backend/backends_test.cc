@@ -195,11 +195,30 @@ TEST_P(BackendFixture, RefusesIdsOutsideTheVocabulary) {
   }
 }
 
+// ModernBERT runs on the CPU backend only so far; PJRT refuses it by name (tested below).
+bool runs_on(const std::string& backend, const std::string& fixture) {
+  return backend != "pjrt" || fixture.find("modernbert") == std::string::npos;
+}
+
 std::vector<Param> params() {
   std::vector<Param> out;
   for (const auto& b : backend::built_backends())
-    for (const auto& f : testing::model_fixture_names()) out.emplace_back(b, f);
+    for (const auto& f : testing::model_fixture_names())
+      if (runs_on(b, f)) out.emplace_back(b, f);
   return out;
+}
+
+TEST(Registry, PjrtRefusesModernBertByName) {
+  const auto built = backend::built_backends();
+  if (std::find(built.begin(), built.end(), "pjrt") == built.end()) return;  // CPU-only build
+  MCINFER_NEED_PJRT_CPU();
+  try {
+    prepare("pjrt", testing::fixture("models/tf5_modernbert_cls"));
+    FAIL() << "PJRT accepted a ModernBERT checkpoint";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not run ModernBERT"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--backend cpu"), std::string::npos) << e.what();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Built, BackendFixture, ::testing::ValuesIn(params()),

@@ -61,7 +61,8 @@ INSTANTIATE_TEST_SUITE_P(Models, Bf16Classifier,
                                            "distilbert_cls_multi_relu", "tf5_mpnet_cls",
                                            "tf5_electra_cls", "tf5_camembert_cls",
                                            "tf5_deberta_cls", "tf5_deberta_multi",
-                                           "tf5_deberta_regression"),
+                                           "tf5_deberta_regression", "tf5_modernbert_cls",
+                                           "tf5_modernbert_mean_biases"),
                          [](const auto& info) { return info.param; });
 
 class Bf16TextClassifier : public ::testing::TestWithParam<std::string> {};

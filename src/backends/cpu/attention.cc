@@ -61,12 +61,42 @@ bool add_relative_terms(const RelativeTerms& relative, const float* q, const flo
   return ok;
 }
 
+// One head of a sequence under a sliding window of ±half around each query: per block of
+// kWindowBlock queries, the scores against the keys the block's band reaches, a softmax over
+// each query's own band (the rest of its row zeroed), then the product with those keys' values.
+// scores needs kWindowBlock · (kWindowBlock + 2 · half) floats. False when a library call failed.
+bool windowed_head(const KernelTable& kernels, const float* q, const float* k, const float* v,
+                   std::int64_t ld, float* out, std::int64_t ld_out, std::int64_t len,
+                   std::int64_t d, std::int64_t half, float scale, float* scores) {
+  bool ok = true;
+  for (std::int64_t first = 0; first < len; first += kWindowBlock) {
+    const std::int64_t rows = std::min(kWindowBlock, len - first);
+    const std::int64_t key_lo = std::max<std::int64_t>(0, first - half);
+    const std::int64_t key_hi = std::min(len, first + rows + half);  // exclusive
+    const std::int64_t keys = key_hi - key_lo;
+    ok = ok && dnnl_sgemm('N', 'T', rows, keys, d, 1.0f, q + first * ld, ld, k + key_lo * ld, ld,
+                          0.0f, scores, keys) == dnnl_success;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t i = first + r;
+      const std::int64_t lo = std::max<std::int64_t>(0, i - half) - key_lo;
+      const std::int64_t hi = std::min(len, i + half + 1) - key_lo;
+      float* row = scores + r * keys;
+      kernels.softmax(row + lo, 1, hi - lo, hi - lo, scale);
+      std::fill(row, row + lo, 0.0f);
+      std::fill(row + hi, row + keys, 0.0f);
+    }
+    ok = ok && dnnl_sgemm('N', 'N', rows, d, keys, 1.0f, scores, keys, v + key_lo * ld, ld, 0.0f,
+                          out + first * ld_out, ld_out) == dnnl_success;
+  }
+  return ok;
+}
+
 }  // namespace
 
 void attention(const KernelTable& kernels, const float* qkv, float* ctx,
                std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
                AttentionScratch& scratch, int threads, std::int64_t own_kernel_max_len,
-               ScoreBias bias, const RelativeTerms& relative) {
+               ScoreBias bias, const RelativeTerms& relative, std::int64_t window) {
   const std::int64_t head_dim = hidden / heads;
   const std::int64_t ld_qkv = 3 * hidden;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim * relative.scale_terms));
@@ -78,6 +108,10 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
   std::int64_t block_floats =
       std::max(attention_head_scratch(max_len, head_dim), max_len * max_len);
   if (relative) block_floats = max_len * max_len + 2 * max_len * relative.reach(max_len);
+  // A window that reaches past every sequence's ends is no window at all.
+  const std::int64_t half = window / 2;
+  const bool banded = window > 0 && max_len - 1 > half;
+  if (banded) block_floats = std::max(block_floats, kWindowBlock * (kWindowBlock + 2 * half));
   const std::int64_t block_side =
       static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(block_floats))));
   for (int t = threads - 1; t >= 0; --t) scratch.block(t, std::max(max_len, block_side));
@@ -93,6 +127,14 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
     const float* k = q + hidden;
     const float* v = q + 2 * hidden;
     float* scores = scratch.block(thread, std::max(max_len, block_side));
+    if (banded && len - 1 > half) {
+      if (!windowed_head(kernels, q, k, v, ld_qkv, ctx + seq.offset * hidden + h * head_dim, hidden,
+                         len, head_dim, half, scale, scores)) {
+#pragma omp atomic
+        ++failures;
+      }
+      return;
+    }
     // Our fused kernel adds no bias: biased scores take the library's path at every length.
     if (len <= own_kernel_max_len && !bias && !relative) {
       kernels.attention_head(q, k, v, ld_qkv, ctx + seq.offset * hidden + h * head_dim, hidden, len,

@@ -73,6 +73,9 @@ class AttentionScratch {
 // ctx is [tokens, hidden]. With a bias, each score gets bias.row(h, i)[j] (before the softmax);
 // with relative terms, DeBERTa's c2p and p2c (RelativeTerms), from [len, reach] products of the
 // sequence's queries and keys with the tables, gathered by distance into the scores.
+// With window > 0, query i sees only the keys j with |i − j| ≤ window / 2 (ModernBERT's
+// sliding-window layers): blocks of kWindowBlock queries are scored against the keys their band
+// reaches, so the cost grows with len · window, not len².
 // Sequences up to own_kernel_max_len tokens use our fused per-head kernel; longer ones two
 // GEMM-library calls around our softmax. Crossover measured on a Xeon (AVX-512), 12 heads,
 // 32 sequences, one thread (GFLOP/s, ours vs the library): head size 64: 35 vs 31 at 16 tokens,
@@ -84,6 +87,7 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
                std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
                AttentionScratch& scratch, int threads,
                std::int64_t own_kernel_max_len = kOwnAttentionMaxLen, ScoreBias bias = {},
-               const RelativeTerms& relative = {});
+               const RelativeTerms& relative = {}, std::int64_t window = 0);
+inline constexpr std::int64_t kWindowBlock = 64;
 
 }  // namespace mcinfer::cpu

@@ -51,7 +51,8 @@ struct Bf16Attention::Impl {
                  const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
                  std::int64_t hidden);
   void run_widened(const RelativeTerms& relative, const Bf16* qkv, Bf16* ctx,
-                   std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden);
+                   std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
+                   std::int64_t window = 0);
 
   const Products& for_shape(std::int64_t heads, std::int64_t d, std::int64_t len) {
     const std::int64_t key = (heads * 1000000 + d) * 10000 + len;
@@ -118,9 +119,10 @@ std::uint64_t Bf16Attention::workspace_bytes_for(std::int64_t max_len, std::int6
 
 void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences,
                         int heads, std::int64_t hidden, ScoreBias bias,
-                        const RelativeTerms& relative) {
+                        const RelativeTerms& relative, std::int64_t window) {
   Impl& m = *impl_;
   const std::int64_t d = hidden / heads, ld = 3 * hidden;
+  if (window > 0) return m.run_widened(relative, qkv, ctx, sequences, heads, hidden, window);
   FusedAttention kernel = fused(d);
   if (relative) {
     const bool pairs =
@@ -192,9 +194,10 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
 // Where no dot-product kernel runs (CPUs without avx512_bf16, head sizes it does not take),
 // DeBERTa's attention widens the rows to f32 and runs cpu::attention, then rounds the context to
 // bf16: the products in f32 instead of bf16, on a path that only capped or older CPUs take.
+// ModernBERT's sliding-window layers take it too until the fused kernels learn the band.
 void Bf16Attention::Impl::run_widened(const RelativeTerms& relative, const Bf16* qkv, Bf16* ctx,
                                       std::span<const SequenceSpan> sequences, int heads,
-                                      std::int64_t hidden) {
+                                      std::int64_t hidden, std::int64_t window) {
   std::int64_t tokens = 0;
   for (const SequenceSpan& seq : sequences) tokens = std::max(tokens, seq.offset + seq.length);
   const auto n = static_cast<std::size_t>(tokens * 3 * hidden);
@@ -203,7 +206,7 @@ void Bf16Attention::Impl::run_widened(const RelativeTerms& relative, const Bf16*
     wide_ctx.resize(static_cast<std::size_t>(tokens * hidden));
   for (std::size_t i = 0; i < n; ++i) wide_qkv.data()[i] = bf16_to_float(qkv[i]);
   attention(*kernels, wide_qkv.data(), wide_ctx.data(), sequences, heads, hidden, wide_scratch,
-            threads, kOwnAttentionMaxLen, {}, relative);
+            threads, kOwnAttentionMaxLen, {}, relative, window);
   kernels->to_bf16(wide_ctx.data(), ctx, tokens * hidden);
 }
 

@@ -40,9 +40,11 @@ class Bf16Attention {
   // With a bias, each score gets bias.row(h, i)[j] before the softmax.
   // With relative terms (DeBERTa), the dot-product kernel adds them where it can run (also on
   // CPUs with AMX: the tile kernel has no relative terms); elsewhere the rows are widened to f32
-  // for cpu::attention and the context rounded back to bf16.
+  // for cpu::attention and the context rounded back to bf16. A sliding window (window > 0,
+  // cpu::attention's) takes that widened path too.
   void run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
-           std::int64_t hidden, ScoreBias bias = {}, const RelativeTerms& relative = {});
+           std::int64_t hidden, ScoreBias bias = {}, const RelativeTerms& relative = {},
+           std::int64_t window = 0);
 
   // Which fused kernel (attention_fused.h) heads of this size run, or kNone for the library's
   // products.

@@ -53,6 +53,8 @@ std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t token
             rows * h + rows * 16 +
             cpu::Bf16Attention::workspace_bytes_for(max_len, c.hidden_size, c.num_heads, threads);
   }
+  // ModernBERT: the normalized copy of x and the gated FFN's [a | g] rows, both f32.
+  if (c.modernbert) bytes += rows * (h + 2 * inter) * 4;
   // DeBERTa's c2p and p2c products per thread ([len, reach] each, reach ≤ 2·len).
   if (c.disentangled) bytes += static_cast<std::uint64_t>(threads) * 4 * len * len * 4;
   // ELECTRA's embeddings before their projection; MPNet's bias table [heads, 2·longest − 1].
@@ -71,8 +73,9 @@ std::size_t Encoder::workspace_bytes() const {
          head_mid_.capacity_bytes() + x_bf16_.capacity_bytes() + ctx_bf16_.capacity_bytes() +
          ffn_bf16_.capacity_bytes() + qkv_bf16_.capacity_bytes() + tmp_bf16_.capacity_bytes() +
          x_s8_.capacity_bytes() + x_scales_.capacity_bytes() + ffn_s8_.capacity_bytes() +
-         ffn_scales_.capacity_bytes() + embedded_.capacity_bytes() +
-         relative_bias_.capacity() * sizeof(float) + ctx_.workspace_bytes();
+         ffn_scales_.capacity_bytes() + embedded_.capacity_bytes() + normed_.capacity_bytes() +
+         gate_.capacity_bytes() + relative_bias_.capacity() * sizeof(float) +
+         ctx_.workspace_bytes();
 }
 
 void Encoder::pack(std::span<const SequenceInput> batch) {
@@ -113,7 +116,11 @@ void Encoder::forward(std::span<const SequenceInput> batch) {
     relative_origin_ = packed_.longest() - 1;
     model::relative_index_by_distance(*d.disentangled, packed_.longest(), relative_index_);
   }
-  layers(bias);
+  if (d.norm_placement == NormPlacement::kPre) {
+    pre_norm_layers();
+  } else {
+    layers(bias);
+  }
   double attention_flops = 0;
   for (const auto& s : spans_)
     attention_flops += 4.0 * static_cast<double>(s.length) * s.length * h;
@@ -133,34 +140,39 @@ void Encoder::forward(std::span<const SequenceInput> batch) {
 // written by the first FFN GEMM's epilogue in the type the second reads (an int8 one quantizes
 // them there). Attention runs on f32 Q, K, V for fp32 models, bf16 ones otherwise (int8: where
 // the CPU has bf16). Calibration's observer sees each GEMM of an fp32 model.
+Encoder::LayerRows Encoder::layer_rows() {
+  using ops::DType;
+  const std::int64_t h = weights_->desc().hidden, rows = ops::padded_rows(tokens_);
+  const DType attention_type = weights_->attention_type();
+  LayerRows r{{nullptr, attention_type}, {nullptr, attention_type}, {nullptr, DType::kF32}};
+  if (attention_type == DType::kBf16) {
+    ensure(qkv_bf16_, rows, 3 * h);
+    ensure(ctx_bf16_, rows, h);
+    r.qkv.data = qkv_bf16_.data();
+    r.context.data = ctx_bf16_.data();
+  } else {
+    ensure(qkv_, rows, 3 * h);
+    ensure(ctx_buf_, rows, h);
+    r.qkv.data = qkv_.data();
+    r.context.data = ctx_buf_.data();
+  }
+  if (weights_->precision() == ops::Precision::kBf16) {
+    ensure(tmp_bf16_, rows, h);
+    r.projected = {tmp_bf16_.data(), DType::kBf16};
+  } else {
+    ensure(tmp_, rows, h);
+    r.projected.data = tmp_.data();
+  }
+  return r;
+}
+
 void Encoder::layers(ops::ScoreBias bias) {
   const EncoderDesc& d = weights_->desc();
   const std::int64_t h = d.hidden, t = tokens_, inter = d.intermediate;
   const std::int64_t rows = ops::padded_rows(t);
   using ops::ConstRows, ops::Rows, ops::DType;
-  const DType attention_type = weights_->attention_type();
-  const DType residual_type =
-      weights_->precision() == ops::Precision::kBf16 ? DType::kBf16 : DType::kF32;
-  Rows qkv{nullptr, attention_type}, context{nullptr, attention_type};
-  if (attention_type == DType::kBf16) {
-    ensure(qkv_bf16_, rows, 3 * h);
-    ensure(ctx_bf16_, rows, h);
-    qkv.data = qkv_bf16_.data();
-    context.data = ctx_bf16_.data();
-  } else {
-    ensure(qkv_, rows, 3 * h);
-    ensure(ctx_buf_, rows, h);
-    qkv.data = qkv_.data();
-    context.data = ctx_buf_.data();
-  }
-  Rows projected{nullptr, residual_type};
-  if (residual_type == DType::kBf16) {
-    ensure(tmp_bf16_, rows, h);
-    projected.data = tmp_bf16_.data();
-  } else {
-    ensure(tmp_, rows, h);
-    projected.data = tmp_.data();
-  }
+  const auto [qkv, context, projected] = layer_rows();
+  const DType residual_type = projected.type;
   // x_ = LayerNorm(x_ + projected), with the copy of x that `next` reads (none after the last
   // layer).
   auto norm = [&](const Norm& n, float eps, const ops::Linear* next) -> ConstRows {
@@ -209,15 +221,8 @@ void Encoder::layers(ops::ScoreBias bias) {
     ensure(ffn_, rows, inter);
     return {ffn_.data(), DType::kF32};
   };
-  // One GEMM, shown to the observer when its input and output are f32.
   auto gemm = [&](std::int64_t layer, const GemmDesc& g, const ops::Linear& w, ConstRows x,
-                  Rows y) {
-    ops::linear(ctx_, w, x, t, y, g.linear.activation);
-    if (observer_ && x.type == DType::kF32 && y.type == DType::kF32) {
-      observer_(GemmId{layer, g.slot}, w, static_cast<const float*>(x.data), t,
-                static_cast<const float*>(y.data), g.linear.activation);
-    }
-  };
+                  Rows y) { run_gemm(layer, g, w, x, y, g.linear.activation); };
   const auto& layers = weights_->layers();
   ConstRows x_in{x_.data(), DType::kF32};  // an int8 first layer quantizes it itself
   if (layers.front().gemm(GemmSlot::kQkv).input_type() == DType::kBf16) {
@@ -250,6 +255,101 @@ void Encoder::layers(ops::ScoreBias bias) {
   }
 }
 
+void Encoder::run_gemm(std::int64_t layer, const GemmDesc& g, const ops::Linear& w,
+                       ops::ConstRows x, ops::Rows y, ops::Activation act) {
+  ops::linear(ctx_, w, x, tokens_, y, act);
+  if (observer_ && x.type == ops::DType::kF32 && y.type == ops::DType::kF32) {
+    observer_(GemmId{layer, g.slot}, w, static_cast<const float*>(x.data), tokens_,
+              static_cast<const float*>(y.data), act);
+  }
+}
+
+ops::ConstRows Encoder::normalized(const Norm& n, float eps, const ops::Linear& next) {
+  using ops::DType;
+  const std::int64_t h = weights_->desc().hidden, t = tokens_, rows = ops::padded_rows(t);
+  const DType want = next.input_type();
+  if (!n.present()) {
+    if (want != DType::kBf16) return {x_.data(), DType::kF32};  // an int8 layer quantizes f32
+    ensure(x_bf16_, rows, h);
+    ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), t, h);
+    return {x_bf16_.data(), DType::kBf16};
+  }
+  ensure(normed_, rows, h);
+  std::memcpy(normed_.data(), x_.data(), static_cast<std::size_t>(t * h) * sizeof(float));
+  const float* none = nullptr;
+  switch (want) {
+    case DType::kS8:
+      ensure(x_s8_, rows, h);
+      ensure(x_scales_, rows, 1);
+      ops::residual_layer_norm_s8(ctx_, normed_.data(), none, t, h, n.gamma, n.beta, eps,
+                                  next.input_multiplier(), x_s8_.data(), x_scales_.data());
+      return {x_s8_.data(), DType::kS8, x_scales_.data()};
+    case DType::kBf16:
+      ensure(x_bf16_, rows, h);
+      ops::residual_layer_norm(ctx_, normed_.data(), none, t, h, n.gamma, n.beta, eps,
+                               x_bf16_.data());
+      return {x_bf16_.data(), DType::kBf16};
+    case DType::kF32:
+      break;
+  }
+  ops::residual_layer_norm(ctx_, normed_.data(), none, t, h, n.gamma, n.beta, eps);
+  return {normed_.data(), DType::kF32};
+}
+
+// Pre-norm (ModernBERT): x += Wo(attention(rotary(Wqkv(norm(x))))); x += Wo(gate(Wi(norm(x))));
+// the residual stream x stays f32 and is never normalized in place; each norm writes the copy
+// its GEMM reads. The gated FFN's first GEMM writes f32 [a | g]; the gate writes what the second
+// GEMM reads (an int8 one quantizes the f32 rows itself).
+void Encoder::pre_norm_layers() {
+  using ops::ConstRows, ops::Rows, ops::DType;
+  const Weights& w = *weights_;
+  const EncoderDesc& d = w.desc();
+  const std::int64_t h = d.hidden, t = tokens_, inter = d.intermediate;
+  const std::int64_t rows = ops::padded_rows(t);
+  const auto [qkv, context, projected] = layer_rows();
+  ensure(gate_, rows, 2 * inter);
+  for (std::size_t i = 0; i < w.layers().size(); ++i) {
+    const LayerWeights& layer = w.layers()[i];
+    const LayerDesc& ld = d.layers[i];
+    const auto index = static_cast<std::int64_t>(i);
+    const ops::Linear& qkv_w = layer.gemm(GemmSlot::kQkv);
+    const ops::Linear& ffn_in = layer.gemm(GemmSlot::kFfnIn);
+    const ops::Linear& ffn_out = layer.gemm(GemmSlot::kFfnOut);
+    const GemmDesc& ffn_in_desc = ld.gemm(GemmSlot::kFfnIn);
+    run_gemm(index, ld.gemm(GemmSlot::kQkv), qkv_w,
+             normalized(layer.attention_norm, ld.attention_norm.eps, qkv_w), qkv,
+             ops::Activation::kNone);
+    if (layer.rotary)
+      ops::rotary(ctx_, qkv, t, static_cast<int>(ld.heads), h, packed_.positions.data(),
+                  *layer.rotary);
+    ops::attention(ctx_, ConstRows{qkv.data, qkv.type}, context, spans_, static_cast<int>(ld.heads),
+                   h, {}, {}, ld.window);
+    run_gemm(index, ld.gemm(GemmSlot::kAttnOut), layer.gemm(GemmSlot::kAttnOut),
+             ConstRows{context.data, context.type}, projected, ops::Activation::kNone);
+    ops::residual_add(ctx_, x_.data(), ConstRows{projected.data, projected.type}, t, h);
+    run_gemm(index, ffn_in_desc, ffn_in, normalized(layer.ffn_norm, ld.ffn_norm.eps, ffn_in),
+             Rows{gate_.data(), DType::kF32}, ops::Activation::kNone);
+    Rows mid{nullptr, ffn_out.input_type() == DType::kBf16 ? DType::kBf16 : DType::kF32};
+    if (mid.type == DType::kBf16) {
+      ensure(ffn_bf16_, rows, inter);
+      mid.data = ffn_bf16_.data();
+    } else {
+      ensure(ffn_, rows, inter);
+      mid.data = ffn_.data();
+    }
+    ops::gated_activation(ctx_, gate_.data(), t, inter, ffn_in_desc.linear.activation, mid);
+    run_gemm(index, ld.gemm(GemmSlot::kFfnOut), ffn_out, ConstRows{mid.data, mid.type}, projected,
+             ops::Activation::kNone);
+    ops::residual_add(ctx_, x_.data(), ConstRows{projected.data, projected.type}, t, h);
+  }
+  const Norm& final_norm = w.final_norm();
+  if (final_norm.present()) {
+    const float* none = nullptr;
+    ops::residual_layer_norm(ctx_, x_.data(), none, t, h, final_norm.gamma, final_norm.beta,
+                             d.final_norm.eps);
+  }
+}
+
 void Encoder::classify(float* logits) {
   const auto& head = weights_->classifier();
   if (!head)
@@ -261,10 +361,22 @@ void Encoder::classify(float* logits) {
   ensure(head_in_, rows, h);
   ensure(head_mid_, rows, h);
   for (std::int64_t s = 0; s < batch; ++s) {
-    std::memcpy(head_in_.data() + s * h, x_.data() + spans_[s].offset * h,
-                static_cast<std::size_t>(h) * sizeof(float));
+    float* in = head_in_.data() + s * h;
+    const float* first = x_.data() + spans_[s].offset * h;
+    std::memcpy(in, first, static_cast<std::size_t>(h) * sizeof(float));
+    if (!head->mean_pooling) continue;
+    // ModernBERT's classifier_pooling "mean": the mean over the sequence's tokens.
+    const std::int64_t len = spans_[s].length;
+    for (std::int64_t i = 1; i < len; ++i)
+      for (std::int64_t c = 0; c < h; ++c) in[c] += first[i * h + c];
+    for (std::int64_t c = 0; c < h; ++c) in[c] /= static_cast<float>(len);
   }
   ops::linear(ctx_, head->dense, head_in_.data(), batch, head_mid_.data(), head->dense_act);
+  if (head->norm.present()) {
+    const float* none = nullptr;
+    ops::residual_layer_norm(ctx_, head_mid_.data(), none, batch, h, head->norm.gamma,
+                             head->norm.beta, head->norm_eps);
+  }
   const std::int64_t labels = head->out.out_features();
   if (rows == batch) {
     ops::linear(ctx_, head->out, head_mid_.data(), batch, logits);

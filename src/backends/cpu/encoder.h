@@ -61,7 +61,21 @@ class Encoder {
 
  private:
   void pack(std::span<const SequenceInput> batch);
+  // The rows a layer's QKV GEMM and attention write (f32 or bf16, as attention runs) and its
+  // projections write (bf16 in bf16 models, else f32), each grown for this batch.
+  struct LayerRows {
+    ops::Rows qkv, context, projected;
+  };
+  LayerRows layer_rows();
   void layers(ops::ScoreBias bias);
+  // ModernBERT's pre-norm layers, then the final norm.
+  void pre_norm_layers();
+  // x_ normalized by `n` into normed_ (x_ kept), in the type `next` reads; x_ itself (or its
+  // bf16 copy) for an absent norm.
+  ops::ConstRows normalized(const Norm& n, float eps, const ops::Linear& next);
+  // One GEMM, shown to the observer when its input and output are f32.
+  void run_gemm(std::int64_t layer, const model::GemmDesc& g, const ops::Linear& w,
+                ops::ConstRows x, ops::Rows y, ops::Activation act);
   void classify(float* logits);
 
   std::shared_ptr<const Weights> weights_;
@@ -78,6 +92,8 @@ class Encoder {
   AlignedBuffer<float> ctx_buf_;  // [tokens, hidden]: attention output
   AlignedBuffer<float> tmp_;      // [tokens, hidden]: projection outputs before residual+norm
   AlignedBuffer<float> ffn_;      // [tokens, intermediate]
+  AlignedBuffer<float> normed_;   // [tokens, hidden]: pre-norm layers' normalized x
+  AlignedBuffer<float> gate_;     // [tokens, 2·intermediate]: a gated FFN's [a | g]
   AlignedBuffer<float> head_in_, head_mid_;  // [batch, hidden]: first-token rows, head dense
   std::vector<float> logits_;                // [batch, labels]
   AlignedBuffer<float> embedded_;     // [tokens, embedding width]: before the projection (ELECTRA)

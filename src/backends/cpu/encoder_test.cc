@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "core/json.h"
+#include "model/model_dir.h"
 #include "support/model_fixtures.h"
 #include "support/paths.h"
 
@@ -110,6 +112,38 @@ TEST_P(FixtureTest, MatchesTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureTest, ::testing::ValuesIn(testing::model_fixture_names()),
                          [](const auto& info) { return info.param; });
+
+// The ModernBERT fixtures pass only because every rule of its description is applied: with the
+// window left out, the rotary bases swapped or the head fed the first token instead of the mean,
+// the outputs move away from transformers'.
+TEST(ModernBert, EachRuleOfTheDescriptionChangesTheOutputs) {
+  const fs::path dir = testing::fixture("models/tf5_modernbert_mean_biases");
+  testing::Reference ref(dir / "reference.safetensors");
+  testing::FixtureInputs in = testing::load_fixture_inputs(ref);
+  const ModelDir model_dir = ModelDir::open(dir);
+  auto device = ops::Device::cpu();
+  auto error_of = [&](const std::function<void(EncoderDesc&)>& edit) {
+    EncoderDesc d = describe_encoder(model_dir.config());
+    edit(d);
+    auto weights =
+        Weights::load(model_dir, *device, nullptr, ops::Precision::kFp32, {}, nullptr, &d);
+    Encoder encoder(weights, *device, 1);
+    std::vector<float> out;
+    encoder.predict(in.sequences,
+                    {TaskKind::kClassify, Pooling::kCls, false, OutputActivation::kNone}, out);
+    return testing::max_abs_error(out, ref.floats("logits"));
+  };
+  EXPECT_LE(error_of([](EncoderDesc&) {}), kTolerance);
+  EXPECT_GT(error_of([](EncoderDesc& d) {
+              for (LayerDesc& l : d.layers) l.window = 0;
+            }),
+            1e-3);
+  EXPECT_GT(error_of([](EncoderDesc& d) {
+              for (LayerDesc& l : d.layers) l.rope_theta = l.window > 0 ? 160000.0 : 10000.0;
+            }),
+            1e-3);
+  EXPECT_GT(error_of([](EncoderDesc& d) { d.head->mean_pooling = false; }), 1e-3);
+}
 
 TEST(Encoder, RejectsIdsOutsideTheModel) {
   auto device = ops::Device::cpu();

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/error.h"
+#include "core/half.h"
 
 namespace mcinfer::ops {
 namespace {
@@ -337,11 +340,13 @@ namespace {
 // Multiply-adds of the attention products: Q·Kᵀ and P·V, and DeBERTa's c2p / p2c products of
 // every query (key) with the table rows its sequence reaches.
 double attention_flops(std::span<const SequenceSpan> sequences, std::int64_t hidden,
-                       const RelativeTerms& relative) {
+                       const RelativeTerms& relative, std::int64_t window) {
   double flops = 0;
   for (const auto& s : sequences) {
     const auto len = static_cast<double>(s.length);
-    flops += 4.0 * len * len * static_cast<double>(hidden);
+    // A sliding window: each query scores at most window + 1 keys.
+    const double keys = window > 0 ? std::min(len, static_cast<double>(window + 1)) : len;
+    flops += 4.0 * len * keys * static_cast<double>(hidden);
     if (relative) {
       const double reach = static_cast<double>(relative.reach(s.length));
       flops += 2.0 * len * reach * static_cast<double>(hidden) *
@@ -354,29 +359,88 @@ double attention_flops(std::span<const SequenceSpan> sequences, std::int64_t hid
 }  // namespace
 
 void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative) {
-  ScopedOpTimer timer(ctx, OpKind::kAttention, attention_flops(sequences, hidden, relative));
+               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative,
+               std::int64_t window) {
+  ScopedOpTimer timer(ctx, OpKind::kAttention,
+                      attention_flops(sequences, hidden, relative, window));
   cpu::attention(ctx.device().kernels(), qkv, out, sequences, heads, hidden,
-                 ctx.attention_scratch(), ctx.threads(), cpu::kOwnAttentionMaxLen, bias, relative);
+                 ctx.attention_scratch(), ctx.threads(), cpu::kOwnAttentionMaxLen, bias, relative,
+                 window);
 }
 
 void attention(Context& ctx, const Bf16* qkv, Bf16* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative) {
-  ScopedOpTimer timer(ctx, OpKind::kAttention, attention_flops(sequences, hidden, relative));
-  ctx.bf16_attention().run(qkv, out, sequences, heads, hidden, bias, relative);
+               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative,
+               std::int64_t window) {
+  ScopedOpTimer timer(ctx, OpKind::kAttention,
+                      attention_flops(sequences, hidden, relative, window));
+  ctx.bf16_attention().run(qkv, out, sequences, heads, hidden, bias, relative, window);
 }
 
 void attention(Context& ctx, ConstRows qkv, Rows out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative) {
+               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative,
+               std::int64_t window) {
   if (qkv.type != out.type || (qkv.type != DType::kF32 && qkv.type != DType::kBf16))
     fail("internal: attention runs on f32 or bf16 rows of one type");
   if (qkv.type == DType::kBf16) {
     attention(ctx, static_cast<const Bf16*>(qkv.data), static_cast<Bf16*>(out.data), sequences,
-              heads, hidden, bias, relative);
+              heads, hidden, bias, relative, window);
   } else {
     attention(ctx, static_cast<const float*>(qkv.data), static_cast<float*>(out.data), sequences,
-              heads, hidden, bias, relative);
+              heads, hidden, bias, relative, window);
   }
+}
+
+void rotary(Context& ctx, Rows qkv, std::int64_t tokens, int heads, std::int64_t hidden,
+            const std::int32_t* positions, const cpu::RotaryTable& table) {
+  if (qkv.type != DType::kF32 && qkv.type != DType::kBf16)
+    fail("internal: rotary positions on f32 or bf16 rows");
+  ScopedOpTimer timer(ctx, OpKind::kAttention);
+  const std::int64_t ld = 3 * hidden;
+  const std::size_t element = qkv.type == DType::kBf16 ? sizeof(Bf16) : sizeof(float);
+  for_row_blocks(ctx, tokens, [&](std::int64_t begin, std::int64_t count) {
+    cpu::apply_rotary(
+        static_cast<char*>(qkv.data) + begin * ld * static_cast<std::int64_t>(element),
+        qkv.type == DType::kBf16, count, heads, hidden, positions + begin, table);
+  });
+}
+
+void gated_activation(Context& ctx, float* y, std::int64_t rows, std::int64_t cols, Activation act,
+                      Rows out) {
+  if (out.type != DType::kF32 && out.type != DType::kBf16)
+    fail("internal: a gated activation writes f32 or bf16 rows");
+  ScopedOpTimer timer(ctx, OpKind::kActivation);
+  const auto& k = ctx.device().kernels();
+  for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
+    float* block = y + begin * 2 * cols;
+    k.bias_activation(block, count, cols, 2 * cols, nullptr, act);
+    for (std::int64_t r = 0; r < count; ++r) {
+      float* a = block + r * 2 * cols;
+      const float* g = a + cols;
+      for (std::int64_t c = 0; c < cols; ++c) a[c] *= g[c];
+      if (out.type == DType::kBf16) {
+        k.to_bf16(a, static_cast<Bf16*>(out.data) + (begin + r) * cols, cols);
+      } else {
+        std::memcpy(static_cast<float*>(out.data) + (begin + r) * cols, a,
+                    static_cast<std::size_t>(cols) * sizeof(float));
+      }
+    }
+  });
+}
+
+void residual_add(Context& ctx, float* x, ConstRows y, std::int64_t rows, std::int64_t cols) {
+  if (y.type != DType::kF32 && y.type != DType::kBf16)
+    fail("internal: a residual add of f32 or bf16 rows");
+  ScopedOpTimer timer(ctx, OpKind::kLayerNorm);
+  for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
+    const std::int64_t first = begin * cols, end = (begin + count) * cols;
+    if (y.type == DType::kBf16) {
+      const auto* yb = static_cast<const Bf16*>(y.data);
+      for (std::int64_t i = first; i < end; ++i) x[i] += bf16_to_float(yb[i]);
+    } else {
+      const auto* yf = static_cast<const float*>(y.data);
+      for (std::int64_t i = first; i < end; ++i) x[i] += yf[i];
+    }
+  });
 }
 
 void embedding_sum(Context& ctx, float* out, std::int64_t tokens, std::int64_t cols,

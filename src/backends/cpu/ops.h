@@ -18,6 +18,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/isa.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/rotary.h"
 #include "core/aligned_buffer.h"
 #include "model/precision.h"
 
@@ -175,20 +176,35 @@ using RelativeTerms = cpu::RelativeTerms;
 
 // Self-attention over packed sequences; qkv [tokens, 3·hidden] → out [tokens, hidden]. A bias
 // (MPNet's relative positions) is added to every head's scores (cpu::ScoreBias), or DeBERTa's
-// disentangled terms (cpu::RelativeTerms, which also set the scores' scale).
+// disentangled terms (cpu::RelativeTerms, which also set the scores' scale). window > 0: each
+// query sees the keys within ±window / 2 only (cpu::attention).
 void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,
                int heads, std::int64_t hidden, ScoreBias bias = {},
-               const RelativeTerms& relative = {});
+               const RelativeTerms& relative = {}, std::int64_t window = 0);
 
 // The same with bf16 products (the GEMM library's AMX or avx512_bf16 kernels): qkv
 // [tokens, 3·hidden] and out [tokens, hidden] in bf16, scores and softmax in f32.
 void attention(Context& ctx, const Bf16* qkv, Bf16* out, std::span<const SequenceSpan> sequences,
                int heads, std::int64_t hidden, ScoreBias bias = {},
-               const RelativeTerms& relative = {});
+               const RelativeTerms& relative = {}, std::int64_t window = 0);
 // Either of the two, by the rows' type (f32 or bf16, the same for both).
 void attention(Context& ctx, ConstRows qkv, Rows out, std::span<const SequenceSpan> sequences,
                int heads, std::int64_t hidden, ScoreBias bias = {},
-               const RelativeTerms& relative = {});
+               const RelativeTerms& relative = {}, std::int64_t window = 0);
+
+// Rotary positions on the query and key columns of qkv (f32 or bf16 rows), in place; token t at
+// position positions[t] (cpu::apply_rotary).
+void rotary(Context& ctx, Rows qkv, std::int64_t tokens, int heads, std::int64_t hidden,
+            const std::int32_t* positions, const cpu::RotaryTable& table);
+
+// ModernBERT's gated FFN: with the rows of y [rows, 2·cols] as [a | g], out = act(a) · g, as f32
+// or bf16 rows [rows, cols] (by out.type; a following int8 layer quantizes f32 rows itself).
+// y is overwritten (its first half takes act(a)).
+void gated_activation(Context& ctx, float* y, std::int64_t rows, std::int64_t cols, Activation act,
+                      Rows out);
+
+// x += y (f32 or bf16 rows), [rows, cols] contiguous: the residual add of a pre-norm layer.
+void residual_add(Context& ctx, float* x, ConstRows y, std::int64_t rows, std::int64_t cols);
 
 // out[t] = word[ids[t]] (+ position[positions[t]] when position is not null) (+ type[types[t]]).
 void embedding_sum(Context& ctx, float* out, std::int64_t tokens, std::int64_t cols,

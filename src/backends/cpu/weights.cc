@@ -1,5 +1,6 @@
 #include "backends/cpu/weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -29,7 +30,25 @@ class WeightLoader {
     return out;
   }
 
-  Norm norm(const NormTensors& n) { return {f32(*n.gamma), f32(*n.beta)}; }
+  // An absent norm stays absent; one without a shift gets zeros.
+  Norm norm(const NormTensors& n) {
+    if (n.gamma == nullptr) return {};
+    if (n.beta != nullptr) return {f32(*n.gamma), f32(*n.beta)};
+    const auto width = static_cast<std::size_t>(n.gamma->numel());
+    float* zeros = own(width);
+    std::fill(zeros, zeros + width, 0.0f);
+    return {f32(*n.gamma), zeros};
+  }
+
+  // The rotary table of `theta`, shared by every layer of that base.
+  const RotaryTable* rotary(double theta, const EncoderDesc& d) {
+    for (const auto& t : w_.rotary_)
+      if (t->theta() == theta) return t.get();
+    w_.rotary_.push_back(std::make_unique<RotaryTable>(
+        RotaryTable::build(theta, d.head_dim(), d.embeddings.max_positions)));
+    w_.stats_.converted_bytes += w_.rotary_.back()->bytes();
+    return w_.rotary_.back().get();
+  }
 
   // A GEMM packed for the device in `precision` from its parts stacked along the output (weight
   // and bias copied there, so neither stays in use from the mapping). int8: input_max smooths
@@ -184,13 +203,21 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
     return packed;
   };
   auto norm = [&](const NormDesc& n) {
+    if (!n.present()) return Norm{};
     return Norm{fill(static_cast<std::size_t>(n.width), 0.1f, 1.0f),
-                fill(static_cast<std::size_t>(n.width), 0.1f)};
+                fill(static_cast<std::size_t>(n.width), n.bias ? 0.1f : 0.0f)};
+  };
+  auto rotary = [&](double theta) -> const RotaryTable* {
+    for (const auto& t : w->rotary_)
+      if (t->theta() == theta) return t.get();
+    w->rotary_.push_back(std::make_unique<RotaryTable>(
+        RotaryTable::build(theta, d.head_dim(), d.embeddings.max_positions)));
+    return w->rotary_.back().get();
   };
   const EmbeddingDesc& ed = d.embeddings;
   auto& e = w->embeddings_;
   e.word = fill(static_cast<std::size_t>(ed.vocab * ed.width), 0.1f);
-  if (ed.positions != PositionScheme::kNone)
+  if (ed.positions != PositionScheme::kNone && ed.positions != PositionScheme::kRotary)
     e.position = fill(static_cast<std::size_t>(ed.max_positions * ed.width), 0.1f);
   const float* relative_table = nullptr;
   if (d.disentangled)
@@ -209,6 +236,7 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
     }
     layer.attention_norm = norm(ld.attention_norm);
     layer.ffn_norm = norm(ld.ffn_norm);
+    if (ld.rope_theta > 0) layer.rotary = rotary(ld.rope_theta);
     if (d.disentangled) {
       const auto square = static_cast<std::size_t>(d.hidden * d.hidden);
       auto projection = [&](bool present) {
@@ -222,11 +250,15 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
     }
     w->layers_.push_back(std::move(layer));
   }
+  w->final_norm_ = norm(d.final_norm);
   if (d.head) {
     ClassifierWeights head;
     head.dense = linear(d.head->dense);
     head.dense_act = d.head->dense.activation;
     head.out = linear(d.head->out);
+    head.norm = norm(d.head->norm);
+    head.norm_eps = d.head->norm.eps;
+    head.mean_pooling = d.head->mean_pooling;
     w->classifier_ = std::move(head);
   }
   return w;
@@ -325,13 +357,18 @@ std::shared_ptr<const Weights> Weights::load_with(
     }
     layer.attention_norm = L.norm(lt.attention_norm);
     layer.ffn_norm = L.norm(lt.ffn_norm);
+    if (ld.rope_theta > 0) layer.rotary = L.rotary(ld.rope_theta, d);
     w->layers_.push_back(std::move(layer));
   }
+  w->final_norm_ = L.norm(t.final_norm());
   if (t.head()) {
     ClassifierWeights head;
     head.dense = L.linear(t.head()->dense);
     head.dense_act = d.head->dense.activation;
     head.out = L.linear(t.head()->out);
+    head.norm = L.norm(t.head()->norm);
+    head.norm_eps = d.head->norm.eps;
+    head.mean_pooling = d.head->mean_pooling;
     w->classifier_ = std::move(head);
   }
   return w;

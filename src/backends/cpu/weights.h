@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "backends/cpu/ops.h"
 #include "backends/cpu/relative_tables.h"
+#include "backends/cpu/rotary.h"
 #include "core/aligned_buffer.h"
 #include "model/config.h"
 #include "model/encoder_desc.h"
@@ -29,8 +30,9 @@ class ModelDir;
 namespace mcinfer::cpu {
 
 struct Norm {
-  const float* gamma = nullptr;  // [hidden]
-  const float* beta = nullptr;   // [hidden]
+  const float* gamma = nullptr;  // [hidden]; null for an absent norm (model::NormDesc::present)
+  const float* beta = nullptr;   // [hidden]; zeros for a norm without a shift
+  bool present() const { return gamma != nullptr; }
 };
 
 struct EmbeddingWeights {
@@ -50,6 +52,7 @@ struct LayerWeights {
   Norm attention_norm;
   Norm ffn_norm;
   RelativeTables relative;  // DeBERTa-v2: the projected relative-position table; empty otherwise
+  const RotaryTable* rotary = nullptr;  // ModernBERT: the table of this layer's rotary base
   const ops::Linear& gemm(model::GemmSlot slot) const {
     return gemms[static_cast<std::size_t>(index[static_cast<std::size_t>(slot)])];
   }
@@ -61,6 +64,9 @@ struct ClassifierWeights {
   ops::Linear dense;
   ops::Activation dense_act = ops::Activation::kTanh;
   ops::Linear out;
+  Norm norm;  // after the activation (ModernBERT), absent otherwise
+  float norm_eps = 1e-5f;
+  bool mean_pooling = false;  // the mean of the tokens, not the first token, goes in
 };
 
 using WeightStats = backend::WeightStats;
@@ -99,6 +105,7 @@ class Weights {
   const EmbeddingWeights& embeddings() const { return embeddings_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::optional<ClassifierWeights>& classifier() const { return classifier_; }
+  const Norm& final_norm() const { return final_norm_; }  // absent unless pre-norm
   // One of the encoder layers' dense GEMMs by name, and the activation its output takes.
   const ops::Linear& linear(model::GemmId id) const;
   ops::Activation activation(model::GemmId id) const;
@@ -130,6 +137,9 @@ class Weights {
   EmbeddingWeights embeddings_;
   std::vector<LayerWeights> layers_;
   std::optional<ClassifierWeights> classifier_;
+  Norm final_norm_;
+  // One table per rotary base, up to the model's positions (unique_ptr: layers point into them).
+  std::vector<std::unique_ptr<RotaryTable>> rotary_;
   WeightStats stats_;
   ops::Precision precision_ = ops::Precision::kFp32;
   std::vector<model::GemmId> kept_;

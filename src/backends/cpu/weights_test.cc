@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
+#include <memory>
 
 #include "core/error.h"
 #include "support/cpu_features.h"
@@ -102,25 +104,43 @@ TEST_F(BadModelTest, UnsupportedActivation) {
   EXPECT_MESSAGE(load_error(), "field 'hidden_act'", "swish");
 }
 
-// DeBERTa-v2's switches that mcinfer does not implement are refused by field; its string forms
-// are read as transformers reads them.
-TEST(DebertaConfig, RefusalsNameTheFieldAndStringFormsLoad) {
-  const fs::path dir = testing::scratch_dir("deberta_config");
-  for (const auto& f : fs::directory_iterator(testing::fixture("models/tf5_deberta_cls")))
-    fs::copy(f.path(), dir / f.path().filename(), fs::copy_options::overwrite_existing);
-  const Json original = read_json_file(dir / "config.json");
-  auto device = ops::Device::cpu();
-  auto error_with = [&](const std::function<void(Json&)>& edit) -> std::string {
-    Json j = original;
+// A copy of a fixture whose config.json a test edits: error_with(edit) loads it edited and
+// returns the error, or "(loaded without error)"; the edit stays in place until the next one.
+class ConfigEdits {
+ public:
+  explicit ConfigEdits(const std::string& fixture)
+      : dir_(testing::scratch_dir(fixture + "_edits")) {
+    for (const auto& f : fs::directory_iterator(testing::fixture("models/" + fixture)))
+      fs::copy(f.path(), dir_ / f.path().filename(), fs::copy_options::overwrite_existing);
+    original_ = read_json_file(dir_ / "config.json");
+  }
+  std::string error_with(const std::function<void(Json&)>& edit) {
+    Json j = original_;
     edit(j);
-    std::ofstream(dir / "config.json", std::ios::trunc) << j.dump(2);
+    std::ofstream(dir_ / "config.json", std::ios::trunc) << j.dump(2);
     try {
-      Weights::load(dir, *device);
+      Weights::load(dir_, *device_);
     } catch (const Error& e) {
       return e.what();
     }
     return "(loaded without error)";
-  };
+  }
+  const fs::path& dir() const { return dir_; }
+  const ops::Device& device() const { return *device_; }
+
+ private:
+  fs::path dir_;
+  Json original_;
+  std::unique_ptr<ops::Device> device_ = ops::Device::cpu();
+};
+
+// DeBERTa-v2's switches that mcinfer does not implement are refused by field; its string forms
+// are read as transformers reads them.
+TEST(DebertaConfig, RefusalsNameTheFieldAndStringFormsLoad) {
+  ConfigEdits edits("tf5_deberta_cls");
+  auto error_with = [&](const std::function<void(Json&)>& edit) { return edits.error_with(edit); };
+  const fs::path& dir = edits.dir();
+  const ops::Device* device = &edits.device();
   EXPECT_MESSAGE(error_with([](Json& j) { j["conv_kernel_size"] = 3; }), "field 'conv_kernel_size'",
                  "convolution");
   EXPECT_MESSAGE(error_with([](Json& j) {
@@ -140,6 +160,56 @@ TEST(DebertaConfig, RefusalsNameTheFieldAndStringFormsLoad) {
   const auto w = Weights::load(dir, *device);
   ASSERT_TRUE(w->config().disentangled.has_value());
   EXPECT_TRUE(w->config().disentangled->c2p && w->config().disentangled->p2c);
+}
+
+TEST(ModernBertConfig, BothSpellingsLoadAndRefusalsNameTheField) {
+  ConfigEdits edits("tf5_modernbert_cls");
+  auto error_with = [&](const std::function<void(Json&)>& edit) { return edits.error_with(edit); };
+  const fs::path& dir = edits.dir();
+  const ops::Device* device = &edits.device();
+  EXPECT_MESSAGE(error_with([](Json& j) {
+                   j["rope_parameters"]["sliding_attention"]["rope_type"] = "linear";
+                 }),
+                 "field 'rope_parameters.sliding_attention'", "rope_type 'linear'");
+  EXPECT_MESSAGE(error_with([](Json& j) { j["classifier_pooling"] = "max"; }),
+                 "field 'classifier_pooling'", "'max'");
+  EXPECT_MESSAGE(error_with([](Json& j) { j["layer_types"].erase(0); }), "field 'layer_types'",
+                 "4 layer kinds");
+  EXPECT_MESSAGE(error_with([](Json& j) { j["layer_types"][1] = "chunked_attention"; }),
+                 "field 'layer_types'");
+  EXPECT_MESSAGE(error_with([](Json& j) {
+                   j["rope_scaling"] = {{"factor", 2.0}};
+                 }),
+                 "field 'rope_scaling'");
+  EXPECT_MESSAGE(error_with([](Json& j) { j["hidden_size"] = 30; }), "field 'num_attention_heads'",
+                 "head size 15 is odd");
+  EXPECT_MESSAGE(error_with([](Json& j) { j["hidden_activation"] = "swiglu"; }),
+                 "field 'hidden_activation'", "swiglu");
+  // transformers 4.48's spelling: global_attn_every_n_layers and the two rope thetas.
+  EXPECT_EQ(error_with([](Json& j) {
+              j.erase("layer_types");
+              j.erase("rope_parameters");
+              j["global_attn_every_n_layers"] = 2;
+              j["global_rope_theta"] = 160000.0;
+              j["local_rope_theta"] = 10000.0;
+            }),
+            "(loaded without error)");
+  const auto old_spelling = Weights::load(dir, *device);
+  EXPECT_EQ(error_with([](Json&) {}), "(loaded without error)");
+  const auto new_spelling = Weights::load(dir, *device);
+  for (const auto* w : {old_spelling.get(), new_spelling.get()}) {
+    const auto& layers = w->desc().layers;
+    ASSERT_EQ(layers.size(), 4u);
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(layers[i].window, i % 2 == 0 ? 0 : 8);
+      EXPECT_EQ(layers[i].rope_theta, i % 2 == 0 ? 160000.0 : 10000.0);
+      EXPECT_EQ(layers[i].attention_norm.present(), i > 0);
+      EXPECT_TRUE(layers[i].gemm(GemmSlot::kFfnIn).linear.gated);
+    }
+    EXPECT_EQ(w->desc().norm_placement, NormPlacement::kPre);
+    EXPECT_TRUE(w->final_norm().present());
+  }
 }
 
 TEST_F(BadModelTest, HeadsThatDoNotDivide) {

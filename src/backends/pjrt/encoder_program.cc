@@ -320,6 +320,15 @@ class EncoderWriter {
 }  // namespace
 
 std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stacked) {
+  // Every model reaches the program through its slots: what the program cannot build is refused
+  // here, by what it lacks.
+  if (d.norm_placement != model::NormPlacement::kPost ||
+      d.embeddings.positions == model::PositionScheme::kRotary) {
+    fail_usage(
+        "the PJRT backend does not run {} yet (pre-norm layers, rotary positions, a gated "
+        "FFN and sliding-window attention): use --backend cpu",
+        d.family);
+  }
   std::vector<WeightSlot> slots;
   auto add = [&](std::string name, Dims dims, bool gemm = false) {
     slots.push_back({std::move(name), std::move(dims), gemm});
