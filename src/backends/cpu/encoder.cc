@@ -171,7 +171,8 @@ void Encoder::layers(ops::ScoreBias bias) {
   const std::int64_t h = d.hidden, t = tokens_, inter = d.intermediate;
   const std::int64_t rows = ops::padded_rows(t);
   using ops::ConstRows, ops::Rows, ops::DType;
-  const auto [qkv, context, projected] = layer_rows();
+  const LayerRows buffers = layer_rows();
+  const ops::Rows qkv = buffers.qkv, context = buffers.context, projected = buffers.projected;
   const DType residual_type = projected.type;
   // x_ = LayerNorm(x_ + projected), with the copy of x that `next` reads (none after the last
   // layer).
@@ -306,7 +307,8 @@ void Encoder::pre_norm_layers() {
   const EncoderDesc& d = w.desc();
   const std::int64_t h = d.hidden, t = tokens_, inter = d.intermediate;
   const std::int64_t rows = ops::padded_rows(t);
-  const auto [qkv, context, projected] = layer_rows();
+  const LayerRows buffers = layer_rows();
+  const ops::Rows qkv = buffers.qkv, context = buffers.context, projected = buffers.projected;
   ensure(gate_, rows, 2 * inter);
   for (std::size_t i = 0; i < w.layers().size(); ++i) {
     const LayerWeights& layer = w.layers()[i];
