@@ -8,10 +8,13 @@ Systems (each run is its own process; peers live in bench/compare_peers.py):
   mcinfer-int8   the same with --precision int8
   torch          PyTorch + transformers eager, torch.inference_mode, one process with threads = cores
   torch-bf16     the same under torch.autocast("cpu", dtype=torch.bfloat16)
+  torch-compile  torch through torch.compile (inductor, default mode), fp32; workload (a) only (it
+                 specializes to each batch shape)
   torch-mp       torch, one process per core (one thread and one model copy each)
   ort            ONNX Runtime, optimum's ONNX export + ORT's transformer fusions (their counts are
                  read back; no Attention or SkipLayerNormalization fusion fails the system),
                  ORT_ENABLE_ALL, one session with intra-op threads = cores
+  ort-noopt      ONNX Runtime on optimum's export without its transformer optimizer, ORT_ENABLE_ALL
   ort-mp         ONNX Runtime, one process per core, one session with one intra-op thread each
   openvino       OpenVINO IR (fp32 weights), f32 inference precision forced and read back,
                  THROUGHPUT hint, AsyncInferQueue
