@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/half.h"
 
@@ -55,7 +56,7 @@ RotaryTable RotaryTable::build(double theta, std::int64_t head_dim, std::int64_t
 void apply_rotary(void* qkv, bool bf16, std::int64_t tokens, int heads, std::int64_t hidden,
                   const std::int32_t* positions, const RotaryTable& table) {
   const std::int64_t d = hidden / heads, half = table.half(), ld = 3 * hidden;
-  float row[2 * 512];  // one head's query or key in f32 (head sizes up to 1024)
+  std::vector<float> row(static_cast<std::size_t>(bf16 ? d : 0));  // one bf16 head widened
   for (std::int64_t t = 0; t < tokens; ++t) {
     const float* cos = table.cos(positions[t]);
     const float* sin = table.sin(positions[t]);
@@ -68,7 +69,7 @@ void apply_rotary(void* qkv, bool bf16, std::int64_t tokens, int heads, std::int
       }
       Bf16* x = static_cast<Bf16*>(qkv) + column;
       for (std::int64_t c = 0; c < d; ++c) row[c] = bf16_to_float(x[c]);
-      rotate(row, cos, sin, half);
+      rotate(row.data(), cos, sin, half);
       for (std::int64_t c = 0; c < d; ++c) x[c] = round_bf16(row[c]);
     }
   }

@@ -40,16 +40,6 @@ class WeightLoader {
     return {f32(*n.gamma), zeros};
   }
 
-  // The rotary table of `theta`, shared by every layer of that base.
-  const RotaryTable* rotary(double theta, const EncoderDesc& d) {
-    for (const auto& t : w_.rotary_)
-      if (t->theta() == theta) return t.get();
-    w_.rotary_.push_back(std::make_unique<RotaryTable>(
-        RotaryTable::build(theta, d.head_dim(), d.embeddings.max_positions)));
-    w_.stats_.converted_bytes += w_.rotary_.back()->bytes();
-    return w_.rotary_.back().get();
-  }
-
   // A GEMM packed for the device in `precision` from its parts stacked along the output (weight
   // and bias copied there, so neither stays in use from the mapping). int8: input_max smooths
   // the layer's inputs. A checkpoint's bf16 weights reach a bf16 or int8 layer unwidened.
@@ -150,6 +140,15 @@ ops::Precision checked_precision(ops::Precision precision) {
 
 }  // namespace
 
+const RotaryTable* Weights::rotary_table(double theta) {
+  for (const auto& t : rotary_)
+    if (t->theta() == theta) return t.get();
+  rotary_.push_back(std::make_unique<RotaryTable>(
+      RotaryTable::build(theta, desc_.head_dim(), desc_.embeddings.max_positions)));
+  stats_.converted_bytes += rotary_.back()->bytes();
+  return rotary_.back().get();
+}
+
 const ops::Linear& Weights::linear(GemmId id) const {
   if (id.layer < 0 || id.layer >= static_cast<std::int64_t>(layers_.size()))
     fail("internal: GEMM of layer {} in a model of {} layers", id.layer, layers_.size());
@@ -207,13 +206,6 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
     return Norm{fill(static_cast<std::size_t>(n.width), 0.1f, 1.0f),
                 fill(static_cast<std::size_t>(n.width), n.bias ? 0.1f : 0.0f)};
   };
-  auto rotary = [&](double theta) -> const RotaryTable* {
-    for (const auto& t : w->rotary_)
-      if (t->theta() == theta) return t.get();
-    w->rotary_.push_back(std::make_unique<RotaryTable>(
-        RotaryTable::build(theta, d.head_dim(), d.embeddings.max_positions)));
-    return w->rotary_.back().get();
-  };
   const EmbeddingDesc& ed = d.embeddings;
   auto& e = w->embeddings_;
   e.word = fill(static_cast<std::size_t>(ed.vocab * ed.width), 0.1f);
@@ -236,7 +228,7 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
     }
     layer.attention_norm = norm(ld.attention_norm);
     layer.ffn_norm = norm(ld.ffn_norm);
-    if (ld.rope_theta > 0) layer.rotary = rotary(ld.rope_theta);
+    if (ld.rope_theta > 0) layer.rotary = w->rotary_table(ld.rope_theta);
     if (d.disentangled) {
       const auto square = static_cast<std::size_t>(d.hidden * d.hidden);
       auto projection = [&](bool present) {
@@ -357,7 +349,7 @@ std::shared_ptr<const Weights> Weights::load_with(
     }
     layer.attention_norm = L.norm(lt.attention_norm);
     layer.ffn_norm = L.norm(lt.ffn_norm);
-    if (ld.rope_theta > 0) layer.rotary = L.rotary(ld.rope_theta, d);
+    if (ld.rope_theta > 0) layer.rotary = w->rotary_table(ld.rope_theta);
     w->layers_.push_back(std::move(layer));
   }
   w->final_norm_ = L.norm(t.final_norm());

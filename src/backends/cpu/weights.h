@@ -123,6 +123,8 @@ class Weights {
  private:
   Weights() = default;
   friend class WeightLoader;
+  // The rotary table of `theta` (built on first use), shared by every layer of that base.
+  const RotaryTable* rotary_table(double theta);
   static std::shared_ptr<const Weights> load_with(
       const std::filesystem::path& model_dir, model::ModelConfig config, const ops::Device& device,
       std::vector<std::string>* warnings, ops::Precision precision,
