@@ -228,6 +228,58 @@ TEST(DynamicSource, EveryRowOnceInLengthSortedBudgetedBatches) {
   }
 }
 
+// ModernBERT's mix: 8,000-token rows among 20-token ones under the default budget (4,096
+// tokens, below the long rows). Each long row is a batch of its own, the short ones share
+// batches of one length (no padding), the long batches are handed out first, and replicas that
+// take the next batch whenever they are free (cost ∝ tokens) finish within one short batch of
+// each other: none waits while another still has a long row queued behind it.
+TEST(DynamicSource, LongAndShortRowsWithoutPaddingOrIdleReplicas) {
+  auto path = testing::scratch_dir("dynamic_long_rows") / "rows.jsonl";
+  constexpr int kRows = 1000, kLong = 8000, kShort = 20;
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < kRows; ++i) {
+      const int n = i % 50 == 7 ? kLong : kShort;
+      out << "{\"id\": \"r" << i << "\", \"input_ids\": [";
+      for (int j = 0; j < n; ++j) out << (j ? "," : "") << (5 + (i + j) % 50);
+      out << "]}\n";
+    }
+  }
+  FeedOptions feed = feed_options(path);
+  feed.max_len = 8192;
+  for (int replicas : {2, 3}) {
+    RowFeeder feeder(feed, nullptr);
+    DynamicSource source(feeder, DynamicOptions{}, replicas);
+    std::vector<std::int64_t> finish(static_cast<std::size_t>(replicas), 0);
+    std::int64_t last_short = 0, long_rows = 0, short_rows = 0;
+    bool short_seen = false;
+    for (;;) {
+      // The replica free first asks next.
+      const auto r =
+          static_cast<int>(std::min_element(finish.begin(), finish.end()) - finish.begin());
+      auto batch = source.next(r);
+      if (!batch) break;
+      const auto longest = static_cast<std::int64_t>(batch->items.back().ids.size());
+      EXPECT_EQ(batch->padded_tokens, batch->real_tokens) << "padding computed";
+      if (longest == kLong) {
+        EXPECT_EQ(batch->items.size(), 1u);
+        EXPECT_FALSE(short_seen) << "a long row handed out after short batches";
+        ++long_rows;
+      } else {
+        EXPECT_LE(batch->padded_tokens, DynamicOptions{}.batch_tokens);
+        short_seen = true;
+        short_rows += static_cast<std::int64_t>(batch->items.size());
+        last_short = std::max(last_short, batch->real_tokens);
+      }
+      finish[static_cast<std::size_t>(r)] += batch->real_tokens;
+    }
+    EXPECT_EQ(long_rows, kRows / 50);
+    EXPECT_EQ(short_rows, kRows - kRows / 50);
+    const auto [lo, hi] = std::minmax_element(finish.begin(), finish.end());
+    EXPECT_LE(*hi - *lo, last_short) << replicas << " replicas";
+  }
+}
+
 // A backend of compiled shapes (BatchShape::kBuckets): batches fill [rows, bucket] shapes, the
 // rows a multiple of 8 within the budget at the bucket length of their longest row, so that only
 // a window's last batch is padded in rows.

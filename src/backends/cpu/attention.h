@@ -6,6 +6,7 @@
 #include <span>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/rotary.h"
 #include "core/aligned_buffer.h"
 
 namespace mcinfer::cpu {
@@ -58,10 +59,45 @@ inline void add_score_bias(float* s, const float* bias, std::int64_t len, float 
   for (std::int64_t j = 0; j < len; ++j) s[j] += bias[j] * inv_scale;
 }
 
-// Scratch for attention scores, one [max_len, max_len] block per thread.
+// ModernBERT's rotary positions, applied where the attention packs its queries and keys: the
+// query and key of head h of packed token t are rotated by table's angles at positions[t].
+struct Rotation {
+  const RotaryTable* table = nullptr;
+  const std::int32_t* positions = nullptr;  // per packed token
+  explicit operator bool() const { return table != nullptr; }
+};
+
+// What a layer's attention adds to softmax(Q Kᵀ / √d) V: a score bias (MPNet) or relative terms
+// (DeBERTa), a sliding window of ±window / 2 keys around each query (window > 0; ModernBERT's
+// local layers), rotary positions (ModernBERT).
+struct AttentionRules {
+  ScoreBias bias;
+  RelativeTerms relative;
+  std::int64_t window = 0;
+  Rotation rotary;
+};
+
+// Tiled attention (flash-style): blocks of kQueryBlock queries meet the keys they may see in
+// chunks of kKeyChunk, the softmax accumulated chunk by chunk (KernelTable::online_softmax_row),
+// so no [len, len] score block exists and each thread's scratch is a few hundred KiB whatever
+// the length. It runs every row with rotary positions (they are applied while a block is packed),
+// every row a window is shorter than (only the band is scored: cost ∝ len · window), and rows
+// longer than kTiledFromLen; shorter rows keep the one-block path below, faster there.
+inline constexpr std::int64_t kQueryBlock = 64;
+inline constexpr std::int64_t kKeyChunk = 256;
+inline constexpr std::int64_t kTiledFromLen = 1024;
+bool attention_tiled(std::int64_t len, const AttentionRules& rules);
+// Floats of one thread's scratch for the tiled path (head size d).
+std::int64_t tiled_scratch_floats(std::int64_t d);
+// Floats of one thread's scratch for rows up to max_len under `rules` (whichever path they take).
+std::int64_t attention_scratch_floats(std::int64_t max_len, std::int64_t d,
+                                      const AttentionRules& rules);
+
+// Scratch for attention, one block of `floats` per thread.
 class AttentionScratch {
  public:
-  float* block(int thread, std::int64_t max_len);
+  float* block(int thread, std::int64_t floats);
+  std::size_t bytes() const { return buffer_.capacity_bytes(); }
 
  private:
   AlignedBuffer<float> buffer_;
@@ -72,22 +108,19 @@ class AttentionScratch {
 // the three hidden-wide column blocks of qkv [tokens, 3·hidden] and d = hidden / heads.
 // ctx is [tokens, hidden]. With a bias, each score gets bias.row(h, i)[j] (before the softmax);
 // with relative terms, DeBERTa's c2p and p2c (RelativeTerms), from [len, reach] products of the
-// sequence's queries and keys with the tables, gathered by distance into the scores.
-// With window > 0, query i sees only the keys j with |i − j| ≤ window / 2 (ModernBERT's
-// sliding-window layers): blocks of kWindowBlock queries are scored against the keys their band
-// reaches, so the cost grows with len · window, not len².
-// Sequences up to own_kernel_max_len tokens use our fused per-head kernel; longer ones two
-// GEMM-library calls around our softmax. Crossover measured on a Xeon (AVX-512), 12 heads,
-// 32 sequences, one thread (GFLOP/s, ours vs the library): head size 64: 35 vs 31 at 16 tokens,
-// 53 vs 60 at 32, 78 vs 99 at 128; head size 32: 44 vs 41 at 32, 79 vs 72 at 128, 79 vs 88 at 192.
-// Inside the model (packed qkv rows far apart, 32 × 128 tokens) the library keeps its lead at
-// 128 tokens for head size 32 as well (MiniLM: attention 70 vs 65 GFLOP/s).
+// sequence's queries and keys with the tables, gathered by distance into the scores; with a
+// window and rotary positions, AttentionRules.
+// Short sequences (up to own_kernel_max_len tokens) use our fused per-head kernel; longer ones two
+// GEMM-library calls around our softmax, or the tiled path (attention_tiled). Crossover measured
+// on a Xeon (AVX-512), 12 heads, 32 sequences, one thread (GFLOP/s, ours vs the library): head
+// size 64: 35 vs 31 at 16 tokens, 53 vs 60 at 32, 78 vs 99 at 128; head size 32: 44 vs 41 at 32,
+// 79 vs 72 at 128, 79 vs 88 at 192. Inside the model (packed qkv rows far apart, 32 × 128 tokens)
+// the library keeps its lead at 128 tokens for head size 32 as well (MiniLM: attention 70 vs 65
+// GFLOP/s).
 inline constexpr std::int64_t kOwnAttentionMaxLen = 24;
 void attention(const KernelTable& kernels, const float* qkv, float* ctx,
                std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
-               AttentionScratch& scratch, int threads,
-               std::int64_t own_kernel_max_len = kOwnAttentionMaxLen, ScoreBias bias = {},
-               const RelativeTerms& relative = {}, std::int64_t window = 0);
-inline constexpr std::int64_t kWindowBlock = 64;
+               AttentionScratch& scratch, int threads, const AttentionRules& rules = {},
+               std::int64_t own_kernel_max_len = kOwnAttentionMaxLen);
 
 }  // namespace mcinfer::cpu

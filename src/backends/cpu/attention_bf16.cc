@@ -47,12 +47,10 @@ struct Bf16Attention::Impl {
   AlignedBuffer<float> wide_qkv, wide_ctx;  // the f32 fallback of relative terms
   AttentionScratch wide_scratch;
 
-  void run_fused(FusedAttention kernel, ScoreBias bias, const RelativeTerms& relative,
-                 const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
-                 std::int64_t hidden);
-  void run_widened(const RelativeTerms& relative, const Bf16* qkv, Bf16* ctx,
-                   std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden,
-                   std::int64_t window = 0);
+  void run_fused(FusedAttention kernel, const AttentionRules& rules, const Bf16* qkv, Bf16* ctx,
+                 std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden);
+  void run_widened(const AttentionRules& rules, const Bf16* qkv, Bf16* ctx,
+                   std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden);
 
   const Products& for_shape(std::int64_t heads, std::int64_t d, std::int64_t len) {
     const std::int64_t key = (heads * 1000000 + d) * 10000 + len;
@@ -104,35 +102,55 @@ std::size_t Bf16Attention::workspace_bytes() const {
          impl_->o.capacity_bytes() + impl_->s.capacity_bytes();
 }
 
-std::uint64_t Bf16Attention::workspace_bytes_for(std::int64_t max_len, std::int64_t hidden,
-                                                 std::int64_t heads, int threads) {
+std::uint64_t Bf16Attention::workspace_bytes_for(std::int64_t tokens, std::int64_t max_len,
+                                                 std::int64_t hidden, std::int64_t heads,
+                                                 int threads, bool tiled) {
+  const auto n_threads = static_cast<std::uint64_t>(threads < 1 ? 1 : threads);
+  const std::int64_t d = hidden / heads;
+  const auto packed = static_cast<std::uint64_t>(fused_packed_bytes(max_len, hidden));
+  const std::uint64_t packed_copies = max_len <= kTiledFromLen ? n_threads : 1;
+  if (tiled) {
+    // The tiled kernel: the packed copies and one bounded block per thread; or the rows widened
+    // to f32 (Q, K, V and the context) and cpu::attention's tiled scratch.
+    const std::uint64_t fused =
+        packed * packed_copies + n_threads * static_cast<std::uint64_t>(fused_tiled_block_bytes(d));
+    const std::uint64_t widened =
+        static_cast<std::uint64_t>(tokens) * static_cast<std::uint64_t>(4 * hidden) * 4 +
+        n_threads * static_cast<std::uint64_t>(tiled_scratch_floats(d)) * 4;
+    return std::max(fused, widened);
+  }
   const auto len = static_cast<std::uint64_t>(padded_length(max_len));
   const auto h = static_cast<std::uint64_t>(hidden), n = static_cast<std::uint64_t>(heads);
   const std::uint64_t library = 4 * len * h * 2 + n * len * len * (2 + 4);
   // The fused kernel: per thread, one packed sequence and one block's scratch.
-  const std::uint64_t fused =
-      static_cast<std::uint64_t>(threads < 1 ? 1 : threads) *
-      static_cast<std::uint64_t>(fused_packed_bytes(max_len, hidden) +
-                                 fused_block_bytes(max_len, hidden / heads));
+  const std::uint64_t fused = packed * packed_copies +
+                              n_threads * static_cast<std::uint64_t>(fused_block_bytes(max_len, d));
   return std::max(library, fused);
 }
 
 void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences,
-                        int heads, std::int64_t hidden, ScoreBias bias,
-                        const RelativeTerms& relative, std::int64_t window) {
+                        int heads, std::int64_t hidden, const AttentionRules& rules) {
   Impl& m = *impl_;
   const std::int64_t d = hidden / heads, ld = 3 * hidden;
-  if (window > 0) return m.run_widened(relative, qkv, ctx, sequences, heads, hidden, window);
+  const ScoreBias bias = rules.bias;
+  const RelativeTerms& relative = rules.relative;
   FusedAttention kernel = fused(d);
+  // Rotary positions and windows: the tiled dot-product kernel (also on CPUs with AMX: the tile
+  // kernel has neither), else f32.
+  if (rules.rotary || rules.window > 0) {
+    if (kernel == FusedAttention::kNone)
+      return m.run_widened(rules, qkv, ctx, sequences, heads, hidden);
+    return m.run_fused(FusedAttention::kDot, rules, qkv, ctx, sequences, heads, hidden);
+  }
   if (relative) {
     const bool pairs =
         (relative.key_pairs || !relative.key) && (relative.query_pairs || !relative.query);
     if (kernel == FusedAttention::kNone || !pairs)
-      return m.run_widened(relative, qkv, ctx, sequences, heads, hidden);
+      return m.run_widened(rules, qkv, ctx, sequences, heads, hidden);
     kernel = FusedAttention::kDot;
   }
   if (kernel != FusedAttention::kNone)
-    return m.run_fused(kernel, bias, relative, qkv, ctx, sequences, heads, hidden);
+    return m.run_fused(kernel, rules, qkv, ctx, sequences, heads, hidden);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d * relative.scale_terms));
   const int threads = m.threads;
   for (const SequenceSpan& seq : sequences) {
@@ -192,12 +210,12 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
 }
 
 // Where no dot-product kernel runs (CPUs without avx512_bf16, head sizes it does not take),
-// DeBERTa's attention widens the rows to f32 and runs cpu::attention, then rounds the context to
-// bf16: the products in f32 instead of bf16, on a path that only capped or older CPUs take.
-// ModernBERT's sliding-window layers take it too until the fused kernels learn the band.
-void Bf16Attention::Impl::run_widened(const RelativeTerms& relative, const Bf16* qkv, Bf16* ctx,
+// DeBERTa's and ModernBERT's attention widen the rows to f32 and run cpu::attention, then round
+// the context to bf16: the products in f32 instead of bf16, on a path that only capped or older
+// CPUs take.
+void Bf16Attention::Impl::run_widened(const AttentionRules& rules, const Bf16* qkv, Bf16* ctx,
                                       std::span<const SequenceSpan> sequences, int heads,
-                                      std::int64_t hidden, std::int64_t window) {
+                                      std::int64_t hidden) {
   std::int64_t tokens = 0;
   for (const SequenceSpan& seq : sequences) tokens = std::max(tokens, seq.offset + seq.length);
   const auto n = static_cast<std::size_t>(tokens * 3 * hidden);
@@ -206,41 +224,67 @@ void Bf16Attention::Impl::run_widened(const RelativeTerms& relative, const Bf16*
     wide_ctx.resize(static_cast<std::size_t>(tokens * hidden));
   for (std::size_t i = 0; i < n; ++i) wide_qkv.data()[i] = bf16_to_float(qkv[i]);
   attention(*kernels, wide_qkv.data(), wide_ctx.data(), sequences, heads, hidden, wide_scratch,
-            threads, kOwnAttentionMaxLen, {}, relative, window);
+            threads, rules);
   kernels->to_bf16(wide_ctx.data(), ctx, tokens * hidden);
 }
 
-// Many sequences: each thread takes whole sequences (packs one, runs its heads) with its own
-// scratch. Fewer sequences than threads (a replica with many threads on a few long rows): the
-// sequences go one at a time, packed by one thread, their heads shared among all.
-void Bf16Attention::Impl::run_fused(FusedAttention kernel, ScoreBias bias,
-                                    const RelativeTerms& relative, const Bf16* qkv, Bf16* ctx,
+// Many short sequences: each thread takes whole sequences (packs one, runs its heads) with its own
+// scratch. Fewer sequences than threads, or rows longer than kTiledFromLen: the sequences go one
+// at a time, packed by one thread into the only packed copy, their heads (tiled: heads × groups of
+// queries) shared among all.
+void Bf16Attention::Impl::run_fused(FusedAttention kernel, const AttentionRules& rules,
+                                    const Bf16* qkv, Bf16* ctx,
                                     std::span<const SequenceSpan> sequences, int heads,
                                     std::int64_t hidden) {
+  const ScoreBias bias = rules.bias;
+  const RelativeTerms& relative = rules.relative;
   const std::int64_t d = hidden / heads, ld = 3 * hidden;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d * relative.scale_terms));
+  const bool tiled = rules.rotary || rules.window > 0;
   std::int64_t max_len = 1;
   for (const SequenceSpan& seq : sequences) max_len = std::max(max_len, seq.length);
+  const auto count = static_cast<std::int64_t>(sequences.size());
+  const bool per_thread_packing = threads > 1 && count >= threads && max_len <= kTiledFromLen;
   const auto packed_bytes = static_cast<std::size_t>(fused_packed_bytes(max_len, hidden));
-  const auto block_bytes = static_cast<std::size_t>(fused_block_bytes(max_len, d));
+  const auto block_bytes =
+      static_cast<std::size_t>(tiled ? fused_tiled_block_bytes(d) : fused_block_bytes(max_len, d));
   const auto relative_bytes = static_cast<std::size_t>(
       relative ? fused_relative_bytes(max_len, relative.reach(max_len)) : 0);
-  const std::size_t per_thread = packed_bytes + block_bytes + relative_bytes;
-  if (fused_scratch.size() < per_thread * static_cast<std::size_t>(threads))
-    fused_scratch.resize_zeroed(per_thread * static_cast<std::size_t>(threads));
-  std::uint8_t* const scratch = fused_scratch.data();
+  const std::size_t per_thread = block_bytes + relative_bytes;
+  const std::size_t packed_copies = per_thread_packing ? static_cast<std::size_t>(threads) : 1;
+  const std::size_t total =
+      packed_bytes * packed_copies + per_thread * static_cast<std::size_t>(threads);
+  if (fused_scratch.size() < total) fused_scratch.resize_zeroed(total);
+  std::uint8_t* const packed_base = fused_scratch.data();
+  std::uint8_t* const thread_base = packed_base + packed_bytes * packed_copies;
   const bool amx = kernel == FusedAttention::kAmx;
-  auto pack = [&](const SequenceSpan& seq, int thread) {
+  PackRotation rotation;
+  if (rules.rotary) {
+    rotation.cos = rules.rotary.table->cos(0);
+    rotation.sin = rules.rotary.table->sin(0);
+    rotation.half = rules.rotary.table->half();
+  }
+  auto pack = [&](const SequenceSpan& seq, int slot) {
+    PackRotation rotated = rotation;
+    if (rules.rotary) rotated.positions = rules.rotary.positions + seq.offset;
     fused_pack_sequence(qkv + seq.offset * ld, ld, seq.length, hidden, heads,
-                        scratch + per_thread * static_cast<std::size_t>(thread));
+                        packed_base + packed_bytes * static_cast<std::size_t>(slot),
+                        rules.rotary ? &rotated : nullptr);
   };
-  auto head = [&](const SequenceSpan& seq, int h, int packed_by, int thread) {
-    std::uint8_t* mine = scratch + per_thread * static_cast<std::size_t>(thread);
-    const std::uint8_t* packed = scratch + per_thread * static_cast<std::size_t>(packed_by);
+  // Head h of a packed sequence, its queries [first, first + queries) when tiled (all otherwise).
+  auto head = [&](const SequenceSpan& seq, int h, int slot, int thread, std::int64_t first = 0,
+                  std::int64_t queries = 0) {
+    std::uint8_t* mine = thread_base + per_thread * static_cast<std::size_t>(thread);
+    const std::uint8_t* packed = packed_base + packed_bytes * static_cast<std::size_t>(slot);
+    Bf16* out = ctx + seq.offset * hidden;
     const float* row0 = bias ? bias.row(h, 0) : nullptr;
-    if (amx) {
-      amx_attention_head(packed, seq.length, hidden, heads, h, scale, row0, *kernels,
-                         mine + packed_bytes, ctx + seq.offset * hidden, hidden);
+    if (tiled) {
+      const std::int64_t half = rules.window > 0 ? rules.window / 2 : seq.length;
+      dot_attention_head_tiled(packed, seq.length, hidden, heads, h, scale, half, first,
+                               queries > 0 ? queries : seq.length, mine, out, hidden);
+    } else if (amx) {
+      amx_attention_head(packed, seq.length, hidden, heads, h, scale, row0, *kernels, mine, out,
+                         hidden);
     } else if (relative) {
       const std::int64_t head_words = (d / 2) * relative.pair_stride;
       FusedRelative r;
@@ -252,18 +296,15 @@ void Bf16Attention::Impl::run_fused(FusedAttention kernel, ScoreBias bias,
       r.reach = relative.reach(seq.length);
       r.keys = qkv + seq.offset * ld + hidden + h * d;
       r.ld_keys = ld;
-      r.scratch = mine + packed_bytes + block_bytes;
-      dot_attention_head(packed, seq.length, hidden, heads, h, scale, row0, mine + packed_bytes,
-                         ctx + seq.offset * hidden, hidden, &r);
+      r.scratch = mine + block_bytes;
+      dot_attention_head(packed, seq.length, hidden, heads, h, scale, row0, mine, out, hidden, &r);
     } else {
-      dot_attention_head(packed, seq.length, hidden, heads, h, scale, row0, mine + packed_bytes,
-                         ctx + seq.offset * hidden, hidden);
+      dot_attention_head(packed, seq.length, hidden, heads, h, scale, row0, mine, out, hidden);
     }
   };
   auto release = [amx] {
     if (amx) amx_release_tiles();
   };
-  const auto count = static_cast<std::int64_t>(sequences.size());
   if (threads <= 1) {
     for (const SequenceSpan& seq : sequences) {
       pack(seq, 0);
@@ -272,7 +313,7 @@ void Bf16Attention::Impl::run_fused(FusedAttention kernel, ScoreBias bias,
     release();
     return;
   }
-  if (count >= threads) {
+  if (per_thread_packing) {
 #pragma omp parallel num_threads(threads)
     {
       const int thread = omp_get_thread_num();
@@ -286,13 +327,18 @@ void Bf16Attention::Impl::run_fused(FusedAttention kernel, ScoreBias bias,
     }
     return;
   }
+  constexpr std::int64_t kQueriesPerItem = 512;
   for (const SequenceSpan& seq : sequences) {
     pack(seq, 0);
+    const std::int64_t groups = tiled ? (seq.length + kQueriesPerItem - 1) / kQueriesPerItem : 1;
+    const std::int64_t items = heads * groups;
 #pragma omp parallel num_threads(threads)
     {
       const int thread = omp_get_thread_num();
-#pragma omp for schedule(static)
-      for (int h = 0; h < heads; ++h) head(seq, h, 0, thread);
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t item = 0; item < items; ++item)
+        head(seq, static_cast<int>(item / groups), 0, thread, (item % groups) * kQueriesPerItem,
+             tiled ? kQueriesPerItem : 0);
       release();
     }
   }

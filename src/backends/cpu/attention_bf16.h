@@ -36,15 +36,16 @@ class Bf16Attention {
   Bf16Attention& operator=(const Bf16Attention&) = delete;
 
   // ctx[s, h·d:(h+1)·d] = softmax(Q_h K_hᵀ / √d) V_h for each sequence and head; qkv is
-  // [tokens, 3·hidden] (Q, K, V column blocks), ctx [tokens, hidden], both bf16.
+  // [tokens, 3·hidden] (Q, K, V column blocks), ctx [tokens, hidden], both bf16; with the
+  // additions of `rules` (cpu::AttentionRules).
   // With a bias, each score gets bias.row(h, i)[j] before the softmax.
   // With relative terms (DeBERTa), the dot-product kernel adds them where it can run (also on
-  // CPUs with AMX: the tile kernel has no relative terms); elsewhere the rows are widened to f32
-  // for cpu::attention and the context rounded back to bf16. A sliding window (window > 0,
-  // cpu::attention's) takes that widened path too.
+  // CPUs with AMX: the tile kernel has no relative terms). Rotary positions and windows
+  // (ModernBERT) take the tiled dot-product kernel: rotated while packed, the band only, scratch
+  // bounded at any length. Where the dot-product kernel cannot run, those rows are widened to f32
+  // for cpu::attention and the context rounded back to bf16.
   void run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan> sequences, int heads,
-           std::int64_t hidden, ScoreBias bias = {}, const RelativeTerms& relative = {},
-           std::int64_t window = 0);
+           std::int64_t hidden, const AttentionRules& rules = {});
 
   // Which fused kernel (attention_fused.h) heads of this size run, or kNone for the library's
   // products.
@@ -53,9 +54,11 @@ class Bf16Attention {
   static FusedAttention fused_for(const KernelTable& kernels, std::int64_t head_size);
 
   std::size_t workspace_bytes() const;
-  // What run() allocates for sequences of up to max_len tokens, on whichever path runs.
-  static std::uint64_t workspace_bytes_for(std::int64_t max_len, std::int64_t hidden,
-                                           std::int64_t heads, int threads);
+  // What run() allocates for `tokens` tokens in sequences of up to max_len, on whichever path
+  // runs; `tiled`: layers with rotary positions or windows (the tiled kernel, or f32 rows).
+  static std::uint64_t workspace_bytes_for(std::int64_t tokens, std::int64_t max_len,
+                                           std::int64_t hidden, std::int64_t heads, int threads,
+                                           bool tiled);
 
  private:
   struct Impl;

@@ -346,6 +346,56 @@ void pair_products(const std::uint32_t* const a[8], const std::uint32_t* b, std:
   store_row(s7, c + 7 * ldc);
 }
 
+// 16 bf16 widened to f32.
+__m512 widen(const Bf16* p) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
+
+// dst = x (one head's d values) rotated by one position's angles: (x_c, x_{c+half}) →
+// (x_c·cos − x_{c+half}·sin, x_{c+half}·cos + x_c·sin), products and sums rounded as torch's
+// q·cos + rotate_half(q)·sin, then to bf16. half is a multiple of 16.
+void rotate_head(const Bf16* x, Bf16* dst, const float* cos, const float* sin, std::int64_t half) {
+  for (std::int64_t c = 0; c < half; c += 16) {
+    const __m512 a = widen(x + c), b = widen(x + half + c);
+    const __m512 co = _mm512_loadu_ps(cos + c), si = _mm512_loadu_ps(sin + c);
+    store_bf16(dst + c, _mm512_sub_ps(_mm512_mul_ps(a, co), _mm512_mul_ps(b, si)));
+    store_bf16(dst + half + c, _mm512_add_ps(_mm512_mul_ps(b, co), _mm512_mul_ps(a, si)));
+  }
+}
+
+// One chunk of keys of a row whose softmax is accumulated chunk by chunk: s[lo, hi) holds the
+// row's raw scores of the keys it sees; p[lo, hi) = bf16(exp((s − m) · scale)) with m the new
+// running maximum, p elsewhere in [0, padded) = 0; *max, *sum updated; returns the factor the
+// row's earlier context is multiplied by (0 before the first chunk).
+float online_row(float* s, Bf16* p, std::int64_t lo, std::int64_t hi, std::int64_t padded,
+                 float scale, float* max, float* sum) {
+  __m512 vmax = _mm512_set1_ps(-__builtin_inff());
+  for (std::int64_t c = lo; c < hi; c += 16) {
+    const __mmask16 mask = hi - c >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(hi - c);
+    vmax = _mm512_mask_max_ps(vmax, mask, vmax, _mm512_maskz_loadu_ps(mask, s + c));
+  }
+  const float previous = *max;
+  const float chunk = reduce_max(vmax);
+  const float now = chunk > previous ? chunk : previous;
+  // exp((x − now)·scale) = 2^(x·k − now·k) with k = scale·log2(e).
+  const float k = scale * 1.4426950408889634f;
+  const __m512 vk = _mm512_set1_ps(k), shift = _mm512_set1_ps(-now * k);
+  __m512 total = _mm512_setzero_ps();
+  for (std::int64_t c = lo; c < hi; c += 16) {
+    const __mmask16 mask = hi - c >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(hi - c);
+    const __m512 e = exp2_ps(_mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, s + c), vk, shift));
+    total = _mm512_mask_add_ps(total, mask, total, e);
+    _mm256_mask_storeu_epi16(p + c, mask, (__m256i)_mm512_cvtneps_pbh(e));
+  }
+  std::memset(p, 0, static_cast<std::size_t>(lo) * sizeof(Bf16));
+  std::memset(p + hi, 0, static_cast<std::size_t>(padded - hi) * sizeof(Bf16));
+  const float factor = previous == -__builtin_inff() ? 0.0f : __builtin_exp2f((previous - now) * k);
+  *sum = *sum * factor + reduce_add(total);
+  *max = now;
+  return factor;
+}
+
 // DeBERTa's p2c products of one head: p2c[j, t] = k_j · query[lowest + t] for every key j
 // (rows rounded up to 8, the last key repeated) and t < reach rounded up to 32.
 void relative_p2c(const FusedRelative& r, std::int64_t len, std::int64_t d, float* p2c,
@@ -417,26 +467,37 @@ std::int64_t fused_block_bytes(std::int64_t max_len, std::int64_t d) {
 void amx_release_tiles() { _tile_release(); }
 
 void fused_pack_sequence(const Bf16* qkv, std::int64_t ld, std::int64_t len, std::int64_t hidden,
-                         std::int64_t heads, void* packed) {
+                         std::int64_t heads, void* packed, const PackRotation* rotation) {
   const Packed m(packed, len, hidden, heads);
   const std::int64_t d = m.d;
   const Interleave order;
   const __m512i zero = _mm512_setzero_si512();
+  alignas(64) Bf16 rotated_keys[16 * kMaxHead];
   // Groups of 16 rows, in order (the hardware prefetcher follows); rows past len read as 0.
   for (std::int64_t j0 = 0; j0 < m.lp32; j0 += 16) {
     const Bf16* rows[16];
     for (int r = 0; r < 16; ++r) rows[r] = j0 + r < len ? qkv + (j0 + r) * ld : nullptr;
     for (std::int64_t h = 0; h < heads; ++h) {
       Bf16* q = m.q_head(h) + j0 * d;
-      for (int r = 0; r < 16; ++r)
+      // Each row's keys of head h: in qkv, or rotated into rotated_keys.
+      const Bf16* keys[16];
+      for (int r = 0; r < 16; ++r) {
+        keys[r] = rows[r] ? rows[r] + hidden + h * d : nullptr;
+        if (rows[r] && rotation) {
+          const std::int64_t at = rotation->positions[j0 + r] * rotation->half;
+          rotate_head(rows[r] + h * d, q + r * d, rotation->cos + at, rotation->sin + at, d / 2);
+          rotate_head(keys[r], rotated_keys + r * d, rotation->cos + at, rotation->sin + at, d / 2);
+          keys[r] = rotated_keys + r * d;
+          continue;
+        }
         for (std::int64_t c = 0; c < d; c += 32)
           _mm512_storeu_si512(q + r * d + c,
                               rows[r] ? _mm512_loadu_si512(rows[r] + h * d + c) : zero);
+      }
       // Kᵀ: 16 keys × 16 pairs, transposed as 32-bit words.
       for (std::int64_t c0 = 0; c0 < d; c0 += 32) {
         __m512i block[16];
-        for (int r = 0; r < 16; ++r)
-          block[r] = rows[r] ? _mm512_loadu_si512(rows[r] + hidden + h * d + c0) : zero;
+        for (int r = 0; r < 16; ++r) block[r] = keys[r] ? _mm512_loadu_si512(keys[r] + c0) : zero;
         transpose_16x16(block);
         std::uint32_t* kt = m.kt_head(h) + (c0 / 2) * m.lp32 + j0;
         for (int c = 0; c < 16; ++c) _mm512_storeu_si512(kt + c * m.lp32, block[c]);
@@ -546,6 +607,109 @@ void dot_attention_head(const void* packed, std::int64_t len, std::int64_t hidde
       Bf16* dst = out + (i0 + r) * ld_out + h * d;
       for (std::int64_t c = 0; c < d; c += 16)
         store_bf16(dst + c, _mm512_loadu_ps(b.o + r * d + c));
+    }
+  }
+}
+
+namespace {
+
+// One thread's scratch of the tiled kernel: a block of 8 queries' scores and probabilities
+// against one chunk of keys, their running context, its chunk's share, maxima and sums.
+struct TiledDotBlock {
+  static constexpr std::int64_t kRows = 8;
+  float* s;
+  Bf16* p;
+  float *o, *t, *max, *sum;
+  TiledDotBlock(void* base, std::int64_t d) {
+    char* at = static_cast<char*>(base);
+    s = reinterpret_cast<float*>(at);
+    at += aligned(kRows * kDotKeyChunk * 4);
+    p = reinterpret_cast<Bf16*>(at);
+    at += aligned(kRows * kDotKeyChunk * 2);
+    o = reinterpret_cast<float*>(at);
+    at += aligned(kRows * d * 4);
+    t = reinterpret_cast<float*>(at);
+    at += aligned(kRows * d * 4);
+    max = reinterpret_cast<float*>(at);
+    sum = max + kRows;
+  }
+  static std::int64_t bytes(std::int64_t d) {
+    return aligned(kRows * kDotKeyChunk * 4) + aligned(kRows * kDotKeyChunk * 2) +
+           2 * aligned(kRows * d * 4) + aligned(2 * kRows * 4);
+  }
+};
+
+}  // namespace
+
+std::int64_t fused_tiled_block_bytes(std::int64_t d) { return TiledDotBlock::bytes(d); }
+
+void dot_attention_head_tiled(const void* packed, std::int64_t len, std::int64_t hidden,
+                              std::int64_t heads, std::int64_t h, float scale, std::int64_t half,
+                              std::int64_t first, std::int64_t count, void* block, Bf16* out,
+                              std::int64_t ld_out) {
+  if (len <= 0) return;
+  constexpr std::int64_t kRows = TiledDotBlock::kRows;
+  const Packed m(const_cast<void*>(packed), len, hidden, heads);
+  const std::int64_t d = m.d, lp32 = m.lp32;
+  const TiledDotBlock b(block, d);
+  const Bf16* q = m.q_head(h);
+  const std::uint32_t* kt = m.kt_head(h);
+  const std::uint32_t* vv = m.vv_head(h);
+  const std::int64_t last = first + count < len ? first + count : len;
+  for (std::int64_t i0 = first; i0 < last; i0 += kRows) {
+    const std::int64_t rows = last - i0 < kRows ? last - i0 : kRows;
+    // Queries past len are zero rows of the packed Q (lp32 is a multiple of 32).
+    const std::uint32_t* qa[kRows];
+    for (std::int64_t r = 0; r < kRows; ++r)
+      qa[r] = reinterpret_cast<const std::uint32_t*>(q + (i0 + r) * d);
+    // The block's keys, from a multiple of 32 (whole 32-key steps of Kᵀ and V) to its band's end.
+    const std::int64_t first_key = (i0 - half > 0 ? i0 - half : 0) / 32 * 32;
+    const std::int64_t end_key = i0 + rows + half < len ? i0 + rows + half : len;
+    for (std::int64_t r = 0; r < kRows; ++r) {
+      b.max[r] = -__builtin_inff();
+      b.sum[r] = 0.0f;
+    }
+    std::memset(b.o, 0, static_cast<std::size_t>(kRows * d) * sizeof(float));
+    for (std::int64_t c0 = first_key; c0 < end_key; c0 += kDotKeyChunk) {
+      const std::int64_t keys = end_key - c0 < kDotKeyChunk ? end_key - c0 : kDotKeyChunk;
+      const std::int64_t padded = round_up(keys, 32);
+      for (std::int64_t j0 = 0; j0 < keys; j0 += 32)
+        pair_products(qa, kt + c0 + j0, lp32, d / 2, b.s + j0, kDotKeyChunk);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t i = i0 + r;
+        // The keys of this chunk query i sees: [lo, hi), maybe none.
+        std::int64_t lo = i - half - c0, hi = i + half + 1 - c0;
+        lo = lo < 0 ? 0 : (lo > keys ? keys : lo);
+        hi = hi < lo ? lo : (hi > keys ? keys : hi);
+        Bf16* p = b.p + r * kDotKeyChunk;
+        if (hi == lo) {
+          std::memset(p, 0, static_cast<std::size_t>(padded) * sizeof(Bf16));
+          continue;
+        }
+        const float factor =
+            online_row(b.s + r * kDotKeyChunk, p, lo, hi, padded, scale, b.max + r, b.sum + r);
+        const __m512 f = _mm512_set1_ps(factor);
+        for (std::int64_t c = 0; c < d; c += 16)
+          _mm512_storeu_ps(b.o + r * d + c, _mm512_mul_ps(_mm512_loadu_ps(b.o + r * d + c), f));
+      }
+      // This chunk's context [8, d]: rows past `rows` repeat the last real row's probabilities.
+      const std::uint32_t* pa[kRows];
+      for (std::int64_t r = 0; r < kRows; ++r)
+        pa[r] =
+            reinterpret_cast<const std::uint32_t*>(b.p + (r < rows ? r : rows - 1) * kDotKeyChunk);
+      for (std::int64_t n0 = 0; n0 < d; n0 += 32)
+        pair_products(pa, vv + (c0 / 2) * d + n0, d, padded / 2, b.t + n0, d);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < d; c += 16)
+          _mm512_storeu_ps(b.o + r * d + c, _mm512_add_ps(_mm512_loadu_ps(b.o + r * d + c),
+                                                          _mm512_loadu_ps(b.t + r * d + c)));
+    }
+    // Every query sees at least itself, so every sum is positive.
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const __m512 inverse = _mm512_set1_ps(1.0f / b.sum[r]);
+      Bf16* dst = out + (i0 + r) * ld_out + h * d;
+      for (std::int64_t c = 0; c < d; c += 16)
+        store_bf16(dst + c, _mm512_mul_ps(_mm512_loadu_ps(b.o + r * d + c), inverse));
     }
   }
 }

@@ -35,10 +35,21 @@ std::int64_t fused_packed_bytes(std::int64_t max_len, std::int64_t hidden);
 // Bytes of the per-thread block scratch (scores, probabilities, context of 16 queries).
 std::int64_t fused_block_bytes(std::int64_t max_len, std::int64_t d);
 
+// Rotary positions while packing (ModernBERT): row t's queries and keys are rotated by the
+// angles of position positions[t], whose cos and sin are at cos + position · half (likewise sin),
+// half = d / 2 values each (RotaryTable's layout). The rotation runs in f32 on the widened values,
+// rounded to bf16 once.
+struct PackRotation {
+  const float* cos = nullptr;
+  const float* sin = nullptr;
+  std::int64_t half = 0;
+  const std::int32_t* positions = nullptr;  // the sequence's first row's
+};
+
 // Packs rows [0, len) of qkv (row stride ld: Q, K, V column blocks of `hidden`) into `packed`
-// (fused_packed_bytes(len, hidden), 64-byte aligned).
+// (fused_packed_bytes(len, hidden), 64-byte aligned), rotating Q and K when `rotation` is given.
 void fused_pack_sequence(const Bf16* qkv, std::int64_t ld, std::int64_t len, std::int64_t hidden,
-                         std::int64_t heads, void* packed);
+                         std::int64_t heads, void* packed, const PackRotation* rotation = nullptr);
 
 // Head h of a packed sequence: out[i, h·d:(h+1)·d] = softmax(q_i · Kᵀ · scale) V for i < len,
 // row i of out at out + i·ld_out. `block` holds fused_block_bytes(len, d) bytes, 64-byte aligned.
@@ -73,6 +84,19 @@ void dot_attention_head(const void* packed, std::int64_t len, std::int64_t hidde
                         std::int64_t heads, std::int64_t h, float scale, const float* bias,
                         void* block, Bf16* out, std::int64_t ld_out,
                         const FusedRelative* relative = nullptr);
+
+// The same as dot_attention_head, tiled (flash-style): each block of 8 queries meets the keys
+// it may see, j with |i − j| ≤ half (half ≥ len: every key), in chunks of kDotKeyChunk, the
+// softmax accumulated chunk by chunk in f32 (running maxima and sums, the block's context rescaled
+// when a maximum grows), so scratch stays fused_tiled_block_bytes(d) at any length and a
+// sliding-window layer costs len · window. No bias or relative terms. Runs the queries
+// [first, first + count) (first a multiple of 8), so that threads can share a long row's head.
+inline constexpr std::int64_t kDotKeyChunk = 512;
+std::int64_t fused_tiled_block_bytes(std::int64_t d);
+void dot_attention_head_tiled(const void* packed, std::int64_t len, std::int64_t hidden,
+                              std::int64_t heads, std::int64_t h, float scale, std::int64_t half,
+                              std::int64_t first, std::int64_t count, void* block, Bf16* out,
+                              std::int64_t ld_out);
 
 // Tiles are per thread; call once a thread is done with amx_attention_head calls.
 void amx_release_tiles();

@@ -16,38 +16,88 @@
 namespace mcinfer::cpu {
 namespace {
 
-// Reference: per sequence and head, softmax(QKᵀ/√d)V in double.
+// What the reference adds to softmax(QKᵀ/√d)V: a window (query i sees |i − j| ≤ half) and
+// rotary positions (each token's query and key rotated by the table's angles at its position in
+// its sequence, in double; rounded to bf16 afterwards with round_rotated, as the bf16 kernel's
+// packing does).
+struct ReferenceRules {
+  std::int64_t half = -1;  // -1: every key
+  const RotaryTable* rotary = nullptr;
+  bool round_rotated = false;
+};
+
+double rounded_to_bf16(double x) {
+  Bf16 b;
+  const float f = static_cast<float>(x);
+  kernels_for(Isa::kGeneric).to_bf16(&f, &b, 1);
+  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+}
+
+// Token t's query (part 0) or key (part 1) of head h, rotated when the rules say so.
+std::vector<double> head_row(const std::vector<float>& qkv, std::int64_t hidden, std::int64_t d,
+                             std::int64_t t, std::int64_t position, int part, int h,
+                             const ReferenceRules& rules) {
+  std::vector<double> x(static_cast<std::size_t>(d));
+  for (std::int64_t c = 0; c < d; ++c) x[c] = qkv[t * 3 * hidden + part * hidden + h * d + c];
+  if (!rules.rotary) return x;
+  std::vector<double> y(x.size());
+  const std::int64_t half = d / 2;
+  const float* cos = rules.rotary->cos(position);
+  const float* sin = rules.rotary->sin(position);
+  for (std::int64_t c = 0; c < half; ++c) {
+    y[c] = x[c] * cos[c] - x[c + half] * sin[c];
+    y[c + half] = x[c + half] * cos[c] + x[c] * sin[c];
+  }
+  if (rules.round_rotated)
+    for (double& v : y) v = rounded_to_bf16(v);
+  return y;
+}
+
+// Reference: per sequence and head, softmax(QKᵀ/√d)V in double, with the rules' additions.
 std::vector<double> reference(const std::vector<float>& qkv, const std::vector<SequenceSpan>& seqs,
-                              int heads, std::int64_t hidden, std::int64_t tokens) {
+                              int heads, std::int64_t hidden, std::int64_t tokens,
+                              const ReferenceRules& rules = {}) {
   const std::int64_t d = hidden / heads;
   std::vector<double> ctx(static_cast<std::size_t>(tokens * hidden), 0.0);
   for (const auto& s : seqs) {
     for (int h = 0; h < heads; ++h) {
+      std::vector<std::vector<double>> keys;
+      for (std::int64_t j = 0; j < s.length; ++j)
+        keys.push_back(head_row(qkv, hidden, d, s.offset + j, j, 1, h, rules));
       for (std::int64_t i = 0; i < s.length; ++i) {
-        std::vector<double> p(static_cast<std::size_t>(s.length));
+        const std::vector<double> q = head_row(qkv, hidden, d, s.offset + i, i, 0, h, rules);
+        const std::int64_t lo = rules.half < 0 ? 0 : std::max<std::int64_t>(0, i - rules.half);
+        const std::int64_t hi =
+            rules.half < 0 ? s.length : std::min<std::int64_t>(s.length, i + rules.half + 1);
+        std::vector<double> p(static_cast<std::size_t>(s.length), 0.0);
         double mx = -1e300;
-        for (std::int64_t j = 0; j < s.length; ++j) {
+        for (std::int64_t j = lo; j < hi; ++j) {
           double dot = 0;
-          for (std::int64_t c = 0; c < d; ++c) {
-            dot += double(qkv[(s.offset + i) * 3 * hidden + h * d + c]) *
-                   qkv[(s.offset + j) * 3 * hidden + hidden + h * d + c];
-          }
+          for (std::int64_t c = 0; c < d; ++c) dot += q[c] * keys[j][c];
           p[j] = dot / std::sqrt(double(d));
           mx = std::max(mx, p[j]);
         }
         double total = 0;
-        for (auto& v : p) total += (v = std::exp(v - mx));
+        for (std::int64_t j = lo; j < hi; ++j) total += (p[j] = std::exp(p[j] - mx));
         for (std::int64_t c = 0; c < d; ++c) {
           double acc = 0;
-          for (std::int64_t j = 0; j < s.length; ++j) {
+          for (std::int64_t j = lo; j < hi; ++j)
             acc += p[j] / total * qkv[(s.offset + j) * 3 * hidden + 2 * hidden + h * d + c];
-          }
           ctx[(s.offset + i) * hidden + h * d + c] = acc;
         }
       }
     }
   }
   return ctx;
+}
+
+// Each token's position in its sequence (what the encoder's packing gives rotary layers).
+std::vector<std::int32_t> positions_of(const std::vector<SequenceSpan>& seqs, std::int64_t tokens) {
+  std::vector<std::int32_t> positions(static_cast<std::size_t>(tokens), 0);
+  for (const auto& s : seqs)
+    for (std::int64_t i = 0; i < s.length; ++i)
+      positions[static_cast<std::size_t>(s.offset + i)] = static_cast<std::int32_t>(i);
+  return positions;
 }
 
 // Rows up to the end of the last sequence, and random [tokens, 3·hidden] Q, K, V for them.
@@ -75,7 +125,7 @@ void expect_matches_reference(int heads, std::int64_t hidden, std::vector<Sequen
         std::vector<float> ctx(static_cast<std::size_t>(tokens * hidden), -1.0f);
         AttentionScratch scratch;
         attention(kernels_for(isa), qkv.data(), ctx.data(), seqs, heads, hidden, scratch, threads,
-                  own_max);
+                  {}, own_max);
         for (std::size_t i = 0; i < ctx.size(); ++i) {
           ASSERT_NEAR(ctx[i], want[i], 1e-5)
               << isa_name(isa) << " threads " << threads << " own<=" << own_max << " at " << i;
@@ -95,6 +145,58 @@ TEST(Attention, PackedSequencesMatchReference) {
 TEST(Attention, WideHeadsAndLongSequencesMatchReference) {
   expect_matches_reference(2, 64, {{0, 40}, {40, 3}, {43, 129}, {172, 16}, {188, 9}});
   expect_matches_reference(2, 144, {{0, 33}, {33, 8}, {41, 31}});
+}
+
+// The tiled path against the reference: rows longer than kTiledFromLen (several key chunks and
+// query blocks, one item per group of queries), windows shorter and longer than the rows (bands
+// starting inside a chunk, rows the window covers whole), rotary positions (rows of every kind).
+void expect_tiled_matches_reference(int heads, std::int64_t hidden,
+                                    const std::vector<SequenceSpan>& seqs, std::int64_t window,
+                                    bool rotary) {
+  const std::int64_t tokens = token_count(seqs);
+  const std::vector<float> qkv = random_qkv(tokens, hidden, 5);
+  const RotaryTable table = RotaryTable::build(10000.0, hidden / heads, tokens);
+  const std::vector<std::int32_t> positions = positions_of(seqs, tokens);
+  ReferenceRules expected;
+  expected.half = window > 0 ? window / 2 : -1;
+  expected.rotary = rotary ? &table : nullptr;
+  const auto want = reference(qkv, seqs, heads, hidden, tokens, expected);
+  AttentionRules rules;
+  rules.window = window;
+  if (rotary) rules.rotary = {&table, positions.data()};
+  for (Isa isa : supported_isas()) {
+    for (int threads : {1, 2}) {
+      std::vector<float> ctx(static_cast<std::size_t>(tokens * hidden), -1.0f);
+      AttentionScratch scratch;
+      attention(kernels_for(isa), qkv.data(), ctx.data(), seqs, heads, hidden, scratch, threads,
+                rules);
+      for (std::size_t i = 0; i < ctx.size(); ++i) {
+        ASSERT_NEAR(ctx[i], want[i], 2e-5) << isa_name(isa) << " threads " << threads << " window "
+                                           << window << " rotary " << rotary << " at " << i;
+      }
+    }
+  }
+}
+
+TEST(Attention, TiledRowsMatchReference) {
+  ASSERT_GT(1100, kTiledFromLen);
+  expect_tiled_matches_reference(2, 64, {{0, 1100}, {1100, 7}}, 0, false);
+  expect_tiled_matches_reference(2, 64, {{0, 5}, {5, 9}, {14, 300}, {314, 70}}, 16, false);
+  expect_tiled_matches_reference(2, 64, {{0, 3}, {3, 600}, {603, 65}}, 0, true);
+  expect_tiled_matches_reference(2, 64, {{0, 700}, {700, 20}}, 300, true);
+}
+
+// The tiled path's scratch does not grow with the rows: the same for 2,000 tokens as for 200.
+TEST(Attention, TiledScratchIsBoundedIndependentlyOfLength) {
+  AttentionRules rotary_rules;
+  RotaryTable table = RotaryTable::build(10000.0, 64, 4);
+  rotary_rules.rotary = {&table, nullptr};
+  EXPECT_EQ(attention_scratch_floats(200, 64, rotary_rules),
+            attention_scratch_floats(200000, 64, rotary_rules));
+  EXPECT_EQ(attention_scratch_floats(200000, 64, rotary_rules), tiled_scratch_floats(64));
+  // Plain rows beyond kTiledFromLen: nothing beyond what the longest one-block row needs.
+  EXPECT_EQ(attention_scratch_floats(50000, 64, {}),
+            std::max(tiled_scratch_floats(64), attention_scratch_floats(kTiledFromLen, 64, {})));
 }
 
 // AVX512_BF16 from cpuid (clang 14's __builtin_cpu_supports does not know it).
@@ -159,6 +261,59 @@ TEST(AttentionBf16, PackedSequencesMatchReference) {
   // a length past 64 keys, one exactly 32 and one of 16.
   expect_bf16_matches_reference(2, 192, {{0, 70}, {70, 32}, {102, 16}, {118, 1}});
   expect_bf16_matches_reference(2, 256, {{0, 33}, {33, 64}});
+}
+
+// The tiled bf16 paths (rotary positions, windows): the dot-product kernel where the CPU has
+// avx512_bf16 (queries and keys rotated while packed, rounded to bf16 once: so is the reference),
+// the rows widened to f32 on the AVX2 table.
+void expect_bf16_tiled_matches_reference(int heads, std::int64_t hidden,
+                                         const std::vector<SequenceSpan>& seqs, std::int64_t window,
+                                         bool rotary) {
+  const std::int64_t tokens = token_count(seqs);
+  const std::vector<float> qkv = random_qkv(tokens, hidden, 13);
+  std::vector<Bf16> qkv16(qkv.size());
+  kernels_for(Isa::kGeneric)
+      .to_bf16(qkv.data(), qkv16.data(), static_cast<std::int64_t>(qkv.size()));
+  std::vector<float> rounded(qkv.size());
+  for (std::size_t i = 0; i < qkv.size(); ++i)
+    rounded[i] = std::bit_cast<float>(static_cast<std::uint32_t>(qkv16[i]) << 16);
+  const RotaryTable table = RotaryTable::build(160000.0, hidden / heads, tokens);
+  const std::vector<std::int32_t> positions = positions_of(seqs, tokens);
+  AttentionRules rules;
+  rules.window = window;
+  if (rotary) rules.rotary = {&table, positions.data()};
+  GemmEngine engine;
+  std::vector<Isa> isas = {best_isa()};
+  if (best_isa() == Isa::kAvx512) isas.push_back(Isa::kAvx2);
+  for (Isa isa : isas) {
+    const bool fused =
+        Bf16Attention::fused_for(kernels_for(isa), hidden / heads) != FusedAttention::kNone;
+    ReferenceRules expected;
+    expected.half = window > 0 ? window / 2 : -1;
+    expected.rotary = rotary ? &table : nullptr;
+    expected.round_rotated = fused;
+    const auto want = reference(rounded, seqs, heads, hidden, tokens, expected);
+    for (int threads : {1, 2}) {
+      std::vector<Bf16> ctx(static_cast<std::size_t>(tokens * hidden), 0xFFFF);
+      Bf16Attention attention(engine, kernels_for(isa), threads);
+      attention.run(qkv16.data(), ctx.data(), seqs, heads, hidden, rules);
+      for (std::size_t i = 0; i < ctx.size(); ++i) {
+        const float got = std::bit_cast<float>(static_cast<std::uint32_t>(ctx[i]) << 16);
+        ASSERT_NEAR(got, want[i], 4e-3 * (1 + std::fabs(want[i])))
+            << "isa " << isa_name(isa) << (fused ? " (tiled kernel)" : " (widened)") << " threads "
+            << threads << " window " << window << " rotary " << rotary << " at " << i;
+      }
+    }
+  }
+}
+
+TEST(AttentionBf16, TiledRowsMatchReference) {
+  NEED_CPU(native_bf16(), "native bf16");
+  // Rows over several 512-key chunks, bands starting inside a chunk and off the 32-key grid,
+  // short rows a window covers whole, head sizes 64 and 32.
+  expect_bf16_tiled_matches_reference(2, 128, {{0, 1100}, {1100, 9}}, 0, true);
+  expect_bf16_tiled_matches_reference(2, 128, {{0, 3}, {3, 700}, {703, 41}}, 20, true);
+  expect_bf16_tiled_matches_reference(3, 96, {{0, 600}, {600, 17}}, 128, false);
 }
 
 }  // namespace

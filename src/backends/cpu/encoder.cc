@@ -38,32 +38,45 @@ std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t token
   const auto h = static_cast<std::uint64_t>(c.hidden_size);
   const auto inter = static_cast<std::uint64_t>(c.intermediate_size);
   const auto len = static_cast<std::uint64_t>(max_len);
-  // x, qkv, ctx, tmp, ffn + the packed ids, types and positions + one score block per thread.
+  const auto n_threads = static_cast<std::uint64_t>(threads < 1 ? 1 : threads);
+  // ModernBERT's rotary positions take the tiled attention at every length.
+  const bool tiled = c.modernbert.has_value();
+  const std::uint64_t bf16_attention = cpu::Bf16Attention::workspace_bytes_for(
+      tokens, max_len, c.hidden_size, c.num_heads, threads, tiled);
+  // x, qkv, ctx, tmp, ffn + the packed ids, types and positions + the attention's scratch.
   // bf16: x in f32; x, qkv, ctx, tmp and ffn in bf16; the attention's per-sequence blocks.
   std::uint64_t bytes = precision == ops::Precision::kBf16
-                            ? rows * h * 4 + rows * (h + 3 * h + h + h + inter) * 2 +
-                                  cpu::Bf16Attention::workspace_bytes_for(max_len, c.hidden_size,
-                                                                          c.num_heads, threads)
+                            ? rows * h * 4 + rows * (h + 3 * h + h + h + inter) * 2 + bf16_attention
                             : rows * (h + 3 * h + h + h + inter) * 4;
   if (precision == ops::Precision::kInt8) {
     // x and tmp in f32, their s8 copies and the FFN's middle rows in s8 (+ a bf16 or s8 one when
     // a plan keeps a GEMM out of int8), Q, K, V and the attention output in bf16, the s8 scratch
     // of the attention output, per-row scales.
     bytes = rows * h * 8 + rows * (h + inter) * 1 + rows * (3 * h + h) * 2 + rows * inter * 2 +
-            rows * h + rows * 16 +
-            cpu::Bf16Attention::workspace_bytes_for(max_len, c.hidden_size, c.num_heads, threads);
+            rows * h + rows * 16 + bf16_attention;
   }
   // ModernBERT: the normalized copy of x and the gated FFN's [a | g] rows, both f32.
   if (c.modernbert) bytes += rows * (h + 2 * inter) * 4;
   // DeBERTa's c2p and p2c products per thread ([len, reach] each, reach ≤ 2·len).
-  if (c.disentangled) bytes += static_cast<std::uint64_t>(threads) * 4 * len * len * 4;
+  if (c.disentangled) bytes += n_threads * 4 * len * len * 4;
   // ELECTRA's embeddings before their projection; MPNet's bias table [heads, 2·longest − 1].
   if (c.embedding_size > 0 && c.embedding_size != c.hidden_size)
     bytes += rows * static_cast<std::uint64_t>(c.embedding_size) * 4;
   if (c.relative_attention_buckets > 0)
     bytes += static_cast<std::uint64_t>(c.num_heads) * (2 * len) * 4;
   bytes += static_cast<std::uint64_t>(tokens) * 12;
-  bytes += static_cast<std::uint64_t>(threads) * len * len * 4;
+  // The f32 attention's scratch per thread (cpu::attention_scratch_floats): a [len, len] block
+  // for the rows the one-block path takes, the tiled path's bounded block for the others.
+  std::int64_t square_len = tiled ? 0 : max_len;
+  if (!tiled && c.relative_attention_buckets == 0 && !c.disentangled)
+    square_len = std::min<std::int64_t>(max_len, cpu::kTiledFromLen);
+  const std::int64_t d = c.hidden_size / c.num_heads;
+  const auto square =
+      static_cast<std::uint64_t>(square_len) * static_cast<std::uint64_t>(square_len);
+  const std::uint64_t tiled_floats = static_cast<std::int64_t>(len) > square_len
+                                         ? static_cast<std::uint64_t>(cpu::tiled_scratch_floats(d))
+                                         : 0;
+  bytes += n_threads * std::max(square, tiled_floats) * 4;
   return bytes + bytes / 4;  // buffers grow with 25% headroom
 }
 
@@ -238,12 +251,14 @@ void Encoder::layers(ops::ScoreBias bias) {
     const ops::Linear& ffn_in = layer.gemm(GemmSlot::kFfnIn);
     const ops::Linear& ffn_out = layer.gemm(GemmSlot::kFfnOut);
     gemm(index, ld.gemm(GemmSlot::kQkv), layer.gemm(GemmSlot::kQkv), x_in, qkv);
-    ops::RelativeTerms relative;
-    relative.scale_terms = d.score_terms;
+    ops::AttentionRules rules;
+    rules.bias = bias;
+    rules.relative.scale_terms = d.score_terms;
     if (d.disentangled)
-      relative = layer.relative.terms(relative_index_.data(), relative_origin_, d.score_terms);
+      rules.relative =
+          layer.relative.terms(relative_index_.data(), relative_origin_, d.score_terms);
     ops::attention(ctx_, ConstRows{qkv.data, qkv.type}, context, spans_, static_cast<int>(ld.heads),
-                   h, bias, relative);
+                   h, rules);
     gemm(index, ld.gemm(GemmSlot::kAttnOut), layer.gemm(GemmSlot::kAttnOut),
          ConstRows{context.data, context.type}, projected);
     x_in = norm(layer.attention_norm, ld.attention_norm.eps, &ffn_in);
@@ -297,7 +312,8 @@ ops::ConstRows Encoder::normalized(const Norm& n, float eps, const ops::Linear& 
   return {normed_.data(), DType::kF32};
 }
 
-// Pre-norm (ModernBERT): x += Wo(attention(rotary(Wqkv(norm(x))))); x += Wo(gate(Wi(norm(x))));
+// Pre-norm (ModernBERT): x += Wo(attention(Wqkv(norm(x)))), the attention rotating queries and
+// keys as it packs them; x += Wo(gate(Wi(norm(x))));
 // the residual stream x stays f32 and is never normalized in place; each norm writes the copy
 // its GEMM reads. The gated FFN's first GEMM writes f32 [a | g]; the gate writes what the second
 // GEMM reads (an int8 one quantizes the f32 rows itself).
@@ -321,11 +337,11 @@ void Encoder::pre_norm_layers() {
     run_gemm(index, ld.gemm(GemmSlot::kQkv), qkv_w,
              normalized(layer.attention_norm, ld.attention_norm.eps, qkv_w), qkv,
              ops::Activation::kNone);
-    if (layer.rotary)
-      ops::rotary(ctx_, qkv, t, static_cast<int>(ld.heads), h, packed_.positions.data(),
-                  *layer.rotary);
+    ops::AttentionRules rules;
+    rules.window = ld.window;
+    if (layer.rotary) rules.rotary = {layer.rotary, packed_.positions.data()};
     ops::attention(ctx_, ConstRows{qkv.data, qkv.type}, context, spans_, static_cast<int>(ld.heads),
-                   h, {}, {}, ld.window);
+                   h, rules);
     run_gemm(index, ld.gemm(GemmSlot::kAttnOut), layer.gemm(GemmSlot::kAttnOut),
              ConstRows{context.data, context.type}, projected, ops::Activation::kNone);
     ops::residual_add(ctx_, x_.data(), ConstRows{projected.data, projected.type}, t, h);

@@ -77,6 +77,12 @@ struct KernelTable {
   void (*residual_layer_norm_s8)(float* x, const float* y, std::int64_t rows, std::int64_t cols,
                                  const float* gamma, const float* beta, float eps, const float* mul,
                                  std::int8_t* q, float* scales);
+  // One chunk of keys of a softmax row accumulated chunk by chunk (tiled attention): s[:cols]
+  // holds the chunk's raw scores, *max and *sum the row's running maximum (of raw scores; −inf
+  // before the first chunk) and sum of exponentials. Writes s[c] = exp((s[c] − m) · scale) with m
+  // the new maximum, updates *max and *sum, and returns exp((old max − m) · scale): the factor
+  // the row's earlier weighted sum of values must be multiplied by (0 before the first chunk).
+  float (*online_softmax_row)(float* s, std::int64_t cols, float scale, float* max, float* sum);
 };
 
 // Floats of scratch one attention_head call needs.

@@ -314,17 +314,26 @@ void residual_bf16_layer_norm(float* x, const Bf16* y, std::int64_t rows, std::i
   residual_layer_norm_rows<W>(x, y, nullptr, rows, cols, gamma, beta, eps, x_bf16);
 }
 
-// row[:cols] = exp(row[:cols] * scale − max), returning their sum (softmax before dividing).
+// The largest of row[:cols].
 template <int W>
-float exp_shifted_row(float* row, std::int64_t cols, float scale) {
+float row_max(const float* row, std::int64_t cols) {
   using S = Simd<W>;
   using F = typename S::F;
   const std::int64_t full = cols / W * W;
-  const std::int64_t tail = cols - full;
   F vmax = S::splat(-3.0e38f);
   for (std::int64_t c = 0; c < full; c += W) vmax = S::vmax(vmax, S::load(row + c));
   float mx = S::max(vmax);
   for (std::int64_t c = full; c < cols; ++c) mx = row[c] > mx ? row[c] : mx;
+  return mx;
+}
+
+// row[:cols] = exp((row[:cols] − mx) * scale), returning their sum.
+template <int W>
+float exp_below(float* row, std::int64_t cols, float scale, float mx) {
+  using S = Simd<W>;
+  using F = typename S::F;
+  const std::int64_t full = cols / W * W;
+  const std::int64_t tail = cols - full;
   F shift = S::splat(mx * scale);
   F acc = F{};
   for (std::int64_t c = 0; c < full; c += W) {
@@ -341,6 +350,27 @@ float exp_shifted_row(float* row, std::int64_t cols, float scale) {
     S::store_partial(row + full, e, tail);
   }
   return total;
+}
+
+// row[:cols] = exp(row[:cols] * scale − max), returning their sum (softmax before dividing).
+template <int W>
+float exp_shifted_row(float* row, std::int64_t cols, float scale) {
+  return exp_below<W>(row, cols, scale, row_max<W>(row, cols));
+}
+
+// One chunk of keys of a row whose softmax is accumulated chunk by chunk (KernelTable).
+template <int W>
+float online_softmax_row(float* s, std::int64_t cols, float scale, float* max, float* sum) {
+  const float chunk = row_max<W>(s, cols);
+  const float previous = *max;
+  const float now = chunk > previous ? chunk : previous;
+  // Before the first chunk the running max is −inf: nothing earlier to rescale. (The builtin,
+  // not std::exp: an inline library function compiled here could be merged into other ISAs.)
+  const float factor =
+      previous == -__builtin_inff() ? 0.0f : __builtin_expf((previous - now) * scale);
+  *sum = *sum * factor + exp_below<W>(s, cols, scale, now);
+  *max = now;
+  return factor;
 }
 
 // row[:cols] *= factor.
@@ -526,7 +556,8 @@ KernelTable make_kernel_table(Isa isa) {
                      &quantize_rows<W>,
                      &quantize_bf16_rows<W>,
                      &int8_epilogue<W>,
-                     &residual_layer_norm_s8<W>};
+                     &residual_layer_norm_s8<W>,
+                     &online_softmax_row<W>};
 }
 
 }  // namespace

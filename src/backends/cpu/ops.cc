@@ -168,7 +168,7 @@ cpu::Bf16Attention& Context::bf16_attention() {
 }
 
 std::size_t Context::workspace_bytes() const {
-  return bf16_attention_ ? bf16_attention_->workspace_bytes() : 0;
+  return (bf16_attention_ ? bf16_attention_->workspace_bytes() : 0) + attention_scratch_.bytes();
 }
 
 std::int64_t padded_rows(std::int64_t rows) { return cpu::GemmRunner::round_rows(rows); }
@@ -340,12 +340,14 @@ namespace {
 // Multiply-adds of the attention products: Q·Kᵀ and P·V, and DeBERTa's c2p / p2c products of
 // every query (key) with the table rows its sequence reaches.
 double attention_flops(std::span<const SequenceSpan> sequences, std::int64_t hidden,
-                       const RelativeTerms& relative, std::int64_t window) {
+                       const AttentionRules& rules) {
+  const RelativeTerms& relative = rules.relative;
   double flops = 0;
   for (const auto& s : sequences) {
     const auto len = static_cast<double>(s.length);
     // A sliding window: each query scores at most window + 1 keys.
-    const double keys = window > 0 ? std::min(len, static_cast<double>(window + 1)) : len;
+    const double keys =
+        rules.window > 0 ? std::min(len, static_cast<double>(rules.window + 1)) : len;
     flops += 4.0 * len * keys * static_cast<double>(hidden);
     if (relative) {
       const double reach = static_cast<double>(relative.reach(s.length));
@@ -359,49 +361,29 @@ double attention_flops(std::span<const SequenceSpan> sequences, std::int64_t hid
 }  // namespace
 
 void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative,
-               std::int64_t window) {
-  ScopedOpTimer timer(ctx, OpKind::kAttention,
-                      attention_flops(sequences, hidden, relative, window));
+               int heads, std::int64_t hidden, const AttentionRules& rules) {
+  ScopedOpTimer timer(ctx, OpKind::kAttention, attention_flops(sequences, hidden, rules));
   cpu::attention(ctx.device().kernels(), qkv, out, sequences, heads, hidden,
-                 ctx.attention_scratch(), ctx.threads(), cpu::kOwnAttentionMaxLen, bias, relative,
-                 window);
+                 ctx.attention_scratch(), ctx.threads(), rules);
 }
 
 void attention(Context& ctx, const Bf16* qkv, Bf16* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative,
-               std::int64_t window) {
-  ScopedOpTimer timer(ctx, OpKind::kAttention,
-                      attention_flops(sequences, hidden, relative, window));
-  ctx.bf16_attention().run(qkv, out, sequences, heads, hidden, bias, relative, window);
+               int heads, std::int64_t hidden, const AttentionRules& rules) {
+  ScopedOpTimer timer(ctx, OpKind::kAttention, attention_flops(sequences, hidden, rules));
+  ctx.bf16_attention().run(qkv, out, sequences, heads, hidden, rules);
 }
 
 void attention(Context& ctx, ConstRows qkv, Rows out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias, const RelativeTerms& relative,
-               std::int64_t window) {
+               int heads, std::int64_t hidden, const AttentionRules& rules) {
   if (qkv.type != out.type || (qkv.type != DType::kF32 && qkv.type != DType::kBf16))
     fail("internal: attention runs on f32 or bf16 rows of one type");
   if (qkv.type == DType::kBf16) {
     attention(ctx, static_cast<const Bf16*>(qkv.data), static_cast<Bf16*>(out.data), sequences,
-              heads, hidden, bias, relative, window);
+              heads, hidden, rules);
   } else {
     attention(ctx, static_cast<const float*>(qkv.data), static_cast<float*>(out.data), sequences,
-              heads, hidden, bias, relative, window);
+              heads, hidden, rules);
   }
-}
-
-void rotary(Context& ctx, Rows qkv, std::int64_t tokens, int heads, std::int64_t hidden,
-            const std::int32_t* positions, const cpu::RotaryTable& table) {
-  if (qkv.type != DType::kF32 && qkv.type != DType::kBf16)
-    fail("internal: rotary positions on f32 or bf16 rows");
-  ScopedOpTimer timer(ctx, OpKind::kAttention);
-  const std::int64_t ld = 3 * hidden;
-  const std::size_t element = qkv.type == DType::kBf16 ? sizeof(Bf16) : sizeof(float);
-  for_row_blocks(ctx, tokens, [&](std::int64_t begin, std::int64_t count) {
-    cpu::apply_rotary(
-        static_cast<char*>(qkv.data) + begin * ld * static_cast<std::int64_t>(element),
-        qkv.type == DType::kBf16, count, heads, hidden, positions + begin, table);
-  });
 }
 
 void gated_activation(Context& ctx, float* y, std::int64_t rows, std::int64_t cols, Activation act,

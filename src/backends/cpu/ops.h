@@ -173,29 +173,22 @@ void residual_layer_norm(Context& ctx, float* x, const Bf16* y, std::int64_t row
 
 using ScoreBias = cpu::ScoreBias;
 using RelativeTerms = cpu::RelativeTerms;
+using AttentionRules = cpu::AttentionRules;
 
-// Self-attention over packed sequences; qkv [tokens, 3·hidden] → out [tokens, hidden]. A bias
-// (MPNet's relative positions) is added to every head's scores (cpu::ScoreBias), or DeBERTa's
-// disentangled terms (cpu::RelativeTerms, which also set the scores' scale). window > 0: each
-// query sees the keys within ±window / 2 only (cpu::attention).
+// Self-attention over packed sequences; qkv [tokens, 3·hidden] → out [tokens, hidden], with the
+// additions of `rules`: MPNet's score bias (cpu::ScoreBias), DeBERTa's disentangled terms
+// (cpu::RelativeTerms, which also set the scores' scale), ModernBERT's sliding window and rotary
+// positions (cpu::AttentionRules).
 void attention(Context& ctx, const float* qkv, float* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias = {},
-               const RelativeTerms& relative = {}, std::int64_t window = 0);
+               int heads, std::int64_t hidden, const AttentionRules& rules = {});
 
 // The same with bf16 products (the GEMM library's AMX or avx512_bf16 kernels): qkv
 // [tokens, 3·hidden] and out [tokens, hidden] in bf16, scores and softmax in f32.
 void attention(Context& ctx, const Bf16* qkv, Bf16* out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias = {},
-               const RelativeTerms& relative = {}, std::int64_t window = 0);
+               int heads, std::int64_t hidden, const AttentionRules& rules = {});
 // Either of the two, by the rows' type (f32 or bf16, the same for both).
 void attention(Context& ctx, ConstRows qkv, Rows out, std::span<const SequenceSpan> sequences,
-               int heads, std::int64_t hidden, ScoreBias bias = {},
-               const RelativeTerms& relative = {}, std::int64_t window = 0);
-
-// Rotary positions on the query and key columns of qkv (f32 or bf16 rows), in place; token t at
-// position positions[t] (cpu::apply_rotary).
-void rotary(Context& ctx, Rows qkv, std::int64_t tokens, int heads, std::int64_t hidden,
-            const std::int32_t* positions, const cpu::RotaryTable& table);
+               int heads, std::int64_t hidden, const AttentionRules& rules = {});
 
 // ModernBERT's gated FFN: with the rows of y [rows, 2·cols] as [a | g], out = act(a) · g, as f32
 // or bf16 rows [rows, cols] (by out.type; a following int8 layer quantizes f32 rows itself).

@@ -1,32 +1,17 @@
 #include "backends/cpu/rotary.h"
 
 #include <cmath>
-#include <cstring>
-#include <vector>
-
-#include "core/half.h"
 
 namespace mcinfer::cpu {
-namespace {
-
-// bf16 of x, rounded to nearest even (finite inputs: the rotated values of finite rows).
-Bf16 round_bf16(float x) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  bits += 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<Bf16>(bits >> 16);
-}
 
 // One head's d values: (x_c, x_{c+half}) → (x_c·cos − x_{c+half}·sin, x_{c+half}·cos + x_c·sin).
-void rotate(float* x, const float* cos, const float* sin, std::int64_t half) {
+void rotate_row(const float* x, float* out, const float* cos, const float* sin, std::int64_t half) {
   for (std::int64_t c = 0; c < half; ++c) {
     const float a = x[c], b = x[c + half];
-    x[c] = a * cos[c] - b * sin[c];
-    x[c + half] = b * cos[c] + a * sin[c];
+    out[c] = a * cos[c] - b * sin[c];
+    out[c + half] = b * cos[c] + a * sin[c];
   }
 }
-
-}  // namespace
 
 RotaryTable RotaryTable::build(double theta, std::int64_t head_dim, std::int64_t positions) {
   RotaryTable t;
@@ -51,28 +36,6 @@ RotaryTable RotaryTable::build(double theta, std::int64_t head_dim, std::int64_t
     }
   }
   return t;
-}
-
-void apply_rotary(void* qkv, bool bf16, std::int64_t tokens, int heads, std::int64_t hidden,
-                  const std::int32_t* positions, const RotaryTable& table) {
-  const std::int64_t d = hidden / heads, half = table.half(), ld = 3 * hidden;
-  std::vector<float> row(static_cast<std::size_t>(bf16 ? d : 0));  // one bf16 head widened
-  for (std::int64_t t = 0; t < tokens; ++t) {
-    const float* cos = table.cos(positions[t]);
-    const float* sin = table.sin(positions[t]);
-    // The query block then the key block: 2 · heads heads of d columns each.
-    for (std::int64_t head = 0; head < 2 * heads; ++head) {
-      const std::int64_t column = t * ld + head * d;
-      if (!bf16) {
-        rotate(static_cast<float*>(qkv) + column, cos, sin, half);
-        continue;
-      }
-      Bf16* x = static_cast<Bf16*>(qkv) + column;
-      for (std::int64_t c = 0; c < d; ++c) row[c] = bf16_to_float(x[c]);
-      rotate(row.data(), cos, sin, half);
-      for (std::int64_t c = 0; c < d; ++c) x[c] = round_bf16(row[c]);
-    }
-  }
 }
 
 }  // namespace mcinfer::cpu

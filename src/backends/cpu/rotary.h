@@ -7,9 +7,8 @@
 // RotaryTable is immutable after build() and shared read-only by every replica.
 
 #include <cstdint>
-#include <span>
 
-#include "backends/cpu/attention.h"
+#include "backends/cpu/kernels.h"
 #include "core/aligned_buffer.h"
 
 namespace mcinfer::cpu {
@@ -35,10 +34,8 @@ class RotaryTable {
   AlignedBuffer<float> cos_, sin_;
 };
 
-// Rotates the query and key columns of every head of qkv [tokens, 3 · hidden] (f32 or bf16
-// rows, by `bf16`) in place; token t is at positions[t] (< table.positions(), checked by the
-// caller). The bf16 rows are rotated in f32 and rounded once, as under autocast.
-void apply_rotary(void* qkv, bool bf16, std::int64_t tokens, int heads, std::int64_t hidden,
-                  const std::int32_t* positions, const RotaryTable& table);
+// out[0:2·half] = x[0:2·half] rotated by one position's angles (cos, sin: half values each);
+// out may be x.
+void rotate_row(const float* x, float* out, const float* cos, const float* sin, std::int64_t half);
 
 }  // namespace mcinfer::cpu
