@@ -195,28 +195,29 @@ TEST_P(BackendFixture, RefusesIdsOutsideTheVocabulary) {
   }
 }
 
-// ModernBERT runs on the CPU backend only so far; PJRT refuses it by name (tested below).
-bool runs_on(const std::string& backend, const std::string& fixture) {
-  return backend != "pjrt" || fixture.find("modernbert") == std::string::npos;
-}
-
 std::vector<Param> params() {
   std::vector<Param> out;
   for (const auto& b : backend::built_backends())
-    for (const auto& f : testing::model_fixture_names())
-      if (runs_on(b, f)) out.emplace_back(b, f);
+    for (const auto& f : testing::model_fixture_names()) out.emplace_back(b, f);
   return out;
 }
 
-TEST(Registry, PjrtRefusesModernBertByName) {
+// What the PJRT program cannot build is refused by name before anything runs: its band (a
+// sliding window) scores no relative position bias, so MPNet with windowed layers is refused.
+TEST(Registry, PjrtRefusesAWindowOverRelativePositions) {
   const auto built = backend::built_backends();
   if (std::find(built.begin(), built.end(), "pjrt") == built.end()) return;  // CPU-only build
   MCINFER_NEED_PJRT_CPU();
+  const fs::path dir = testing::fixture("models/tf5_mpnet_cls");
+  model::EncoderDesc windowed = model::describe_encoder(model::ModelDir::open(dir).config());
+  for (model::LayerDesc& layer : windowed.layers) layer.window = 4;
   try {
-    prepare("pjrt", testing::fixture("models/tf5_modernbert_cls"));
-    FAIL() << "PJRT accepted a ModernBERT checkpoint";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("does not run ModernBERT"), std::string::npos) << e.what();
+    prepare("pjrt", dir, model::Precision::kFp32, windowed);
+    FAIL() << "PJRT accepted a window over MPNet's relative bias";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not run MPNet with a sliding window"),
+              std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("--backend cpu"), std::string::npos) << e.what();
   }
 }
@@ -259,6 +260,47 @@ TEST(Description, OneChangedDescriptionDrivesEveryBackend) {
     prepare(name, dir, model::Precision::kFp32, changed)
         .replica->predict(in.sequences, logits, out);
     EXPECT_LE(testing::max_abs_error(out, cpu_out), kTolerance);
+  }
+}
+
+// ModernBERT's windows over rows many windows long (the fixtures' rows are a few windows long):
+// every backend agrees with the CPU backend's banded attention, rows of different lengths in one
+// batch, the last block of a row partly padding.
+TEST(Description, LongRowsUnderASlidingWindowMatchTheCpuBackend) {
+  std::vector<std::vector<std::int32_t>> rows;
+  std::uint32_t state = 12345;
+  for (std::int64_t length : {127, 58, 9}) {
+    std::vector<std::int32_t> ids;
+    for (std::int64_t i = 0; i < length; ++i) {
+      state = state * 1664525u + 1013904223u;
+      ids.push_back(static_cast<std::int32_t>(3 + (state >> 8) % 100));  // fixtures: vocab 120
+    }
+    rows.push_back(std::move(ids));
+  }
+  std::vector<model::SequenceInput> batch;
+  for (const auto& ids : rows) batch.push_back({ids, {}, {}});
+  for (const char* fixture : {"tf5_modernbert_cls", "tf5_modernbert_mean_biases"}) {
+    const fs::path dir = testing::fixture(std::string("models/") + fixture);
+    const model::TaskSpec logits{model::TaskKind::kClassify, model::Pooling::kCls, false,
+                                 model::OutputActivation::kNone};
+    const model::TaskSpec mean{model::TaskKind::kEmbed, model::Pooling::kMean, false};
+    Prepared cpu = prepare("cpu", dir);
+    for (const std::string& name : backend::built_backends()) {
+      if (name == "cpu") continue;
+      if (name == "pjrt" && testing::pjrt_cpu_plugin().empty()) {
+        if (testing::pjrt_required())
+          ADD_FAILURE() << "no PJRT CPU plugin at MCINFER_PJRT_CPU_PLUGIN";
+        continue;
+      }
+      SCOPED_TRACE(name + " " + fixture);
+      Prepared got = prepare(name, dir);
+      for (const model::TaskSpec& task : {logits, mean}) {
+        std::vector<float> out, want;
+        got.replica->predict(batch, task, out);
+        cpu.replica->predict(batch, task, want);
+        EXPECT_LE(testing::max_abs_error(out, want), kTolerance);
+      }
+    }
   }
 }
 

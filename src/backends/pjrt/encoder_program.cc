@@ -6,8 +6,10 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <optional>
 
+#include "backends/pjrt/attention_program.h"
 #include "core/error.h"
 
 namespace mcinfer::pjrt {
@@ -17,19 +19,28 @@ using model::Activation;
 using model::EncoderDesc;
 using model::GemmSlot;
 
+// Whether the embeddings add a learned (or DistilBERT's fixed) position table.
+bool position_table(const model::EmbeddingDesc& e) {
+  return e.positions != model::PositionScheme::kNone &&
+         e.positions != model::PositionScheme::kRotary;
+}
+
 struct LinearParams {
   Value weight;
   std::optional<Value> bias;
   Activation activation = Activation::kNone;
+  bool gated = false;  // LinearDesc::gated
 };
 struct NormParams {
-  Value gamma, beta;
+  Value gamma;
+  std::optional<Value> beta;  // none without a shift (NormDesc::bias)
   float eps = 1e-12f;
 };
 // One layer's weights as the program takes them (weight_slots' order).
 struct LayerParams {
   std::array<std::optional<LinearParams>, model::kGemmSlots> gemms;
-  NormParams attention, ffn;
+  std::optional<NormParams> attention;  // none in ModernBERT's first layer
+  NormParams ffn;
   std::optional<LinearParams> position_key, position_query;  // DeBERTa-v2
   const LinearParams& gemm(GemmSlot slot) const {
     const auto& g = gemms[static_cast<std::size_t>(slot)];
@@ -61,14 +72,19 @@ class EncoderWriter {
     const Value type_ids = types ? p_.parameter({b_, l_}, DType::kS32) : Value{};
     const Value positions = p_.parameter({b_, l_}, DType::kS32);
     const Value lengths = p_.parameter({b_}, DType::kS32);
+    lengths_ = lengths;
+    positions_ = positions;
     // MPNet's bucket or DeBERTa's table row of every (query, key) pair.
     const bool pairs = d_.relative_bias || d_.disentangled;
     const Value buckets = pairs ? p_.parameter({l_, l_}, DType::kS32) : Value{};
 
     Value x = embeddings(ids, type_ids, positions);  // [b, l, h]
-    // Added to every layer's scaled scores [b, heads, l, l]: the key mask (and the relative
-    // position bias, which depends on the positions only).
-    Value mask = key_mask(lengths);
+    // Added to every full-attention layer's scaled scores [b, heads, l, l]: the key mask (and the
+    // relative position bias, which depends on the positions only). Not written when every layer
+    // runs as a band, so that such a program holds no [l, l] tensor at all.
+    Value mask;
+    const auto full = [&](const model::LayerDesc& layer) { return !banded(layer.window, l_); };
+    if (std::any_of(d_.layers.begin(), d_.layers.end(), full)) mask = key_mask(lengths);
     if (d_.relative_bias) mask = p_.binary("add", mask, relative_bias(buckets));
     if (d_.disentangled) {
       relative_table_ = weight();
@@ -77,6 +93,7 @@ class EncoderWriter {
       relative_index_ = buckets;
     }
     x = layers(x, mask);
+    if (d_.final_norm.present()) x = layer_norm(x, take_norm(d_.final_norm));
     std::vector<Value> results;
     if (spec_.hidden) results.push_back(x);
     if (spec_.logits) results.push_back(head(x));
@@ -93,19 +110,20 @@ class EncoderWriter {
     return *next_++;
   }
   LinearParams take_linear(const model::LinearDesc& desc) {
-    LinearParams l{weight(), std::nullopt, desc.activation};
+    LinearParams l{weight(), std::nullopt, desc.activation, desc.gated};
     if (desc.bias) l.bias = weight();
     return l;
   }
   NormParams take_norm(const model::NormDesc& desc) {
-    const Value gamma = weight();
-    return {gamma, weight(), desc.eps};
+    NormParams n{weight(), std::nullopt, desc.eps};
+    if (desc.bias) n.beta = weight();
+    return n;
   }
   LayerParams take_layer(const model::LayerDesc& desc) {
     LayerParams layer;
     for (const model::GemmDesc& g : desc.gemms)
       layer.gemms[static_cast<std::size_t>(g.slot)] = take_linear(g.linear);
-    layer.attention = take_norm(desc.attention_norm);
+    if (desc.attention_norm.present()) layer.attention = take_norm(desc.attention_norm);
     layer.ffn = take_norm(desc.ffn_norm);
     if (desc.position_key) layer.position_key = take_linear(*desc.position_key);
     if (desc.position_query) layer.position_query = take_linear(*desc.position_query);
@@ -114,8 +132,7 @@ class EncoderWriter {
 
   Value embeddings(const Value& ids, const Value& types, const Value& positions) {
     Value x = p_.gather_rows(weight(), ids);
-    if (d_.embeddings.positions != model::PositionScheme::kNone)
-      x = p_.binary("add", x, p_.gather_rows(weight(), positions));
+    if (position_table(d_.embeddings)) x = p_.binary("add", x, p_.gather_rows(weight(), positions));
     if (!d_.embeddings.token_type.empty()) x = p_.binary("add", x, p_.gather_rows(weight(), types));
     x = layer_norm(x, take_norm(d_.embeddings.norm));
     if (d_.embeddings.projection) x = linear(x, take_linear(*d_.embeddings.projection));
@@ -134,7 +151,8 @@ class EncoderWriter {
   Value layers(Value x, const Value& mask) {
     const auto count = static_cast<std::int64_t>(d_.layers.size());
     if (!spec_.loop_layers) {
-      for (const model::LayerDesc& layer : d_.layers) x = encoder_layer(x, mask, take_layer(layer));
+      for (const model::LayerDesc& layer : d_.layers)
+        x = encoder_layer(x, mask, layer, take_layer(layer));
       return x;
     }
     const std::size_t per_layer = layer_slots_;
@@ -156,7 +174,7 @@ class EncoderWriter {
         relative_index_ = in[3];
       }
       std::vector<Value> next(in);
-      next[0] = encoder_layer(in[0], in[1], take_layer(d_.layers.front()));
+      next[0] = encoder_layer(in[0], in[1], d_.layers.front(), take_layer(d_.layers.front()));
       if (next_ != end_) fail("internal: a layer took fewer weights than it was given");
       return next;
     };
@@ -184,7 +202,14 @@ class EncoderWriter {
     const auto last = static_cast<std::int64_t>(x.dims.size()) - 1;
     Value y = p_.dot(in, l.weight, {}, {}, {last}, {1}, DType::kF32);
     if (l.bias) y = p_.binary("add", y, p_.broadcast(*l.bias, y.dims, {last}));
-    return activation(y, l.activation);
+    if (!l.gated) return activation(y, l.activation);
+    // [a | g] → activation(a) · g, as transformers' Wi(x).chunk(2, -1).
+    Dims half = y.dims, start(y.dims.size(), 0);
+    half.back() /= 2;
+    start.back() = half.back();
+    const Value gate = p_.slice(y, start, y.dims);
+    return p_.binary("multiply",
+                     activation(p_.slice(y, Dims(y.dims.size(), 0), half), l.activation), gate);
   }
 
   Value layer_norm(const Value& x, const NormParams& n) {
@@ -202,8 +227,9 @@ class EncoderWriter {
     const Value variance = row_mean(p_.binary("multiply", centered, centered));
     const Value scale = p_.unary("rsqrt", p_.binary("add", variance, p_.splat(n.eps, x.dims)));
     const Value normed = p_.binary("multiply", centered, scale);
-    return p_.binary("add", p_.binary("multiply", normed, p_.broadcast(n.gamma, x.dims, {last})),
-                     p_.broadcast(n.beta, x.dims, {last}));
+    const Value scaled = p_.binary("multiply", normed, p_.broadcast(n.gamma, x.dims, {last}));
+    if (!n.beta) return scaled;
+    return p_.binary("add", scaled, p_.broadcast(*n.beta, x.dims, {last}));
   }
   Value activation(const Value& x, Activation act) {
     switch (act) {
@@ -235,11 +261,6 @@ class EncoderWriter {
     fail("internal: activation {} has no StableHLO form", model::activation_name(act));
   }
 
-  // [b, l, h] → [b, heads, l, d]
-  Value split_heads(const Value& x) {
-    return p_.transpose(p_.reshape(x, {b_, l_, d_.heads, d_.head_dim()}), {0, 2, 1, 3});
-  }
-
   // DeBERTa's c2p (of_queries: q_i · key[t]) or p2c (k_j · query[t]) term of the scores
   // [b, heads, l, l], t = the host's table row of (i, j): rows [b, heads, l, d] times the table
   // projected by `projection` [rows, h], then gathered by t along the last axis.
@@ -267,45 +288,93 @@ class EncoderWriter {
   }
 
   // The fused QKV projection, then softmax(Q Kᵀ / √d + mask) V per head (DeBERTa: plus its
-  // relative terms, over √(d · terms)).
-  Value attention(const Value& x, const Value& mask, const LayerParams& w) {
+  // relative terms, over √(d · terms)); rotary positions turn Q and K first, and a windowed
+  // layer scores a band (attention_program.h).
+  Value attention(const Value& x, const Value& mask, const model::LayerDesc& layer,
+                  const LayerParams& w) {
     const DType product = bf16() ? DType::kBf16 : DType::kF32;
     const Value fused = linear(x, w.gemm(GemmSlot::kQkv));  // [b, l, 3h]
-    auto part = [&](std::int64_t i) {
-      return p_.convert(split_heads(p_.slice(fused, {0, 0, i * h_}, {b_, l_, (i + 1) * h_})),
-                        product);
+    const std::int64_t heads = d_.heads, dim = d_.head_dim();
+    // Part i of the fused rows as [b, heads, l, d]: rotated in f32 before the product's type.
+    auto part = [&](std::int64_t i, bool rotate) {
+      Value rows =
+          p_.reshape(p_.slice(fused, {0, 0, i * h_}, {b_, l_, (i + 1) * h_}), {b_, l_, heads, dim});
+      if (rotate) rows = apply_rotary(p_, rows, rotary(layer.rope_theta));
+      return p_.convert(p_.transpose(rows, {0, 2, 1, 3}), product);
     };
-    const Value q = part(0), k = part(1), v = part(2);
-    const Dims score_dims{b_, d_.heads, l_, l_};
+    const bool rotate = d_.embeddings.positions == model::PositionScheme::kRotary;
+    const Value q = part(0, rotate), k = part(1, rotate), v = part(2, false);
+    const float scale = d_.score_scale();
+    if (banded(layer.window, l_)) {
+      const Value context =
+          banded_attention(p_, q, k, v, band_mask(layer.window), layer.window, scale);
+      return p_.reshape(p_.transpose(context, {0, 2, 1, 3}), {b_, l_, h_});
+    }
+    const Dims score_dims{b_, heads, l_, l_};
     Value scores = p_.dot(q, k, {0, 1}, {0, 1}, {3}, {3}, DType::kF32);  // [b, heads, lq, lk]
     if (w.position_key)
       scores = p_.binary("add", scores, relative_term(q, *w.position_key, true, product));
     if (w.position_query)
       scores = p_.binary("add", scores, relative_term(k, *w.position_query, false, product));
-    const float scale = d_.score_scale();
     scores = p_.binary("add", p_.binary("multiply", scores, p_.splat(scale, score_dims)), mask);
-    const Value row_max = p_.broadcast(p_.reduce(scores, "maximum", {3}), score_dims, {0, 1, 2});
-    const Value e = p_.unary("exponential", p_.binary("subtract", scores, row_max));
-    const Value sum = p_.broadcast(p_.reduce(e, "add", {3}), score_dims, {0, 1, 2});
-    const Value probs = p_.convert(p_.binary("divide", e, sum), product);
+    const Value probs = softmax_last(p_, scores, product);
     const Value context = p_.dot(probs, v, {0, 1}, {0, 1}, {3}, {2}, DType::kF32);  // [b,h,l,d]
     return p_.reshape(p_.transpose(context, {0, 2, 1, 3}), {b_, l_, h_});
   }
 
-  // Post-norm: x = LN(x + attention(x)), then x = LN(x + FFN(x)).
-  Value encoder_layer(const Value& x, const Value& mask, const LayerParams& w) {
-    const Value attended = linear(attention(x, mask, w), w.gemm(GemmSlot::kAttnOut));
-    const Value x1 = layer_norm(p_.binary("add", attended, x), w.attention);
+  // The cos and sin of a rotary base, written once and shared by its layers.
+  const RotaryAngles& rotary(double theta) {
+    auto it = rotary_.find(theta);
+    if (it == rotary_.end())
+      it = rotary_.emplace(theta, rotary_angles(p_, positions_, theta, d_.head_dim())).first;
+    return it->second;
+  }
+  // The band's mask of a window, written once and shared by its layers.
+  const Value& band_mask(std::int64_t window) {
+    auto it = band_masks_.find(window);
+    if (it == band_masks_.end())
+      it = band_masks_.emplace(window, pjrt::band_mask(p_, lengths_, l_, window)).first;
+    return it->second;
+  }
+
+  // Post-norm: x = LN(x + attention(x)), then x = LN(x + FFN(x)). Pre-norm: x += attention(LN(x)),
+  // then x += FFN(LN(x)), the attention's LN absent in ModernBERT's first layer.
+  Value encoder_layer(const Value& x, const Value& mask, const model::LayerDesc& layer,
+                      const LayerParams& w) {
+    if (d_.norm_placement == model::NormPlacement::kPre) {
+      const Value in = w.attention ? layer_norm(x, *w.attention) : x;
+      const Value attended = linear(attention(in, mask, layer, w), w.gemm(GemmSlot::kAttnOut));
+      const Value x1 = p_.binary("add", x, attended);
+      const Value inner = linear(layer_norm(x1, w.ffn), w.gemm(GemmSlot::kFfnIn));
+      return p_.binary("add", x1, linear(inner, w.gemm(GemmSlot::kFfnOut)));
+    }
+    const Value attended = linear(attention(x, mask, layer, w), w.gemm(GemmSlot::kAttnOut));
+    const Value x1 = layer_norm(p_.binary("add", attended, x), *w.attention);
     const Value inner = linear(x1, w.gemm(GemmSlot::kFfnIn));
     return layer_norm(p_.binary("add", linear(inner, w.gemm(GemmSlot::kFfnOut)), x1), w.ffn);
   }
 
-  // The first token of each sequence through dense + activation, then the projection.
+  // Each sequence's first token, or (HeadDesc::mean_pooling) the mean of its real tokens, through
+  // dense + activation (+ ModernBERT's norm), then the projection.
   Value head(const Value& x) {
-    const Value first = p_.reshape(p_.slice(x, {0, 0, 0}, {b_, 1, h_}), {b_, h_});
+    const Value pooled = d_.head->mean_pooling
+                             ? mean_of_tokens(x)
+                             : p_.reshape(p_.slice(x, {0, 0, 0}, {b_, 1, h_}), {b_, h_});
     const LinearParams dense = take_linear(d_.head->dense);
+    std::optional<NormParams> norm;
+    if (d_.head->norm.present()) norm = take_norm(d_.head->norm);
     const LinearParams out = take_linear(d_.head->out);
-    return linear(linear(first, dense), out);
+    Value y = linear(pooled, dense);
+    if (norm) y = layer_norm(y, *norm);
+    return linear(y, out);
+  }
+
+  // x [b, l, h] summed over each sequence's tokens below its length, over that length: [b, h].
+  Value mean_of_tokens(const Value& x) {
+    const Dims dims{b_, l_, h_};
+    const Value real = p_.compare("LT", p_.iota(dims, 1), p_.broadcast(lengths_, dims, {0}));
+    const Value sum = p_.reduce(p_.select(real, x, p_.splat(0.0f, dims)), "add", {1});
+    return p_.binary("divide", sum, p_.broadcast(p_.convert(lengths_, DType::kF32), {b_, h_}, {0}));
   }
 
   const EncoderDesc& d_;
@@ -314,21 +383,33 @@ class EncoderWriter {
   Program p_;
   std::vector<Value>::const_iterator next_, end_, all_end_;
   std::size_t layer_slots_ = 0;
-  Value relative_table_, relative_index_;  // DeBERTa: the (normed) table [rows, h], pairs [l, l]
+  Value relative_table_, relative_index_;     // DeBERTa: the (normed) table [rows, h], pairs [l, l]
+  Value lengths_, positions_;                 // the run's inputs [b] and [b, l]
+  std::map<double, RotaryAngles> rotary_;     // by rotary base
+  std::map<std::int64_t, Value> band_masks_;  // by window
 };
 
 }  // namespace
 
+bool stacks_layers(const EncoderDesc& d, bool loop_layers) {
+  const auto plain = [](const model::LayerDesc& l) { return l.window == 0 && l.rope_theta == 0; };
+  return loop_layers && d.norm_placement == model::NormPlacement::kPost &&
+         std::all_of(d.layers.begin(), d.layers.end(), plain);
+}
+
 std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stacked) {
   // Every model reaches the program through its slots: what the program cannot build is refused
   // here, by what it lacks.
-  if (d.norm_placement != model::NormPlacement::kPost ||
-      d.embeddings.positions == model::PositionScheme::kRotary) {
+  const auto windowed = [](const model::LayerDesc& l) { return l.window > 0; };
+  if ((d.relative_bias || d.disentangled) &&
+      std::any_of(d.layers.begin(), d.layers.end(), windowed)) {
     fail_usage(
-        "the PJRT backend does not run {} yet (pre-norm layers, rotary positions, a gated "
-        "FFN and sliding-window attention): use --backend cpu",
+        "the PJRT backend does not run {} with a sliding window over relative position terms (its "
+        "band scores no relative bias): use --backend cpu",
         d.family);
   }
+  if (stacked && !stacks_layers(d, true))
+    fail("internal: {}'s layers differ from each other and cannot be stacked", d.family);
   std::vector<WeightSlot> slots;
   auto add = [&](std::string name, Dims dims, bool gemm = false) {
     slots.push_back({std::move(name), std::move(dims), gemm});
@@ -341,16 +422,17 @@ std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stack
     add(name + ".weight", weight, gemm);
     if (l.bias) add(name + ".bias", bias);
   };
+  // An absent norm takes no slot; one without a shift only its scale.
   auto norm = [&](const std::string& name, const model::NormDesc& n, const Dims& lead = {}) {
+    if (!n.present()) return;
     Dims dims = lead;
     dims.push_back(n.width);
     add(name + ".weight", dims);
-    add(name + ".bias", dims);
+    if (n.bias) add(name + ".bias", dims);
   };
   const model::EmbeddingDesc& e = d.embeddings;
   add("word_embeddings", {e.vocab, e.width});
-  if (e.positions != model::PositionScheme::kNone)
-    add("position_embeddings", {e.max_positions, e.width});
+  if (position_table(e)) add("position_embeddings", {e.max_positions, e.width});
   if (!e.token_type.empty()) add("token_type_embeddings", {e.type_vocab, e.width});
   norm("embeddings.LayerNorm", e.norm);
   // The projection stays f32, as on the CPU backend.
@@ -373,12 +455,61 @@ std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stack
     if (layer.position_key) linear(prefix + "position_key", *layer.position_key, false, lead);
     if (layer.position_query) linear(prefix + "position_query", *layer.position_query, false, lead);
   }
+  norm("final_norm", d.final_norm);
   if (head) {
     linear("head.dense", d.head->dense, true);
+    norm("head.norm", d.head->norm);
     linear("head.out", d.head->out, true);
   }
   return slots;
 }
+
+namespace {
+
+using Pick = std::function<void(const model::LayerTensors&, std::vector<const model::Tensor*>&)>;
+
+// A layer's slots in weight_slots' order, each the tensors it concatenates: a GEMM's parts
+// (query, key, value) for one layer, or for every layer in layer order when stacked.
+std::vector<Pick> layer_picks(const model::LayerTensors& layer) {
+  std::vector<Pick> picks;
+  for (std::size_t k = 0; k < layer.gemms.size(); ++k) {
+    picks.push_back([k](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+      for (const model::LinearTensors& part : l.gemms[k].parts) to.push_back(part.weight);
+    });
+    if (layer.gemms[k].parts.front().bias) {
+      picks.push_back([k](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+        for (const model::LinearTensors& part : l.gemms[k].parts) to.push_back(part.bias);
+      });
+    }
+  }
+  for (auto norm : {&model::LayerTensors::attention_norm, &model::LayerTensors::ffn_norm}) {
+    if (!(layer.*norm).gamma) continue;
+    picks.push_back([norm](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+      to.push_back((l.*norm).gamma);
+    });
+    if (!(layer.*norm).beta) continue;
+    picks.push_back([norm](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+      to.push_back((l.*norm).beta);
+    });
+  }
+  for (auto projection :
+       {&model::LayerTensors::position_key, &model::LayerTensors::position_query}) {
+    if (!(layer.*projection)) continue;
+    picks.push_back(
+        [projection](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+          to.push_back((l.*projection)->weight);
+        });
+    if ((layer.*projection)->bias) {
+      picks.push_back(
+          [projection](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+            to.push_back((l.*projection)->bias);
+          });
+    }
+  }
+  return picks;
+}
+
+}  // namespace
 
 std::vector<std::vector<const model::Tensor*>> slot_tensors(const model::ModelTensors& t, bool head,
                                                             bool stacked) {
@@ -389,71 +520,36 @@ std::vector<std::vector<const model::Tensor*>> slot_tensors(const model::ModelTe
     one(l.weight);
     if (l.bias) one(l.bias);
   };
+  auto norm = [&](const model::NormTensors& n) {
+    if (n.gamma) one(n.gamma);
+    if (n.gamma && n.beta) one(n.beta);
+  };
   one(&t.word_embeddings());
-  if (d.embeddings.positions != model::PositionScheme::kNone) one(t.position_embeddings());
+  if (position_table(d.embeddings)) one(t.position_embeddings());
   if (t.token_type_embeddings()) one(t.token_type_embeddings());
-  one(t.embedding_norm().gamma);
-  one(t.embedding_norm().beta);
+  norm(t.embedding_norm());
   if (t.embedding_projection()) linear(*t.embedding_projection());
   if (t.relative_bias_table()) one(t.relative_bias_table());
   if (t.relative_table()) one(t.relative_table());
-  if (const auto& n = t.relative_table_norm()) {
-    one(n->gamma);
-    one(n->beta);
-  }
-  // A layer's slots in weight_slots' order, each the tensors it concatenates: a GEMM's parts
-  // (query, key, value) for one layer, or for every layer in layer order when stacked.
-  using Pick = std::function<void(const model::LayerTensors&, std::vector<const model::Tensor*>&)>;
-  std::vector<Pick> picks;
-  const model::LayerDesc& first = d.layers.front();
-  for (std::size_t k = 0; k < first.gemms.size(); ++k) {
-    picks.push_back([k](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
-      for (const model::LinearTensors& part : l.gemms[k].parts) to.push_back(part.weight);
-    });
-    if (first.gemms[k].linear.bias) {
-      picks.push_back([k](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
-        for (const model::LinearTensors& part : l.gemms[k].parts) to.push_back(part.bias);
-      });
-    }
-  }
-  for (auto norm : {&model::LayerTensors::attention_norm, &model::LayerTensors::ffn_norm}) {
-    picks.push_back([norm](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
-      to.push_back((l.*norm).gamma);
-    });
-    picks.push_back([norm](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
-      to.push_back((l.*norm).beta);
-    });
-  }
-  for (auto projection :
-       {&model::LayerTensors::position_key, &model::LayerTensors::position_query}) {
-    if (!(t.layers().front().*projection)) continue;
-    picks.push_back(
-        [projection](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
-          to.push_back((l.*projection)->weight);
-        });
-    if ((t.layers().front().*projection)->bias) {
-      picks.push_back(
-          [projection](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
-            to.push_back((l.*projection)->bias);
-          });
-    }
-  }
+  if (const auto& n = t.relative_table_norm()) norm(*n);
   if (stacked) {
-    for (const Pick& pick : picks) {
+    for (const Pick& pick : layer_picks(t.layers().front())) {
       out.emplace_back();
       for (const model::LayerTensors& layer : t.layers()) pick(layer, out.back());
     }
   } else {
     for (const model::LayerTensors& layer : t.layers()) {
-      for (const Pick& pick : picks) {
+      for (const Pick& pick : layer_picks(layer)) {
         out.emplace_back();
         pick(layer, out.back());
       }
     }
   }
+  norm(t.final_norm());
   if (head) {
     if (!t.head()) fail("internal: a head was asked of a model without one");
     linear(t.head()->dense);
+    norm(t.head()->norm);
     linear(t.head()->out);
   }
   return out;

@@ -1,9 +1,11 @@
 #pragma once
 // The encoder's forward pass for one padded batch shape, written as StableHLO from the model's
 // description (model/encoder_desc.h): embeddings (and their projection), every layer as the
-// description lists its GEMMs and norms, the relative position bias where the family has one, and
-// on request the classification head. Weights are parameters (uploaded once per device and passed
-// to every run), so one program serves any checkpoint of the same description.
+// description lists its GEMMs and norms (post-norm, or pre-norm with a final norm), the relative
+// position bias or rotary positions where the family has them, sliding-window layers as a band
+// (attention_program.h), and on request the classification head (first token or mean). Weights are
+// parameters (uploaded once per device and passed to every run), so one program serves any
+// checkpoint of the same description.
 //
 // Inputs of a run, after the weights: ids, token types (when the model has a type table) and
 // position ids as [batch, length] s32, computed on the host exactly as the CPU backend packs
@@ -15,7 +17,8 @@
 //
 // Precision: fp32 throughout, or bf16 GEMM inputs (weights stored in bf16 on the device) with
 // f32 accumulation, attention products in bf16 with scores and softmax in f32; LayerNorm,
-// residuals, GELU, the embedding projection and the head's activation stay f32.
+// residuals, GELU (and a gated FFN's product), rotary positions, the embedding projection and the
+// head's activation stay f32.
 
 #include <cstdint>
 #include <string>
@@ -34,10 +37,16 @@ struct WeightSlot {
   bool gemm = false;  // a dense GEMM weight: bf16 on the device when the model runs in bf16
 };
 
+// Whether a program of `desc` takes its layers stacked and runs them as a loop (ProgramSpec::
+// loop_layers): only where asked and every layer is the same computation. ModernBERT's are not
+// (windowed and global layers, two rotary bases, a first layer without its norm): unrolled.
+bool stacks_layers(const model::EncoderDesc& desc, bool loop_layers);
+
 // The weights the program takes, in its parameter order: the embeddings (and their projection),
 // the relative bias table, then each layer's GEMM weights and biases in the description's order
-// and its two norms (`stacked`: each stacked over the layers, [layers, ...], as a looped program
-// takes them), then with `head` the classification head's.
+// and its norms (`stacked`: each stacked over the layers, [layers, ...], as a looped program
+// takes them; only where stacks_layers), the final norm, then with `head` the classification
+// head's (dense, its norm, out). A norm without a shift has no bias slot; an absent one none.
 std::vector<WeightSlot> weight_slots(const model::EncoderDesc& desc, bool head, bool stacked);
 // The checkpoint tensors of each slot, in the same order (a fused GEMM's parts in order; a stacked
 // slot: every layer's, in layer order); a single null for DistilBERT's sinusoidal position table

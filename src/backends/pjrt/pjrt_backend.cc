@@ -384,8 +384,9 @@ class PjrtBackend final : public backend::Backend {
     const model::ModelTensors tensors = model::ModelTensors::open(
         dir.path(), config, warnings, options.description ? &*options.description : nullptr);
     const bool head = tensors.head().has_value();
-    const auto slots = weight_slots(tensors.desc(), head, loop_layers());
-    const auto sources = slot_tensors(tensors, head, loop_layers());
+    const bool stacked = stacks_layers(tensors.desc(), loop_layers());
+    const auto slots = weight_slots(tensors.desc(), head, stacked);
+    const auto sources = slot_tensors(tensors, head, stacked);
     std::vector<HostWeight> weights;
     for (std::size_t i = 0; i < slots.size(); ++i) {
       std::vector<float> values(static_cast<std::size_t>(elements(slots[i].dims)));
@@ -412,14 +413,16 @@ class PjrtBackend final : public backend::Backend {
     stats.parameters = tensors.stats().parameters;
     stats.file_bytes = tensors.stats().file_bytes;
     stats.dtype = tensors.stats().dtype;
-    return make_model(config, tensors.desc(), options.precision, head, slots, std::move(weights),
-                      dir.path().string(), stats);
+    return make_model(config, tensors.desc(), options.precision, head, stacked, slots,
+                      std::move(weights), dir.path().string(), stats);
   }
 
   std::shared_ptr<const backend::PreparedModel> synthetic(const ModelConfig& config,
                                                           Precision precision) const override {
     const bool head = config.head == model::Head::kSequenceClassification;
-    const auto slots = weight_slots(model::describe_encoder(config), head, loop_layers());
+    const model::EncoderDesc desc = model::describe_encoder(config);
+    const bool stacked = stacks_layers(desc, loop_layers());
+    const auto slots = weight_slots(desc, head, stacked);
     std::vector<HostWeight> weights;
     std::uint64_t state = 0x9E3779B97F4A7C15ULL;
     backend::WeightStats stats;
@@ -433,8 +436,8 @@ class PjrtBackend final : public backend::Backend {
       weights.push_back(host_weight(slot, std::move(values), precision));
     }
     stats.dtype = "F32";
-    return make_model(config, model::describe_encoder(config), precision, head, slots,
-                      std::move(weights), "(synthetic " + config.model_type + ")", stats);
+    return make_model(config, desc, precision, head, stacked, slots, std::move(weights),
+                      "(synthetic " + config.model_type + ")", stats);
   }
 
   backend::BatchShape batch_shape() const override {
@@ -462,13 +465,13 @@ class PjrtBackend final : public backend::Backend {
 
   std::shared_ptr<const backend::PreparedModel> make_model(
       const ModelConfig& config, const model::EncoderDesc& desc, Precision precision, bool head,
-      std::vector<WeightSlot> slots, std::vector<HostWeight> weights, std::string source,
-      backend::WeightStats stats) const {
+      bool stacked, std::vector<WeightSlot> slots, std::vector<HostWeight> weights,
+      std::string source, backend::WeightStats stats) const {
     if (precision != Precision::kFp32 && precision != Precision::kBf16)
       fail_usage("--backend pjrt runs fp32 or bf16, not {}", model::precision_name(precision));
-    auto state = std::make_shared<ModelState>(client_, config, desc, precision, head,
-                                              std::move(slots), std::move(weights),
-                                              std::move(source), devices_, loop_layers());
+    auto state =
+        std::make_shared<ModelState>(client_, config, desc, precision, head, std::move(slots),
+                                     std::move(weights), std::move(source), devices_, stacked);
     stats.packed_bytes = state->weight_bytes();
     return std::make_shared<PjrtModel>(std::move(state), std::move(stats));
   }
@@ -481,7 +484,8 @@ class PjrtBackend final : public backend::Backend {
 }  // namespace
 
 std::int64_t length_bucket(std::int64_t longest, std::int64_t max_positions) {
-  const std::int64_t step = longest <= 64 ? 8 : longest <= 128 ? 16 : longest <= 256 ? 32 : 64;
+  std::int64_t step = longest <= 64 ? 8 : longest <= 128 ? 16 : longest <= 256 ? 32 : 64;
+  for (std::int64_t octave = 1024; longest > octave; octave *= 2) step *= 2;
   const std::int64_t bucket = (std::max<std::int64_t>(longest, 1) + step - 1) / step * step;
   return std::min(bucket, std::max(longest, max_positions));
 }

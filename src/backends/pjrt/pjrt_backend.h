@@ -24,8 +24,10 @@ std::filesystem::path resolve_plugin(const std::string& name_or_path);
 std::unique_ptr<backend::Backend> make_pjrt_backend(const PjrtOptions& options);
 
 // Length buckets: the padded lengths programs are compiled for, by the longest sequence of a
-// batch: multiples of 8 up to 64, of 16 up to 128, of 32 up to 256, of 64 beyond (at most ~12%
-// padding above 64 tokens); never beyond the model's position table.
+// batch: multiples of 8 up to 64, of 16 up to 128, of 32 up to 256, of 64 up to 1,024, then the
+// step doubles with each doubling of the length (128 up to 2,048, 256 up to 4,096, 512 beyond:
+// at most 1/8 padding above 512 tokens, and 8 buckets per doubling, so that ModernBERT's rows up
+// to 8,192 tokens compile a bounded number of programs); never beyond the model's position table.
 std::int64_t length_bucket(std::int64_t longest, std::int64_t max_positions);
 // The sequences a batch of `count` runs as: `count` rounded up to a multiple of 8 (the dynamic
 // schedule cuts batches to such multiples, so only a window's last batch is padded).

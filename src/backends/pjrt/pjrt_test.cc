@@ -4,8 +4,10 @@
 // tests/backend/backends_test.cc.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 
 #include "backends/pjrt/encoder_program.h"
 #include "backends/pjrt/pjrt_api.h"
@@ -86,6 +88,22 @@ TEST(PjrtShapes, BucketsBoundThePadding) {
     EXPECT_GE(b, n);
     EXPECT_LE(b - n, n <= 64 ? 7 : n <= 128 ? 15 : n <= 256 ? 31 : 63) << n;
   }
+  // ModernBERT's 8,192 positions: buckets reach them, at most 1/8 of padding above 512 tokens,
+  // 8 buckets per doubling of the length.
+  EXPECT_EQ(length_bucket(1000, 8192), 1024);
+  EXPECT_EQ(length_bucket(1025, 8192), 1152);
+  EXPECT_EQ(length_bucket(5000, 8192), 5120);
+  EXPECT_EQ(length_bucket(8000, 8192), 8192);
+  EXPECT_EQ(length_bucket(8192, 8192), 8192);
+  std::set<std::int64_t> buckets;
+  for (std::int64_t n = 513; n <= 8192; ++n) {
+    const std::int64_t b = length_bucket(n, 8192);
+    EXPECT_GE(b, n);
+    EXPECT_LE(b, 8192);
+    EXPECT_LE(8 * (b - n), n) << n;
+    buckets.insert(b);
+  }
+  EXPECT_EQ(buckets.size(), 8u + 8 + 8 + 8);
   EXPECT_EQ(padded_rows(1), 8);
   EXPECT_EQ(padded_rows(8), 8);
   EXPECT_EQ(padded_rows(9), 16);
@@ -168,14 +186,20 @@ TEST_F(PjrtCpu, InvalidStableHloIsAnErrorNotAnAbort) {
 
 TEST_F(PjrtCpu, EncoderProgramsCompileForEveryFamilyAndOutput) {
   Client client(plugin_, 1);
-  for (const char* shape : {"bert-base", "distilbert-base", "xlm-r-base"}) {
+  for (const char* shape : {"bert-base", "distilbert-base", "xlm-r-base", "modernbert-base"}) {
     model::ModelConfig c = model::ModelConfig::shape(shape, 3);
     c.num_layers = 1;  // the program's size, not its depth, is what is checked
     c.vocab_size = 100;
+    if (c.modernbert) {  // a global and a windowed layer, the window shorter than the rows
+      c.num_layers = 2;
+      c.modernbert->window = 8;
+    }
     for (auto precision : {model::Precision::kFp32, model::Precision::kBf16}) {
-      for (bool loop : {false, true}) {
-        ProgramSpec spec{2, 16, precision, true, true, loop};
+      for (bool requested : {false, true}) {
         const model::EncoderDesc d = model::describe_encoder(c);
+        const bool loop = stacks_layers(d, requested);
+        EXPECT_EQ(loop, requested && !c.modernbert) << shape;
+        ProgramSpec spec{2, 16, precision, true, true, loop};
         const auto exe = client.compile(encoder_program(d, weight_slots(d, true, loop), spec));
         EXPECT_EQ(exe->outputs(), 2u) << shape;
       }
@@ -186,8 +210,9 @@ TEST_F(PjrtCpu, EncoderProgramsCompileForEveryFamilyAndOutput) {
 // The layers as a loop compute what the unrolled layers do: each family's position ids and
 // token types, a classifier head of each kind, sinusoidal positions.
 TEST_F(PjrtCpu, LoopedLayersEqualUnrolledLayers) {
-  for (const std::string name :
-       {"bert_cls_multi", "distilbert_embed_sinusoidal", "roberta_embed", "xlmr_cls"}) {
+  // ModernBERT's layers differ from each other: asked to loop, it runs them unrolled.
+  for (const std::string name : {"bert_cls_multi", "distilbert_embed_sinusoidal", "roberta_embed",
+                                 "xlmr_cls", "tf5_modernbert_mean_biases"}) {
     const auto dir = testing::fixture("models/" + name);
     const testing::Reference ref(dir / "reference.safetensors");
     const testing::FixtureInputs in = testing::load_fixture_inputs(ref);
@@ -207,6 +232,37 @@ TEST_F(PjrtCpu, LoopedLayersEqualUnrolledLayers) {
     EXPECT_LE(testing::max_abs_error(outputs[1], ref.floats(classify ? "probs" : "pooled_mean")),
               1e-4f)
         << name;
+  }
+}
+
+// ModernBERT's windowed layers score a band of blocks, never the whole [l, l] row: a program whose
+// every layer is windowed holds no [.., l, l] tensor at a length of many blocks, only the band's
+// [b, heads, nb, B, 3B] scores; its global layers keep the full scores. Compiled at 512 tokens to
+// show the band is a program XLA takes.
+TEST_F(PjrtCpu, WindowedLayersScoreABandNotTheWholeRow) {
+  model::ModelConfig c = model::ModelConfig::shape("modernbert-base", 0);
+  c.num_layers = 3;  // global, windowed, windowed
+  c.vocab_size = 100;
+  const model::EncoderDesc mixed = model::describe_encoder(c);
+  model::EncoderDesc windowed = mixed;
+  for (model::LayerDesc& layer : windowed.layers) layer.window = 128;
+  // 512 tokens in blocks of 64 (half the window): 8 blocks, each against 192 keys.
+  const std::string band = "tensor<2x12x8x64x192xf32>";
+  Client client(plugin_, 1);
+  for (auto precision : {model::Precision::kFp32, model::Precision::kBf16}) {
+    const ProgramSpec spec{2, 512, precision, true, false, false};
+    const std::string text = encoder_program(windowed, weight_slots(windowed, false, false), spec);
+    EXPECT_EQ(text.find("x512x512x"), std::string::npos) << "an [l, l] tensor in a band program";
+    EXPECT_NE(text.find(band), std::string::npos);
+    const std::string global = encoder_program(mixed, weight_slots(mixed, false, false), spec);
+    EXPECT_NE(global.find("tensor<2x12x512x512xf32>"), std::string::npos);
+    EXPECT_NE(global.find(band), std::string::npos);
+    const auto start = std::chrono::steady_clock::now();
+    const auto exe = client.compile(text);
+    EXPECT_EQ(exe->outputs(), 1u);
+    std::printf("a 3-layer ModernBERT-base band program [2, 512] %s compiled in %.2f s\n",
+                model::precision_name(precision).data(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
 }
 

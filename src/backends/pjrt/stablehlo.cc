@@ -57,6 +57,19 @@ Value Program::splat(float value, const Dims& dims, DType type) {
   return v;
 }
 
+Value Program::constant(const std::vector<float>& values, const Dims& dims) {
+  if (static_cast<std::int64_t>(values.size()) != elements(dims))
+    fail("internal: StableHLO constant of {} values for {} elements", values.size(),
+         elements(dims));
+  Value v = next(dims, DType::kF32);
+  std::string literal;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    literal += fmt::format("{}0x{:08X}", i ? ", " : "", std::bit_cast<std::uint32_t>(values[i]));
+  body_ += fmt::format("    {} = stablehlo.constant dense<[{}]> : {}\n", v.name, literal,
+                       v.tensor_type());
+  return v;
+}
+
 Value Program::binary(std::string_view op, const Value& a, const Value& b) {
   expect(a.dims == b.dims && a.type == b.type, op, b);
   Value v = next(a.dims, a.type);
@@ -135,6 +148,45 @@ Value Program::slice(const Value& a, const Dims& start, const Dims& limit) {
     ranges += fmt::format("{}{}:{}", i ? ", " : "", start[i], limit[i]);
   body_ += fmt::format("    {} = stablehlo.slice {} [{}] : ({}) -> {}\n", v.name, a.name, ranges,
                        a.tensor_type(), v.tensor_type());
+  return v;
+}
+
+Value Program::pad(const Value& a, float value, const Dims& low, const Dims& high) {
+  expect(low.size() == a.dims.size() && high.size() == a.dims.size(), "pad", a);
+  Dims dims;
+  for (std::size_t i = 0; i < low.size(); ++i) {
+    expect(low[i] >= 0 && high[i] >= 0, "pad", a);
+    dims.push_back(a.dims[i] + low[i] + high[i]);
+  }
+  const Value fill = splat(value, {}, a.type);
+  Value v = next(dims, a.type);
+  body_ += fmt::format(
+      "    {} = stablehlo.pad {}, {}, low = [{}], high = [{}], interior = [{}] : ({}, {}) -> {}\n",
+      v.name, a.name, fill.name, list(low), list(high), list(Dims(low.size(), 0)), a.tensor_type(),
+      fill.tensor_type(), v.tensor_type());
+  return v;
+}
+
+Value Program::concatenate(const std::vector<Value>& values, std::int64_t dimension) {
+  expect(!values.empty(), "concatenate", Value{});
+  const Value& first = values.front();
+  const auto axis = static_cast<std::size_t>(dimension);
+  expect(axis < first.dims.size(), "concatenate", first);
+  Dims dims = first.dims;
+  dims[axis] = 0;
+  std::string names, types;
+  for (const Value& v : values) {
+    Dims others = v.dims, want = first.dims;
+    expect(others.size() == want.size() && v.type == first.type, "concatenate", v);
+    others[axis] = want[axis] = 0;
+    expect(others == want, "concatenate", v);
+    dims[axis] += v.dims[axis];
+    names += (names.empty() ? "" : ", ") + v.name;
+    types += (types.empty() ? "" : ", ") + v.tensor_type();
+  }
+  Value v = next(dims, first.type);
+  body_ += fmt::format("    {} = stablehlo.concatenate {}, dim = {} : ({}) -> {}\n", v.name, names,
+                       dimension, types, v.tensor_type());
   return v;
 }
 

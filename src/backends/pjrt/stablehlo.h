@@ -41,11 +41,14 @@ class Program {
   Value parameter(Dims dims, DType type);
   // A tensor of `dims` filled with `value` (f32 written by its bits, so exactly).
   Value splat(float value, const Dims& dims, DType type = DType::kF32);
+  // An f32 tensor of `dims` holding `values` (row-major; each written by its bits, so exactly).
+  Value constant(const std::vector<float>& values, const Dims& dims);
 
   // Element-wise, same dims and type: "add", "subtract", "multiply", "divide", "maximum",
   // "minimum", "and".
   Value binary(std::string_view op, const Value& a, const Value& b);
-  // "exponential", "tanh", "rsqrt", "sqrt", "negate", "logistic", "abs"; "erf" (chlo).
+  // "exponential", "tanh", "rsqrt", "sqrt", "negate", "logistic", "abs", "cosine", "sine";
+  // "erf" (chlo).
   Value unary(std::string_view op, const Value& a);
   Value convert(const Value& a, DType type);
   // `a` placed in `dims`: a's dimension i becomes dimension mapping[i].
@@ -53,6 +56,10 @@ class Program {
   Value reshape(const Value& a, const Dims& dims);
   Value transpose(const Value& a, const Dims& permutation);
   Value slice(const Value& a, const Dims& start, const Dims& limit);
+  // `a` with `low` and `high` entries of `value` added before and after each dimension.
+  Value pad(const Value& a, float value, const Dims& low, const Dims& high);
+  // The values joined along `dimension` (the others equal).
+  Value concatenate(const std::vector<Value>& values, std::int64_t dimension);
   Value iota(const Dims& dims, std::int64_t dimension, DType type = DType::kS32);
   // direction: "LT", "GE", ...; ints compare SIGNED, floats FLOAT.
   Value compare(std::string_view direction, const Value& a, const Value& b);
