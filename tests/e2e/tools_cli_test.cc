@@ -29,6 +29,12 @@ TEST(InspectCli, DescribesTheCheckpoint) {
   EXPECT_EQ(j["parameters"].get<std::int64_t>(), elements);
   EXPECT_GT(j["activation_bytes_per_1000_tokens"].get<std::int64_t>(),
             1000 * 4 * config["hidden_size"].get<std::int64_t>());
+  // The default budget of 4,096 tokens, rows up to the model's length.
+  const Json& largest = j["activation_bytes_largest_batch"];
+  EXPECT_EQ(largest["tokens"].get<std::int64_t>(), 4096);
+  EXPECT_EQ(largest["longest"], j["max_len"]);
+  EXPECT_GT(largest["bytes"].get<std::int64_t>(),
+            4 * j["activation_bytes_per_1000_tokens"].get<std::int64_t>());
 
   r = testing::run_cli({"inspect", dir.string()});
   ASSERT_EQ(r.exit_code, 0);

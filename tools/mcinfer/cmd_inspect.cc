@@ -5,6 +5,7 @@
 #include "backends/registry.h"
 #include "commands.h"
 #include "core/json.h"
+#include "mcinfer/run_settings.h"
 #include "model/encoder_desc.h"
 #include "model/model_dir.h"
 #include "sched/run_plan.h"
@@ -93,6 +94,12 @@ int run_inspect(const InspectOptions& o) {
   const std::int64_t longest = std::min<std::int64_t>(per_tokens, c.max_sequence_length());
   const std::uint64_t activation =
       backend->replica_bytes(c, per_tokens, longest, 1, model::Precision::kFp32);
+  // The largest batch a run with the default flags gives a replica (dynamic schedule: the token
+  // budget, or one row as long as the model allows): the working set the memory plan checks.
+  const std::int64_t largest_batch = std::max<std::int64_t>(
+      mcinfer::RunSettings{}.batch_tokens, static_cast<std::int64_t>(max_len.value));
+  const std::uint64_t largest_bytes =
+      backend->replica_bytes(c, largest_batch, max_len.value, 1, model::Precision::kFp32);
 
   Json labels = Json::array();
   for (const auto& l : c.labels) labels.push_back(l);
@@ -130,6 +137,8 @@ int run_inspect(const InspectOptions& o) {
       {"num_labels", c.num_labels},
       {"labels", labels},
       {"activation_bytes_per_1000_tokens", activation},
+      {"activation_bytes_largest_batch",
+       {{"tokens", largest_batch}, {"longest", max_len.value}, {"bytes", largest_bytes}}},
       {"special_tokens", specials},
       {"window_content_tokens", window},
       {"warnings", warnings},
@@ -180,6 +189,10 @@ int run_inspect(const InspectOptions& o) {
   for (const auto& line : backend->device_lines()) fmt::print("  {}\n", line);
   fmt::print("activations      {} per replica per 1,000 batch tokens (longest sequence {})\n",
              human_bytes(activation), longest);
+  fmt::print(
+      "                 {} per replica for the largest batch of a default run ({} tokens, rows up "
+      "to {})\n",
+      human_bytes(largest_bytes), largest_batch, max_len.value);
   if (dir.has_tokenizer()) {
     fmt::print(
         "long rows        --long-input chunk: windows of {} text tokens + {} special tokens; a row "
