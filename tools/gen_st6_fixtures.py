@@ -39,8 +39,9 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Dense, Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 from tokenizers import Tokenizer
-from transformers import (AutoTokenizer, BertConfig, BertModel, MPNetConfig, MPNetModel, RobertaConfig,
-                          RobertaModel, XLMRobertaConfig, XLMRobertaModel)
+from transformers import (AutoTokenizer, BertConfig, BertModel, ModernBertConfig, ModernBertModel,
+                          MPNetConfig, MPNetModel, RobertaConfig, RobertaModel, XLMRobertaConfig,
+                          XLMRobertaModel)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_fixtures import randomize  # noqa: E402  (one weight recipe for all model fixtures)
@@ -102,10 +103,27 @@ SPECS = [
          notes=["all-mpnet-base-v2's layout: MPNet (relative position bias), mean pooling, Normalize; "
                 "MPNetTokenizer as transformers 5 saves it; rows of up to 24 tokens reach the "
                 "log-spaced relative buckets"]),
+    # Appended last: the specs above keep their random draws.
+    Spec("st6_modernbert_prompts", "modernbert", "modernbert_json", ["mean"], include_prompt=True,
+         prompts={"query": "search_query: ", "document": "search_document: "}, default_prompt=None,
+         cases=[{}, {"prompt_name": "query"}, {"prompt_name": "document"}], normalize=True,
+         max_seq_length=MAX_LEN,
+         notes=["modernbert-embed's layout: ModernBERT (rotary positions, a window of +-2 around "
+                "each token in every other layer, GeGLU, no biases), mean pooling over the prompt "
+                "too, Normalize; search_query / search_document prompts",
+                "a ModernBERT-layout tokenizer.json (byte-level BPE, specials after the vocabulary)"]),
 ]
 
 
 def base_model(spec, tok):
+    if spec.arch == "modernbert":
+        cfg = ModernBertConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id,
+                               cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id,
+                               bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id,
+                               max_position_embeddings=POSITIONS, global_attn_every_n_layers=2,
+                               local_attention=4, norm_eps=1e-5, hidden_activation="gelu",
+                               **SMALL)
+        return ModernBertModel(cfg)
     if spec.arch == "mpnet":
         cfg = MPNetConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, max_position_embeddings=POSITIONS + 2,
                           relative_attention_num_buckets=32, bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5,
