@@ -227,6 +227,22 @@ INSTANTIATE_TEST_SUITE_P(Built, BackendFixture, ::testing::ValuesIn(params()),
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param);
                          });
 
+// The built backends other than the CPU that can run here (PJRT needs the CPU plugin: a missing
+// one fails where the plugin is required).
+std::vector<std::string> other_backends() {
+  std::vector<std::string> out;
+  for (const std::string& name : backend::built_backends()) {
+    if (name == "cpu") continue;
+    if (name == "pjrt" && testing::pjrt_cpu_plugin().empty()) {
+      if (testing::pjrt_required())
+        ADD_FAILURE() << "no PJRT CPU plugin at MCINFER_PJRT_CPU_PLUGIN";
+      continue;
+    }
+    out.push_back(name);
+  }
+  return out;
+}
+
 // The description is the network: change a family's description (here MPNet's FFN activation,
 // the head's activation and the relative bias' reach) and every backend's outputs follow it,
 // away from transformers' and together.
@@ -248,13 +264,7 @@ TEST(Description, OneChangedDescriptionDrivesEveryBackend) {
       .replica->predict(in.sequences, logits, cpu_out);
   EXPECT_GT(testing::max_abs_error(cpu_out, ref.floats("logits")), 0.05)
       << "the changed description did not change the CPU backend's outputs";
-  for (const std::string& name : backend::built_backends()) {
-    if (name == "cpu") continue;
-    if (name == "pjrt" && testing::pjrt_cpu_plugin().empty()) {
-      if (testing::pjrt_required())
-        ADD_FAILURE() << "no PJRT CPU plugin at MCINFER_PJRT_CPU_PLUGIN";
-      continue;
-    }
+  for (const std::string& name : other_backends()) {
     SCOPED_TRACE(name);
     std::vector<float> out;
     prepare(name, dir, model::Precision::kFp32, changed)
@@ -285,13 +295,7 @@ TEST(Description, LongRowsUnderASlidingWindowMatchTheCpuBackend) {
                                  model::OutputActivation::kNone};
     const model::TaskSpec mean{model::TaskKind::kEmbed, model::Pooling::kMean, false};
     Prepared cpu = prepare("cpu", dir);
-    for (const std::string& name : backend::built_backends()) {
-      if (name == "cpu") continue;
-      if (name == "pjrt" && testing::pjrt_cpu_plugin().empty()) {
-        if (testing::pjrt_required())
-          ADD_FAILURE() << "no PJRT CPU plugin at MCINFER_PJRT_CPU_PLUGIN";
-        continue;
-      }
+    for (const std::string& name : other_backends()) {
       SCOPED_TRACE(name + " " + fixture);
       Prepared got = prepare(name, dir);
       for (const model::TaskSpec& task : {logits, mean}) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -103,6 +104,18 @@ void rotated_rows(const float* x, std::int64_t ld, std::int64_t rows, std::int64
     rotate_row(x + r * ld, out + r * d, table.cos(positions[r]), table.sin(positions[r]), d / 2);
 }
 
+// Rows [first, first + rows) of the head's queries or keys (`part`: head.q or head.k) as the
+// library's GEMM reads them, with their stride: rotated into `scratch` [rows, d] when the layer
+// has rotary positions, else where they are.
+std::pair<const float*, std::int64_t> gemm_rows(const HeadRows& head, const float* part,
+                                                std::int64_t first, std::int64_t rows,
+                                                const RotaryTable* rotary, float* scratch) {
+  const float* x = part + first * head.ld;
+  if (!rotary) return {x, head.ld};
+  rotated_rows(x, head.ld, rows, head.d, *rotary, head.positions + first, scratch);
+  return {scratch, head.d};
+}
+
 // Queries [first, first + count) of one head, tiled (attention_tiled): each query i sees the
 // keys j with |i − j| ≤ half (half ≥ len: every key). False when a library call failed.
 bool tiled_queries(const KernelTable& kernels, const HeadRows& head, std::int64_t first,
@@ -112,13 +125,7 @@ bool tiled_queries(const KernelTable& kernels, const HeadRows& head, std::int64_
   bool ok = true;
   for (std::int64_t q0 = first; q0 < first + count; q0 += kQueryBlock) {
     const std::int64_t rows = std::min(kQueryBlock, first + count - q0);
-    const float* queries = head.q + q0 * head.ld;
-    std::int64_t ld_queries = head.ld;
-    if (rotary) {
-      rotated_rows(queries, head.ld, rows, d, *rotary, head.positions + q0, b.q);
-      queries = b.q;
-      ld_queries = d;
-    }
+    const auto [queries, ld_queries] = gemm_rows(head, head.q, q0, rows, rotary, b.q);
     const std::int64_t key_lo = std::max<std::int64_t>(0, q0 - half);
     const std::int64_t key_hi = std::min(len, q0 + rows + half);  // exclusive
     std::fill(b.max, b.max + rows, -std::numeric_limits<float>::infinity());
@@ -126,13 +133,7 @@ bool tiled_queries(const KernelTable& kernels, const HeadRows& head, std::int64_
     std::fill(b.o, b.o + rows * d, 0.0f);
     for (std::int64_t c0 = key_lo; c0 < key_hi; c0 += kKeyChunk) {
       const std::int64_t keys = std::min(kKeyChunk, key_hi - c0);
-      const float* key_rows = head.k + c0 * head.ld;
-      std::int64_t ld_keys = head.ld;
-      if (rotary) {
-        rotated_rows(key_rows, head.ld, keys, d, *rotary, head.positions + c0, b.k);
-        key_rows = b.k;
-        ld_keys = d;
-      }
+      const auto [key_rows, ld_keys] = gemm_rows(head, head.k, c0, keys, rotary, b.k);
       ok = ok && dnnl_sgemm('N', 'T', rows, keys, d, 1.0f, queries, ld_queries, key_rows, ld_keys,
                             0.0f, b.s, kKeyChunk) == dnnl_success;
       for (std::int64_t r = 0; r < rows; ++r) {

@@ -396,6 +396,16 @@ float online_row(float* s, Bf16* p, std::int64_t lo, std::int64_t hi, std::int64
   return factor;
 }
 
+// c[8, d] = P · V for a block of 8 queries: P's rows at p (row stride ld_p bf16, `pairs` pairs
+// of keys; rows past `rows` repeat the last real row's, their sums unused), V as pairs at vv.
+void context_products(const Bf16* p, std::int64_t ld_p, std::int64_t rows, const std::uint32_t* vv,
+                      std::int64_t d, std::int64_t pairs, float* c) {
+  const std::uint32_t* pa[8];
+  for (std::int64_t r = 0; r < 8; ++r)
+    pa[r] = reinterpret_cast<const std::uint32_t*>(p + (r < rows ? r : rows - 1) * ld_p);
+  for (std::int64_t n0 = 0; n0 < d; n0 += 32) pair_products(pa, vv + n0, d, pairs, c + n0, d);
+}
+
 // DeBERTa's p2c products of one head: p2c[j, t] = k_j · query[lowest + t] for every key j
 // (rows rounded up to 8, the last key repeated) and t < reach rounded up to 32.
 void relative_p2c(const FusedRelative& r, std::int64_t len, std::int64_t d, float* p2c,
@@ -597,12 +607,7 @@ void dot_attention_head(const void* packed, std::int64_t len, std::int64_t hidde
       if (bias) add_bias(b.s + r * lp32, bias - (i0 + r), len, 1.0f / scale);
       softmax_row(b.s + r * lp32, b.p + r * lp32, len, lp32, scale);
     }
-    // Context [8, d]: rows past `rows` repeat the last real row's probabilities.
-    const std::uint32_t* pa[kRows];
-    for (std::int64_t r = 0; r < kRows; ++r)
-      pa[r] = reinterpret_cast<const std::uint32_t*>(b.p + (r < rows ? r : rows - 1) * lp32);
-    for (std::int64_t n0 = 0; n0 < d; n0 += 32)
-      pair_products(pa, vv + n0, d, key_pairs, b.o + n0, d);
+    context_products(b.p, lp32, rows, vv, d, key_pairs, b.o);
     for (std::int64_t r = 0; r < rows; ++r) {
       Bf16* dst = out + (i0 + r) * ld_out + h * d;
       for (std::int64_t c = 0; c < d; c += 16)
@@ -692,13 +697,8 @@ void dot_attention_head_tiled(const void* packed, std::int64_t len, std::int64_t
         for (std::int64_t c = 0; c < d; c += 16)
           _mm512_storeu_ps(b.o + r * d + c, _mm512_mul_ps(_mm512_loadu_ps(b.o + r * d + c), f));
       }
-      // This chunk's context [8, d]: rows past `rows` repeat the last real row's probabilities.
-      const std::uint32_t* pa[kRows];
-      for (std::int64_t r = 0; r < kRows; ++r)
-        pa[r] =
-            reinterpret_cast<const std::uint32_t*>(b.p + (r < rows ? r : rows - 1) * kDotKeyChunk);
-      for (std::int64_t n0 = 0; n0 < d; n0 += 32)
-        pair_products(pa, vv + (c0 / 2) * d + n0, d, padded / 2, b.t + n0, d);
+      // This chunk's share of the context.
+      context_products(b.p, kDotKeyChunk, rows, vv + (c0 / 2) * d, d, padded / 2, b.t);
       for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < d; c += 16)
           _mm512_storeu_ps(b.o + r * d + c, _mm512_add_ps(_mm512_loadu_ps(b.o + r * d + c),

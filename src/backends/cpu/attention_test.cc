@@ -199,6 +199,20 @@ TEST(Attention, TiledScratchIsBoundedIndependentlyOfLength) {
             std::max(tiled_scratch_floats(64), attention_scratch_floats(kTiledFromLen, 64, {})));
 }
 
+// Q, K, V rounded to bf16: the bits the kernels read, and their values for the reference.
+struct Bf16Rows {
+  std::vector<Bf16> bits;
+  std::vector<float> values;
+};
+Bf16Rows bf16_rows(const std::vector<float>& qkv) {
+  Bf16Rows rows{std::vector<Bf16>(qkv.size()), std::vector<float>(qkv.size())};
+  kernels_for(Isa::kGeneric)
+      .to_bf16(qkv.data(), rows.bits.data(), static_cast<std::int64_t>(qkv.size()));
+  for (std::size_t i = 0; i < qkv.size(); ++i)
+    rows.values[i] = std::bit_cast<float>(static_cast<std::uint32_t>(rows.bits[i]) << 16);
+  return rows;
+}
+
 // AVX512_BF16 from cpuid (clang 14's __builtin_cpu_supports does not know it).
 // bf16: the reference is the same double computation over the bf16-rounded Q, K and V. The kernel
 // also rounds the probabilities (relative 2^-9) and its output (2^-9) to bf16, so a value of
@@ -207,13 +221,7 @@ TEST(Attention, TiledScratchIsBoundedIndependentlyOfLength) {
 void expect_bf16_matches_reference(int heads, std::int64_t hidden,
                                    const std::vector<SequenceSpan>& seqs) {
   const std::int64_t tokens = token_count(seqs);
-  const std::vector<float> qkv = random_qkv(tokens, hidden, 11);
-  std::vector<Bf16> qkv16(qkv.size());
-  kernels_for(Isa::kGeneric)
-      .to_bf16(qkv.data(), qkv16.data(), static_cast<std::int64_t>(qkv.size()));
-  std::vector<float> rounded(qkv.size());
-  for (std::size_t i = 0; i < qkv.size(); ++i)
-    rounded[i] = std::bit_cast<float>(static_cast<std::uint32_t>(qkv16[i]) << 16);
+  const auto [qkv16, rounded] = bf16_rows(random_qkv(tokens, hidden, 11));
   auto want = reference(rounded, seqs, heads, hidden, tokens);
   GemmEngine engine;
   // The best table takes a fused kernel where the CPU has one; the AVX2 table keeps the library's
@@ -270,13 +278,7 @@ void expect_bf16_tiled_matches_reference(int heads, std::int64_t hidden,
                                          const std::vector<SequenceSpan>& seqs, std::int64_t window,
                                          bool rotary) {
   const std::int64_t tokens = token_count(seqs);
-  const std::vector<float> qkv = random_qkv(tokens, hidden, 13);
-  std::vector<Bf16> qkv16(qkv.size());
-  kernels_for(Isa::kGeneric)
-      .to_bf16(qkv.data(), qkv16.data(), static_cast<std::int64_t>(qkv.size()));
-  std::vector<float> rounded(qkv.size());
-  for (std::size_t i = 0; i < qkv.size(); ++i)
-    rounded[i] = std::bit_cast<float>(static_cast<std::uint32_t>(qkv16[i]) << 16);
+  const auto [qkv16, rounded] = bf16_rows(random_qkv(tokens, hidden, 13));
   const RotaryTable table = RotaryTable::build(160000.0, hidden / heads, tokens);
   const std::vector<std::int32_t> positions = positions_of(seqs, tokens);
   AttentionRules rules;
