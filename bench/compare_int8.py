@@ -8,7 +8,9 @@ runners (ONNX Runtime, OpenVINO, CTranslate2), pointed at the quantized models:
                  fused contrib ops). Weights int8 per output channel, activations quantized per tensor
                  at run time; the quantized ops of the saved graph are counted (onnx_int8/quant.json)
                  and a graph without any fails the system. One session, intra-op threads = cores.
-  openvino-int8  NNCF post-training quantization of the fp32 IR (ov/model.xml): nncf.quantize with
+  openvino-int8  NNCF post-training quantization of the fp32 IR the workload's openvino runs
+                 (ov_fp32_ir: ov/model.xml, or for workload (a) ov_torch/model.xml where bench/
+                 compare_peers.py converts the PyTorch module, ModernBERT): nncf.quantize with
                  model_type TRANSFORMER, calibrated on the inputs the system is judged on: workload
                  (a) the random batch itself (one sample per row), workload (b) the test set's first
                  CALIB_ROWS rows; one IR per calibration set (ov_int8/<set>/). The ops it leaves
@@ -118,11 +120,19 @@ def ov_ir(art: Path, tag: str) -> Path:
     return xml
 
 
-def quantize_openvino(art: Path, tag: str, rows, log, inputs: list) -> None:
-    """NNCF post-training quantization of ov/model.xml on rows() (token id lists, one sample each),
-    which are read from `inputs` (files)."""
+def ov_fp32_ir(art: Path, static: bool) -> Path:
+    """The fp32 IR a workload runs: with static shapes (workload a, no padding) the one converted
+    from the PyTorch module where `prepare` made one (ov_torch/: bench/compare_peers.py's
+    OV_FROM_TORCH), else the one converted from the ONNX file (ov/)."""
+    torch_ir = art / "ov_torch" / "model.xml"
+    return torch_ir if static and torch_ir.is_file() else art / "ov" / "model.xml"
+
+
+def quantize_openvino(art: Path, tag: str, rows, log, inputs: list, ir: Path) -> None:
+    """NNCF post-training quantization of the fp32 IR `ir` on rows() (token id lists, one sample
+    each), which are read from `inputs` (files)."""
     xml = ov_int8_xml(art, tag)
-    want = sources([art / "ov" / "model.xml", art / "ov" / "model.bin"] + inputs)
+    want = sources([ir, ir.with_suffix(".bin")] + inputs)
     if xml.is_file() and _cached(xml.parent / "calibration.json", want):
         return
     rows = rows()
@@ -133,7 +143,7 @@ def quantize_openvino(art: Path, tag: str, rows, log, inputs: list) -> None:
     import openvino as ov
 
     nncf.set_log_level(logging.WARNING)
-    model = ov.Core().read_model(str(art / "ov" / "model.xml"))
+    model = ov.Core().read_model(str(ir))
     names = {i.get_any_name() for i in model.inputs}
     items = []
     for r in rows:
@@ -148,11 +158,11 @@ def quantize_openvino(art: Path, tag: str, rows, log, inputs: list) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     ov.save_model(quantized, str(tmp / "model.xml"), compress_to_fp16=False)
-    (tmp / "calibration.json").write_text(json.dumps({"samples": len(items), "fake_quantize": fq,
+    (tmp / "calibration.json").write_text(json.dumps({"samples": len(items), "fake_quantize": fq, "ir": ir.parent.name,
                                                       "nncf": nncf.__version__, "sources": want}) + "\n")
     shutil.rmtree(xml.parent, ignore_errors=True)
     tmp.rename(xml.parent)
-    log(f"NNCF int8 IR ({tag}, {len(items)} calibration samples, {fq} FakeQuantize) in "
+    log(f"NNCF int8 IR ({tag}, of {ir.parent.name}/, {len(items)} calibration samples, {fq} FakeQuantize) in "
         f"{time.monotonic() - t:.1f} s -> {xml.parent}")
 
 
@@ -199,9 +209,11 @@ def prepare(a, systems: set, log, b_rows) -> str | None:
 
         if a.batch and a.seq:
             ids = a.art / f"ids_{a.batch}x{a.seq}.npy"
-            quantize_openvino(a.art, calib_tag("a", a.batch, a.seq), lambda: np.load(ids).tolist(), log, [ids])
+            quantize_openvino(a.art, calib_tag("a", a.batch, a.seq), lambda: np.load(ids).tolist(), log, [ids],
+                              ov_fp32_ir(a.art, static=True))
         if b_tag:
-            quantize_openvino(a.art, b_tag, lambda: b_rows(CALIB_ROWS), log, [a.input])
+            quantize_openvino(a.art, b_tag, lambda: b_rows(CALIB_ROWS), log, [a.input],
+                              ov_fp32_ir(a.art, static=False))
     return b_tag
 
 

@@ -3,9 +3,11 @@
 
     compare_peers.py prepare --model-dir D --art A [--systems ...] [--batch B --seq S] [--warm-ov-cache K]
                              [--input CSV --max-len L]
-        Converts the checkpoint once into A (ONNX via optimum plus ONNX Runtime's transformer
-        fusions, whose counts it reads back into onnx/fusions.json; OpenVINO IR in fp32,
-        CTranslate2, the classifier head as numpy arrays; the int8 peers' models, see
+        Converts the checkpoint once into A (ONNX via optimum, or torch.onnx.export for the
+        families of TORCH_EXPORT, plus ONNX Runtime's transformer fusions, whose counts it reads
+        back into onnx/fusions.json; OpenVINO IR in fp32, for TORCH_EXPORT families also one
+        converted from the PyTorch module for workload (a), see OV_FROM_TORCH; CTranslate2, the
+        classifier head as numpy arrays; the int8 peers' models, see
         bench/compare_int8.py: the (b) test set --input calibrates openvino-int8), writes the fixed
         random batch ids_BxS.npy and PyTorch's fp32 outputs for it, ref_BxS.npy. --warm-ov-cache K compiles
         each OpenVINO system once for workload (b) with K threads, so that the timed runs load
@@ -24,6 +26,10 @@ PERFORMANCE execution mode with no precision forced, which it resolves to bf16 o
 native bf16; the precision each ran in is read back and printed). Outputs are what `mcinfer`
 computes for the same checkpoint: classifier logits (probabilities after softmax in workload b)
 or, for a model without a head (all-MiniLM-L6-v2), the mean of the last hidden state over the tokens.
+
+The families of TORCH_EXPORT (ModernBERT) need transformers >= 4.48, so bench/compare runs this
+script for them with the current stack's interpreter (.venv, bench/requirements-tf5.txt) and for
+the others with the legacy one (.venv-legacy, bench/requirements.txt).
 
 Heavy libraries are imported inside the functions that use them, so that a multi-process parent
 stays small and a system pays only for what it uses.
@@ -49,6 +55,14 @@ MULTI_PROCESS = {"torch-mp": "torch", "ort-mp": "ort"}
 OPENVINO = {"openvino", "openvino-bf16", "openvino-int8"}
 ORT = {"ort", "ort-noopt", "ort-mp", "ort-int8"}
 ONNX_OPSET = 17
+# Families that optimum 1.23 (the legacy stack's exporter, transformers < 4.47) does not know: their
+# ONNX file comes from torch.onnx.export's dynamo exporter (torch.export, opset TORCH_ONNX_OPSET; the
+# TorchScript exporter also exports ModernBERT, but it is deprecated), run by the current stack.
+TORCH_EXPORT = {"modernbert"}
+TORCH_ONNX_OPSET = 18
+# Their attention in PyTorch: SDPA (torch.nn.functional.scaled_dot_product_attention), asked for by
+# name and read back; ModernBERT's sliding-window layers run it with a banded [L, L] mask.
+TORCH_ATTENTION = {"modernbert": "sdpa"}
 # ORT's fused BERT graph must have these (the optimizer's own statistics and the saved graph
 # agree): without them ORT runs the unfused graph, 15-30% slower, and the comparison is void.
 ORT_REQUIRED_FUSIONS = (("Attention", "MultiHeadAttention"), ("SkipLayerNormalization",))
@@ -120,35 +134,120 @@ class _FakeTokenizer:
         return self._vocab
 
 
+def first_output(model, kind: str):
+    """A transformers model as a module of (input_ids, attention_mask) that returns one tensor, what
+    the exporters trace: the classifier's logits, or the last hidden state (what optimum's export
+    of the same task returns)."""
+    import torch
+
+    class FirstOutput(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask):
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask)
+            return out.logits if kind == "classify" else out.last_hidden_state
+
+    return FirstOutput().eval()
+
+
+def load_torch(model_dir: Path, info: dict):
+    """The checkpoint as PyTorch fp32, eval mode, with the attention of TORCH_ATTENTION where set."""
+    import torch
+    from transformers import AutoModel, AutoModelForSequenceClassification
+
+    cls = AutoModelForSequenceClassification if info["kind"] == "classify" else AutoModel
+    attention = TORCH_ATTENTION.get(info["model_type"])
+    extra = {"attn_implementation": attention} if attention else {}
+    return cls.from_pretrained(str(model_dir), torch_dtype=torch.float32, **extra).eval()
+
+
+def example_ids(info: dict, batch: int = 2, seq: int = 160):
+    """(input_ids, attention_mask) to trace with: longer than ModernBERT's window (so that the traced
+    graph has both kinds of attention at work), shaped unlike any workload."""
+    import torch
+
+    gen = torch.Generator().manual_seed(7)
+    ids = torch.randint(5, info["vocab"], (batch, seq), generator=gen)
+    return ids, torch.ones_like(ids)
+
+
+def export_torch_onnx(model_dir: Path, path: Path, info: dict) -> None:
+    """torch.onnx.export (dynamo) of the model with dynamic batch and length, one file (no
+    external data: base models stay under 2 GB)."""
+    import torch
+
+    wrapped = first_output(load_torch(model_dir, info), info["kind"])
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
+    dyn = {"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}}
+    with torch.inference_mode():
+        torch.onnx.export(wrapped, example_ids(info), str(path), dynamo=True, opset_version=TORCH_ONNX_OPSET,
+                          input_names=["input_ids", "attention_mask"],
+                          output_names=["logits" if info["kind"] == "classify" else "last_hidden_state"],
+                          dynamic_shapes=dyn, external_data=False, verbose=False)
+
+
+def with_layernorm_bias(path: Path):
+    """The ONNX model at path with an explicit zero bias on every LayerNormalization that has none
+    (the same function). The dynamo exporter leaves a bias-free LayerNorm (ModernBERT's norm_bias
+    false) without its optional third input, on which ONNX Runtime 1.32's SkipLayerNormalization
+    fusion fails (IndexError in fusion_skiplayernorm); given the zeros, it fuses them as for BERT."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    inits = {i.name: i for i in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "LayerNormalization" and len(node.input) == 2 and node.input[1] in inits:
+            name = node.input[1] + ".zero_bias"
+            if name not in inits:
+                scale = numpy_helper.to_array(inits[node.input[1]])
+                inits[name] = numpy_helper.from_array(np.zeros_like(scale), name)
+                model.graph.initializer.append(inits[name])
+            node.input.append(name)
+    return model
+
+
 def convert_onnx(model_dir: Path, art: Path, info: dict, log) -> None:
     out = art / "onnx"
     if (out / "model.onnx").is_file() and (out / "model_ort.onnx").is_file():
         return
-    from optimum.exporters.onnx import main_export
     from onnxruntime.transformers.optimizer import optimize_model
 
     tmp = art / ".onnx.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     t = time.monotonic()
-    task = "text-classification" if info["kind"] == "classify" else "feature-extraction"
-    main_export(str(model_dir), str(tmp), task=task, library_name="transformers", opset=ONNX_OPSET,
-                do_validation=False, device="cpu")
+    if info["model_type"] in TORCH_EXPORT:
+        tmp.mkdir(parents=True)
+        export_torch_onnx(model_dir, tmp / "model.onnx", info)
+        source = with_layernorm_bias(tmp / "model.onnx")
+        exporter = f"torch.onnx.export (dynamo, opset {TORCH_ONNX_OPSET})"
+    else:
+        from optimum.exporters.onnx import main_export
+
+        task = "text-classification" if info["kind"] == "classify" else "feature-extraction"
+        main_export(str(model_dir), str(tmp), task=task, library_name="transformers", opset=ONNX_OPSET,
+                    do_validation=False, device="cpu")
+        source = str(tmp / "model.onnx")
+        exporter = f"optimum (opset {ONNX_OPSET})"
     # ONNX Runtime's documented path for BERT-like models: its transformer optimizer fuses
     # embeddings+LayerNorm, attention, bias+GELU and skip+LayerNorm into contrib ops (optimum's
     # --optimize O2 is this same call; it is not used because it imports `datasets`). The
     # remaining graph optimisations run at session creation (ORT_ENABLE_ALL), for this CPU.
-    opt = optimize_model(str(tmp / "model.onnx"), model_type="bert", num_heads=info["heads"],
+    opt = optimize_model(source, model_type="bert", num_heads=info["heads"],
                          hidden_size=info["hidden"], opt_level=0, use_gpu=False)
     opt.save_model_to_file(str(tmp / "model_ort.onnx"))
-    write_fusions(tmp, opt.get_fused_operator_statistics(), info["model_type"])
+    write_fusions(tmp, opt.get_fused_operator_statistics(), info["model_type"], exporter)
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     log(f"ONNX export + ORT fusions in {time.monotonic() - t:.1f} s -> {out}: {ort_fusions(art)[1]}")
 
 
-def write_fusions(onnx_dir: Path, optimizer_stats: dict, model_type: str = "bert") -> None:
+def write_fusions(onnx_dir: Path, optimizer_stats: dict, model_type: str = "bert", exporter: str | None = None) -> None:
     """fusions.json: the optimizer's fused-operator statistics next to the op counts of the graph
-    actually saved (model_ort.onnx, the file every ORT session loads)."""
+    actually saved (model_ort.onnx, the file every ORT session loads), and the exporter."""
     import onnx
 
     graph = onnx.load(str(onnx_dir / "model_ort.onnx"), load_external_data=False).graph
@@ -156,7 +255,7 @@ def write_fusions(onnx_dir: Path, optimizer_stats: dict, model_type: str = "bert
     for node in graph.node:
         ops[node.op_type] = ops.get(node.op_type, 0) + 1
     (onnx_dir / "fusions.json").write_text(json.dumps({"optimizer": optimizer_stats, "graph_ops": ops,
-                                                       "model_type": model_type}) + "\n")
+                                                       "model_type": model_type, "exporter": exporter}) + "\n")
 
 
 def ort_fusions(art: Path) -> tuple:
@@ -176,10 +275,14 @@ def ort_fusions(art: Path) -> tuple:
     summary = ", ".join(f"{n} {c}" for n, c in shown) or "no fusions"
     if not required:
         summary += f" (no attention fusion exists for {data['model_type']}: the unfused attention runs)"
+    if data.get("exporter"):
+        summary += f"; exported by {data['exporter']}"
     return not missing, summary + (f"; MISSING: {', '.join(missing)}" if missing else "")
 
 
-def convert_openvino(art: Path, log) -> None:
+def convert_openvino(art: Path, log, model_dir: Path | None = None, info: dict | None = None) -> None:
+    if info is not None and info["model_type"] in OV_FROM_TORCH:
+        convert_openvino_torch(model_dir, art, info, log)
     out = art / "ov"
     if (out / "model.xml").is_file():
         return
@@ -195,6 +298,42 @@ def convert_openvino(art: Path, log) -> None:
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     log(f"OpenVINO IR (fp32) in {time.monotonic() - t:.1f} s -> {out}")
+
+
+# Families whose workload (a) runs OpenVINO on an IR converted from the PyTorch module itself
+# (ov.convert_model(module, example_input), the way optimum-intel exports them), ov_torch/: its
+# SDPA calls become OpenVINO ScaledDotProductAttention ops, which the CPU plugin runs fused; the IR
+# converted from the ONNX file (ov/) has them decomposed (MatMul, Softmax, MatMul, unfused at
+# 2026.4). That IR is not used for padded batches (workload b): a query row that sees no key (a
+# padded position farther than the window from every real token) comes out NaN there (PyTorch's
+# SDPA gives zeros), and the NaN reaches the real rows through the next layer's values; (b) runs
+# the IR from the ONNX file, whose exported SDPA keeps PyTorch's guard (IsNaN, Where).
+OV_FROM_TORCH = {"modernbert"}
+
+
+def convert_openvino_torch(model_dir: Path, art: Path, info: dict, log) -> None:
+    out = art / "ov_torch"
+    if (out / "model.xml").is_file():
+        return
+    import openvino as ov
+    import torch
+
+    tmp = art / ".ov_torch.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    t = time.monotonic()
+    ids, mask = example_ids(info)
+    with torch.inference_mode():
+        model = ov.convert_model(first_output(load_torch(model_dir, info), info["kind"]),
+                                 example_input={"input_ids": ids, "attention_mask": mask})
+    for port, name in zip(model.inputs, ("input_ids", "attention_mask")):
+        port.get_tensor().set_names({name})
+    sdpa = sum(1 for op in model.get_ops() if op.get_type_name() == "ScaledDotProductAttention")
+    ov.save_model(model, str(tmp / "model.xml"), compress_to_fp16=False)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    log(f"OpenVINO IR (fp32) from the PyTorch module in {time.monotonic() - t:.1f} s -> {out} "
+        f"({sdpa} ScaledDotProductAttention ops)")
 
 
 def convert_ct2(model_dir: Path, art: Path, info: dict, log) -> None:
@@ -266,6 +405,8 @@ def prepare(a) -> int:
     a.art.mkdir(parents=True, exist_ok=True)
     stamp_path = a.art / "source.json"
     stamp = {"model_dir": str(a.model_dir), "files": fingerprint(a.model_dir), "opset": ONNX_OPSET}
+    if info["model_type"] in TORCH_EXPORT:
+        stamp["torch_onnx_opset"] = TORCH_ONNX_OPSET
     if stamp_path.is_file() and json.loads(stamp_path.read_text()) != stamp:
         log("checkpoint changed: dropping the old conversions")
         for p in a.art.iterdir():
@@ -292,7 +433,7 @@ def prepare(a) -> int:
         rng = np.random.default_rng(20241130)
         np.save(ids_path, rng.integers(5, info["vocab"], size=(a.batch, a.seq), dtype=np.int64))
     if systems & OPENVINO:
-        convert_openvino(a.art, log)
+        convert_openvino(a.art, log, a.model_dir, info)
     b_tag = int8.prepare(a, systems, log, lambda n: tokenize(a.model_dir, read_csv(a.input)[1][:n], a.max_len))
     for system in sorted(systems & OPENVINO) if a.warm_ov_cache else []:
         if system == "openvino-int8" and not b_tag:
@@ -323,9 +464,10 @@ def prepare(a) -> int:
 # ---------------------------------------------------------------- runners: (ids, mask) -> outputs
 
 class TorchRunner:
-    """PyTorch + transformers eager, torch.inference_mode, fp32 weights; with bf16, the forward
-    pass runs under torch.autocast("cpu", dtype=torch.bfloat16) (matmuls in bf16 through oneDNN,
-    the ops autocast keeps in fp32 in fp32), PyTorch's documented way to run CPU inference in bf16.
+    """PyTorch + transformers eager, torch.inference_mode, fp32 weights, the attention implementation
+    of TORCH_ATTENTION where it names one (read back either way); with bf16, the forward pass runs
+    under torch.autocast("cpu", dtype=torch.bfloat16) (matmuls in bf16 through oneDNN, the ops
+    autocast keeps in fp32 in fp32), PyTorch's documented way to run CPU inference in bf16.
     With compiled, the model goes through torch.compile (inductor, its default mode): the first
     call of a shape compiles it, which the untimed warm-up batches pay for."""
 
@@ -333,15 +475,15 @@ class TorchRunner:
 
     def __init__(self, model_dir: Path, info: dict, threads: int, bf16: bool = False, compiled: bool = False):
         import torch
-        from transformers import AutoModel, AutoModelForSequenceClassification
 
         torch.set_num_threads(threads)
         try:
             torch.set_num_interop_threads(1)
         except RuntimeError:
             pass
-        cls = AutoModelForSequenceClassification if info["kind"] == "classify" else AutoModel
-        self.model = cls.from_pretrained(str(model_dir), torch_dtype=torch.float32).eval()
+        self.model = load_torch(model_dir, info)
+        # the attention implementation transformers resolved (TORCH_ATTENTION asks for one by name)
+        self.attention = getattr(self.model.config, "_attn_implementation", None) or "?"
         if compiled:
             self.model = torch.compile(self.model)
         self.info, self.torch, self.bf16 = info, torch, bf16
@@ -430,7 +572,9 @@ class OpenVinoRunner:
         if cache_dir is not None:
             cache_dir.mkdir(parents=True, exist_ok=True)
             core.set_property({props.cache_dir: str(cache_dir)})
-        model = core.read_model(str(xml or art / "ov" / "model.xml"))
+        ir = int8.ov_fp32_ir(art, static=bool(static_shape))
+        self.ir_note = ", IR converted from the PyTorch module (SDPA ops)" if ir.parent.name == "ov_torch" else ""
+        model = core.read_model(str(xml or ir))
         self.inputs = [i.get_any_name() for i in model.inputs]
         if static_shape:  # fixed-size batches: static shapes are OpenVINO's documented fast path
             model.reshape({name: list(static_shape) for name in self.inputs})
@@ -552,19 +696,22 @@ def setting(system: str, k: int, runner=None) -> str:
             extra = (f"; read back: {runner.precision}, EXECUTION_MODE_HINT={runner.mode}, "
                      f"{runner.parallel} requests, {runner.streams} streams, threads {runner.pinning}")
             extra += ", compiled model loaded from the model cache" if runner.loaded_from_cache else ""
-            extra += runner.shape_note
+            extra += runner.shape_note + runner.ir_note
         nncf = "NNCF int8 IR (model_type TRANSFORMER), " if system == "openvino-int8" else ""
         return f"{nncf}THROUGHPUT hint, INFERENCE_NUM_THREADS={k}, {forced}, AsyncInferQueue{extra}"
     if system in int8.SYSTEMS:
         return int8.setting(system, k, runner)
     fusions = f" ({runner.fusions})" if isinstance(runner, OrtRunner) else ""
+    attention = f", attention {runner.attention}" if isinstance(runner, TorchRunner) else ""
     return UNPINNED[system] + "; " + {
-        "torch": f"eager, inference_mode, torch.set_num_threads({k})",
-        "torch-bf16": f"eager, inference_mode + torch.autocast(\"cpu\", dtype=torch.bfloat16), torch.set_num_threads({k})",
-        "torch-compile": f"torch.compile (inductor, default mode), inference_mode, torch.set_num_threads({k})",
+        "torch": f"eager, inference_mode, torch.set_num_threads({k}){attention}",
+        "torch-bf16": f"eager, inference_mode + torch.autocast(\"cpu\", dtype=torch.bfloat16), "
+                      f"torch.set_num_threads({k}){attention}",
+        "torch-compile": f"torch.compile (inductor, default mode), inference_mode, "
+                         f"torch.set_num_threads({k}){attention}",
         "torch-mp": f"{k} processes x 1 thread, one model copy each",
         "ort": f"1 session, intra_op_num_threads={k}, ORT_ENABLE_ALL, fused graph{fusions}",
-        "ort-noopt": f"1 session, intra_op_num_threads={k}, ORT_ENABLE_ALL, optimum's export without the "
+        "ort-noopt": f"1 session, intra_op_num_threads={k}, ORT_ENABLE_ALL, the ONNX export without the "
                      f"transformer optimizer",
         "ort-mp": f"{k} processes x 1 session (intra_op_num_threads=1)",
         "ct2": f"Encoder inter_threads={k}, intra_threads=1, float32, numpy head",

@@ -16,11 +16,22 @@
                   tests/fixtures/tokenizer/models/deberta_json (a DeBERTa-v3 tokenizer.json with a
                   3,000-piece unigram vocabulary trained for the tests): every system reads the
                   same ids, though more of them per word than the real 128k vocabulary gives.
+  modernbert-base-cls  ModernBertForSequenceClassification, answerdotai/ModernBERT-base's config
+                  (vocab 50368, 22 layers, hidden 768, 12 heads, GeGLU FFN 1152, no biases, global
+                  attention every 3rd layer and a 128-token window in the others, rope theta 160000
+                  global / 10000 local, 8,192 positions, mean pooling as the base checkpoint's config),
+                  2 labels. transformers >= 4.48 only: written with the current stack (.venv, see
+                  bench/requirements-tf5.txt). Its tokenizer is the committed test fixture
+                  tests/fixtures/tokenizer/models/modernbert_json (ModernBERT's tokenizer layout, a
+                  byte-level BPE of 4,000 pieces with [UNK] [CLS] [SEP] [PAD] [MASK] after it), and
+                  the config's special ids are that tokenizer's; the embedding keeps the real 50,368
+                  rows.
 
 Weights are random: speed does not depend on their values, and the benchmark compares mcinfer's
 outputs with PyTorch's on the same checkpoint. Existing checkpoints are kept unless --force.
 
     .venv-legacy/bin/python bench/make_models.py [--only bert-base-cls] [--force]
+    .venv/bin/python bench/make_models.py --only modernbert-base-cls    # transformers >= 4.48
 """
 
 import argparse
@@ -31,6 +42,7 @@ import sys
 from pathlib import Path
 
 import torch
+import transformers
 from transformers import (BertConfig, BertForSequenceClassification, DebertaV2Config,
                           DebertaV2ForSequenceClassification, MPNetConfig, MPNetForSequenceClassification,
                           XLMRobertaConfig, XLMRobertaForSequenceClassification)
@@ -77,10 +89,36 @@ def deberta_v3_base(seed: int):
     return DebertaV2ForSequenceClassification(config)
 
 
+# The special tokens of MODERNBERT_TOKENIZER's tokenizer.json (ModernBERT-base's own are 50281..50284).
+MODERNBERT_SPECIALS = {"cls_token_id": 4002, "bos_token_id": 4002, "sep_token_id": 4003, "eos_token_id": 4003,
+                       "pad_token_id": 4004}
+
+
+def modernbert_base(seed: int):
+    # answerdotai/ModernBERT-base's config.json, field by field (its hub card; nothing downloaded),
+    # but for the special ids, which are those of the tokenizer copied in. transformers >= 4.48
+    # (imported here so that the other checkpoints are still written by the legacy stack).
+    from transformers import ModernBertConfig, ModernBertForSequenceClassification
+
+    config = ModernBertConfig(vocab_size=50368, hidden_size=768, intermediate_size=1152, num_hidden_layers=22,
+                              num_attention_heads=12, hidden_activation="gelu", max_position_embeddings=8192,
+                              norm_eps=1e-5, norm_bias=False, attention_bias=False, mlp_bias=False,
+                              global_attn_every_n_layers=3, local_attention=128, global_rope_theta=160000.0,
+                              local_rope_theta=10000.0, classifier_pooling="mean", classifier_activation="gelu",
+                              classifier_bias=False, num_labels=2, **MODERNBERT_SPECIALS, **LABELS)
+    torch.manual_seed(seed)
+    return ModernBertForSequenceClassification(config)
+
+
+# Checkpoints whose family transformers 4.46 (the legacy stack) does not have: written only by a
+# transformers >= 4.48 (the current stack, .venv), and left out of a run of every checkpoint by another.
+NEEDS_CURRENT_STACK = {"modernbert-base-cls"}
 BUILDERS = {"bert-base-cls": bert_base, "xlmr-base-cls": xlmr_base, "mpnet-base-cls": mpnet_base,
-            "deberta-v3-base-cls": deberta_v3_base}
+            "deberta-v3-base-cls": deberta_v3_base, "modernbert-base-cls": modernbert_base}
 # Tokenizer files copied into a checkpoint: (source folder relative to the repository, files).
 DEBERTA_TOKENIZER = (REPO / "tests/fixtures/tokenizer/models/deberta_json", ["tokenizer.json", "tokenizer_config.json"])
+MODERNBERT_TOKENIZER = (REPO / "tests/fixtures/tokenizer/models/modernbert_json",
+                        ["tokenizer.json", "tokenizer_config.json"])
 
 NO_TOKENIZER_NOTE = """Random-weight {cls}, base shape, written by bench/make_models.py. It has no
 tokenizer (none of its family is available on this machine), so this checkpoint can only be driven with
@@ -94,7 +132,8 @@ def write(name: str, out_root: Path, seed: int, force: bool, tokenizer_dir: Path
     if (dest / "config.json").is_file() and (dest / "model.safetensors").is_file() and not force:
         print(f"make_models: {dest} exists, skipped (--force to rewrite)")
         return
-    tokenizer = {"bert-base-cls": (tokenizer_dir, TOKENIZER_FILES), "deberta-v3-base-cls": DEBERTA_TOKENIZER}.get(name)
+    tokenizer = {"bert-base-cls": (tokenizer_dir, TOKENIZER_FILES), "deberta-v3-base-cls": DEBERTA_TOKENIZER,
+                 "modernbert-base-cls": MODERNBERT_TOKENIZER}.get(name)
     if tokenizer:
         missing = [f for f in tokenizer[1] if not (tokenizer[0] / f).is_file()]
         if missing:
@@ -133,7 +172,14 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(1)  # init is cheap; leave the other cores alone
     args.out.mkdir(parents=True, exist_ok=True)
+    current = tuple(int(x) for x in transformers.__version__.split(".")[:2]) >= (4, 48)
     for name in args.only or list(BUILDERS):
+        if name in NEEDS_CURRENT_STACK and not current:
+            if args.only:
+                sys.exit(f"make_models: {name} needs transformers >= 4.48 (this is {transformers.__version__}): "
+                         f"run it with the current stack, .venv/bin/python (tools/venv.sh)")
+            print(f"make_models: {name} skipped: it needs transformers >= 4.48 (.venv/bin/python)")
+            continue
         write(name, args.out, args.seed, args.force, args.tokenizer)
     return 0
 
