@@ -87,8 +87,8 @@ std::size_t Encoder::workspace_bytes() const {
          ffn_bf16_.capacity_bytes() + qkv_bf16_.capacity_bytes() + tmp_bf16_.capacity_bytes() +
          x_s8_.capacity_bytes() + x_scales_.capacity_bytes() + ffn_s8_.capacity_bytes() +
          ffn_scales_.capacity_bytes() + embedded_.capacity_bytes() + normed_.capacity_bytes() +
-         gate_.capacity_bytes() + relative_bias_.capacity() * sizeof(float) +
-         ctx_.workspace_bytes();
+         gate_.capacity_bytes() + gate_bf16_.capacity_bytes() +
+         relative_bias_.capacity() * sizeof(float) + ctx_.workspace_bytes();
 }
 
 void Encoder::pack(std::span<const SequenceInput> batch) {
@@ -325,7 +325,16 @@ void Encoder::pre_norm_layers() {
   const std::int64_t rows = ops::padded_rows(t);
   const LayerRows buffers = layer_rows();
   const ops::Rows qkv = buffers.qkv, context = buffers.context, projected = buffers.projected;
-  ensure(gate_, rows, 2 * inter);
+  // A bf16 model's gated FFN writes its [a | g] rows in bf16, as autocast's Linear does: half the
+  // bytes of the layer's widest output, written by the GEMM and read back by the gate.
+  Rows gate{nullptr, DType::kF32};
+  if (w.precision() == ops::Precision::kBf16) {
+    ensure(gate_bf16_, rows, 2 * inter);
+    gate = {gate_bf16_.data(), DType::kBf16};
+  } else {
+    ensure(gate_, rows, 2 * inter);
+    gate.data = gate_.data();
+  }
   for (std::size_t i = 0; i < w.layers().size(); ++i) {
     const LayerWeights& layer = w.layers()[i];
     const LayerDesc& ld = d.layers[i];
@@ -345,8 +354,8 @@ void Encoder::pre_norm_layers() {
     run_gemm(index, ld.gemm(GemmSlot::kAttnOut), layer.gemm(GemmSlot::kAttnOut),
              ConstRows{context.data, context.type}, projected, ops::Activation::kNone);
     ops::residual_add(ctx_, x_.data(), ConstRows{projected.data, projected.type}, t, h);
-    run_gemm(index, ffn_in_desc, ffn_in, normalized(layer.ffn_norm, ld.ffn_norm.eps, ffn_in),
-             Rows{gate_.data(), DType::kF32}, ops::Activation::kNone);
+    run_gemm(index, ffn_in_desc, ffn_in, normalized(layer.ffn_norm, ld.ffn_norm.eps, ffn_in), gate,
+             ops::Activation::kNone);
     Rows mid{nullptr, ffn_out.input_type() == DType::kBf16 ? DType::kBf16 : DType::kF32};
     if (mid.type == DType::kBf16) {
       ensure(ffn_bf16_, rows, inter);
@@ -355,7 +364,7 @@ void Encoder::pre_norm_layers() {
       ensure(ffn_, rows, inter);
       mid.data = ffn_.data();
     }
-    ops::gated_activation(ctx_, gate_.data(), t, inter, ffn_in_desc.linear.activation, mid);
+    ops::gated_activation(ctx_, gate, t, inter, ffn_in_desc.linear.activation, mid);
     run_gemm(index, ld.gemm(GemmSlot::kFfnOut), ffn_out, ConstRows{mid.data, mid.type}, projected,
              ops::Activation::kNone);
     ops::residual_add(ctx_, x_.data(), ConstRows{projected.data, projected.type}, t, h);

@@ -103,11 +103,12 @@ class Encoder {
   std::vector<std::int32_t> relative_index_;
   std::int64_t relative_origin_ = 0;
   // bf16 GEMM inputs and outputs (ffn_bf16_, tmp_bf16_ replace ffn_, tmp_ in bf16 models).
-  AlignedBuffer<ops::Bf16> x_bf16_;    // [tokens, hidden]: x after each LayerNorm
-  AlignedBuffer<ops::Bf16> ctx_bf16_;  // [tokens, hidden]: attention output
-  AlignedBuffer<ops::Bf16> ffn_bf16_;  // [tokens, intermediate]: GELU(x · W1ᵀ + b1)
-  AlignedBuffer<ops::Bf16> qkv_bf16_;  // [tokens, 3·hidden]: Q, K, V
-  AlignedBuffer<ops::Bf16> tmp_bf16_;  // [tokens, hidden]: projection outputs before residual+norm
+  AlignedBuffer<ops::Bf16> x_bf16_;     // [tokens, hidden]: x after each LayerNorm
+  AlignedBuffer<ops::Bf16> ctx_bf16_;   // [tokens, hidden]: attention output
+  AlignedBuffer<ops::Bf16> gate_bf16_;  // the same in bf16 models
+  AlignedBuffer<ops::Bf16> ffn_bf16_;   // [tokens, intermediate]: GELU(x · W1ᵀ + b1)
+  AlignedBuffer<ops::Bf16> qkv_bf16_;   // [tokens, 3·hidden]: Q, K, V
+  AlignedBuffer<ops::Bf16> tmp_bf16_;   // [tokens, hidden]: projection outputs before residual+norm
   // int8 GEMMs only: the s8 inputs of int8 GEMMs and their per-row scales.
   AlignedBuffer<std::int8_t> x_s8_;    // [tokens, hidden]: x after each LayerNorm
   AlignedBuffer<float> x_scales_;      // [tokens]

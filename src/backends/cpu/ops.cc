@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "core/half.h"
@@ -386,17 +387,27 @@ void attention(Context& ctx, ConstRows qkv, Rows out, std::span<const SequenceSp
   }
 }
 
-void gated_activation(Context& ctx, float* y, std::int64_t rows, std::int64_t cols, Activation act,
+void gated_activation(Context& ctx, Rows y, std::int64_t rows, std::int64_t cols, Activation act,
                       Rows out) {
   if (out.type != DType::kF32 && out.type != DType::kBf16)
     fail("internal: a gated activation writes f32 or bf16 rows");
+  if (y.type != DType::kF32 && y.type != DType::kBf16)
+    fail("internal: a gated activation reads f32 or bf16 rows");
   ScopedOpTimer timer(ctx, OpKind::kActivation);
   const auto& k = ctx.device().kernels();
   for_row_blocks(ctx, rows, [&](std::int64_t begin, std::int64_t count) {
-    float* block = y + begin * 2 * cols;
-    k.bias_activation(block, count, cols, 2 * cols, nullptr, act);
+    // bf16 rows are widened one at a time into this block's own f32 row.
+    std::vector<float> wide(y.type == DType::kBf16 ? static_cast<std::size_t>(2 * cols) : 0);
     for (std::int64_t r = 0; r < count; ++r) {
-      float* a = block + r * 2 * cols;
+      float* a = nullptr;
+      if (y.type == DType::kBf16) {
+        const Bf16* src = static_cast<const Bf16*>(y.data) + (begin + r) * 2 * cols;
+        for (std::int64_t c = 0; c < 2 * cols; ++c) wide[c] = bf16_to_float(src[c]);
+        a = wide.data();
+      } else {
+        a = static_cast<float*>(y.data) + (begin + r) * 2 * cols;
+      }
+      k.bias_activation(a, 1, cols, 2 * cols, nullptr, act);
       const float* g = a + cols;
       for (std::int64_t c = 0; c < cols; ++c) a[c] *= g[c];
       if (out.type == DType::kBf16) {

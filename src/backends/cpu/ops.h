@@ -190,10 +190,10 @@ void attention(Context& ctx, const Bf16* qkv, Bf16* out, std::span<const Sequenc
 void attention(Context& ctx, ConstRows qkv, Rows out, std::span<const SequenceSpan> sequences,
                int heads, std::int64_t hidden, const AttentionRules& rules = {});
 
-// ModernBERT's gated FFN: with the rows of y [rows, 2·cols] as [a | g], out = act(a) · g, as f32
-// or bf16 rows [rows, cols] (by out.type; a following int8 layer quantizes f32 rows itself).
-// y is overwritten (its first half takes act(a)).
-void gated_activation(Context& ctx, float* y, std::int64_t rows, std::int64_t cols, Activation act,
+// ModernBERT's gated FFN: with the rows of y [rows, 2·cols] as [a | g] (f32 or bf16), out =
+// act(a) · g in f32, as f32 or bf16 rows [rows, cols] (by out.type; a following int8 layer
+// quantizes f32 rows itself). f32 rows of y are overwritten (their first half takes act(a)).
+void gated_activation(Context& ctx, Rows y, std::int64_t rows, std::int64_t cols, Activation act,
                       Rows out);
 
 // x += y (f32 or bf16 rows), [rows, cols] contiguous: the residual add of a pre-norm layer.
