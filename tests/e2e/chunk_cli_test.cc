@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <fstream>
+#include <sstream>
 
 #include "core/json.h"
 #include "support/cli.h"
@@ -193,6 +195,72 @@ TEST(LongInput, TokenizePrintsTheWindows) {
     }
     EXPECT_EQ(r.out, want) << "max_len " << c["max_len"] << " stride " << c["stride"];
   }
+}
+
+// ModernBERT (rotary positions restart in every window): a row past --max-len, chunked, is the
+// mean of its windows run as rows of their own (their ids as `tokenize` prints them; each window
+// through the model is what SentenceTransformer.encode gives, St6Cli).
+TEST(LongInput, ModernBertRowIsTheMeanOfItsWindows) {
+  const fs::path model = testing::fixture("st/st6_modernbert_prompts");
+  auto dir = testing::scratch_dir("chunk_modernbert");
+  const std::string text =
+      "Rotary positions start again at zero in every window, so a long row is cut into windows "
+      "that the model reads as rows of their own, and their pooled vectors are averaged.";
+  {
+    std::ofstream(dir / "text.txt") << text << "\n";
+    std::ofstream(dir / "row.csv") << "id,text\nlong,\"" << text << "\"\n";
+  }
+  const std::vector<std::string> geometry = {"--max-len", "24", "--stride", "4"};
+  std::vector<std::string> tokenize = {"tokenize", model.string()};
+  tokenize.insert(tokenize.end(), geometry.begin(), geometry.end());
+  auto r = testing::run_cli(tokenize, (dir / "text.txt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::ofstream windows(dir / "windows.jsonl");
+  int count = 0;
+  for (std::string line; std::getline(lines, line);)
+    windows << Json{{"id", "w" + std::to_string(count++)}, {"input_ids", Json::parse(line)}}.dump()
+            << "\n";
+  windows.close();
+  ASSERT_GE(count, 3) << r.out;
+  const std::vector<std::string> embed = {"--task", "embed",          "--pooling",
+                                          "mean",   "--no-normalize", "--quiet"};
+  std::vector<std::string> each = {"run",       model.string(),
+                                   "--input",   (dir / "windows.jsonl").string(),
+                                   "--output",  (dir / "windows.csv").string(),
+                                   "--max-len", "24"};
+  each.insert(each.end(), embed.begin(), embed.end());
+  r = testing::run_cli(each);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> chunked = {"run",
+                                      model.string(),
+                                      "--input",
+                                      (dir / "row.csv").string(),
+                                      "--output",
+                                      (dir / "row_out.csv").string(),
+                                      "--long-input",
+                                      "chunk",
+                                      "--chunk-reduce",
+                                      "mean"};
+  chunked.insert(chunked.end(), geometry.begin(), geometry.end());
+  chunked.insert(chunked.end(), embed.begin(), embed.end());
+  r = testing::run_cli(chunked);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const testing::Table per_window = testing::read_table(dir / "windows.csv");
+  const testing::Table row = testing::read_table(dir / "row_out.csv");
+  ASSERT_EQ(per_window.values.size(), static_cast<std::size_t>(count));
+  ASSERT_EQ(row.values.size(), 1u);
+  ASSERT_EQ(row.values[0].size(), per_window.values[0].size());
+  double worst = 0, spread = 0;
+  for (std::size_t c = 0; c < row.values[0].size(); ++c) {
+    double mean = 0;
+    for (const auto& w : per_window.values) mean += w[c];
+    mean /= count;
+    worst = std::max(worst, std::fabs(row.values[0][c] - mean));
+    spread = std::max(spread, std::fabs(per_window.values[0][c] - mean));
+  }
+  EXPECT_LE(worst, 1e-5);
+  EXPECT_GT(spread, 1e-3) << "the windows must differ, else the mean proves nothing";
 }
 
 // `inspect` gives a window's geometry; its formula for the windows of a row is HF's count.
