@@ -7,7 +7,7 @@ packages=(
   googletest libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin  # optional to build; rank 0 of an mpirun job merges, tested here
   clang libclang-rt-dev
-  python3 python3-pip unzip ca-certificates
+  python3 python3-pip python3-venv python3-dev unzip ca-certificates  # dev, venv: the wheel
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -38,4 +38,11 @@ extra=""
 [ "${MCINFER_PJRT_TESTS:-1}" = 1 ] || extra="; PJRT (MCINFER_PJRT_TESTS=0)"
 echo "scripts/test.sh: $("$build/tests/mcinfer_cpu_report")${extra}; PJRT on a GPU or TPU" \
   "(no device here); $skipped tests skipped (the list is above)"
+# The Python package: its wheel built, repaired and installed into a fresh environment of each
+# Python in MCINFER_PYTHONS (default python3), its tests run from an empty directory.
+# MCINFER_PYTHON_TESTS=0 leaves it out: CI's sanitizer tree (the wheel is a Release build).
+if [ "${MCINFER_PYTHON_TESTS:-1}" = 1 ]; then
+  # shellcheck disable=SC2086 # a list of interpreters
+  "$root/scripts/test_python.sh" ${MCINFER_PYTHONS:-python3} || status=$?
+fi
 exit "$status"

@@ -6,12 +6,15 @@
 // Threading: a Model may be used from one thread at a time; each predict() call runs on all
 // of the model's replicas and returns when every row is done.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mcinfer/errors.h"
@@ -25,6 +28,9 @@ struct ModelOptions {
   std::string precision = "fp32";  // fp32, bf16, int8 or auto (as `mcinfer run --precision`)
   int replicas = 0;                // 0: the backend's slots (CPU: one per physical core)
   int threads_per_replica = 1;
+  // Pin each replica's thread to a core of its own (with one thread per replica). Off where
+  // several models share the machine's cores (e.g. one per Ray actor), which would pin alike.
+  bool pin_threads = true;
   // "classify", "embed", or empty: as `mcinfer run` decides (sentence-transformers → embed, a
   // classification head → classify, else embed with the directory's pooling).
   std::string task;
@@ -47,6 +53,18 @@ struct Matrix {
   float at(std::size_t row, std::size_t col) const { return values.at(row * cols + col); }
 };
 
+// The choices of one predict() call (sentence-transformers' encode() arguments).
+struct PredictOptions {
+  // This call's prompt, by text or by name; neither: the one the model was loaded with.
+  std::optional<std::string> prompt, prompt_name;
+  std::int64_t batch_tokens = 4096;  // tokens a replica computes at once (as --batch-tokens)
+  std::size_t batch_rows = 0;        // rows per batch at most; 0: only the tokens limit
+  // Set from any thread: the batches in flight finish and the call throws StoppedError.
+  const std::atomic<bool>* stop = nullptr;
+  // Rows done so far, raised from the replicas' threads as batches finish.
+  std::atomic<std::size_t>* rows_done = nullptr;
+};
+
 class Model {
  public:
   // Throws Error (UsageError for options) naming the file, tensor or option at fault.
@@ -61,8 +79,15 @@ class Model {
   int replicas() const;
   std::size_t max_len() const;
 
+  // The output columns: the labels (classify), or e0 … e{dim-1} (embed).
+  std::vector<std::string> columns() const;
+
   // Texts through the model's tokenizer (truncated to max_len), with an optional second text
-  // per row for sentence pairs (`pairs` empty, or as long as `texts`).
+  // per row for sentence pairs (`pairs` empty, or as long as `texts`). The rows are tokenised on
+  // the replicas' threads and computed longest first in batches the free replicas take.
+  Matrix predict(std::span<const std::string_view> texts,
+                 std::span<const std::string_view> pairs = {},
+                 const PredictOptions& options = {}) const;
   Matrix predict(const std::vector<std::string>& texts,
                  const std::vector<std::string>& pairs = {}) const;
   // Token ids with the special tokens already in place; each row at most max_len long, every id

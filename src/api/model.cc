@@ -10,6 +10,7 @@
 #include "sched/replica_pool.h"
 #include "sched/row_feeder.h"
 #include "sched/run_plan.h"
+#include "sched/text_predict.h"
 
 namespace mcinfer {
 namespace {
@@ -68,7 +69,8 @@ Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& op
     fail_usage("replicas must be 0 (one per slot) or more, threads_per_replica 1 or more");
   const int replicas = options.replicas > 0 ? options.replicas : impl->backend->replica_slots();
   impl->pool = std::make_unique<sched::ReplicaPool>(
-      impl->prepared, sched::PoolOptions{replicas, options.threads_per_replica, true});
+      impl->prepared,
+      sched::PoolOptions{replicas, options.threads_per_replica, options.pin_threads});
   return Model(std::move(impl));
 }
 
@@ -80,28 +82,38 @@ std::string Model::task() const { return std::string(model::task_name(impl_->pla
 int Model::replicas() const { return impl_->pool->size(); }
 std::size_t Model::max_len() const { return impl_->plan.max_len; }
 
+std::vector<std::string> Model::columns() const { return impl_->plan.schema.columns; }
+
+Matrix Model::predict(std::span<const std::string_view> texts,
+                      std::span<const std::string_view> pairs,
+                      const PredictOptions& options) const {
+  const sched::TaskPlan& plan = impl_->plan;
+  if (plan.tokenizer == nullptr)
+    fail_usage("{}: no tokenizer files: give token ids (predict_ids)", impl_->dir->path().string());
+  if (options.batch_tokens < 1) fail_usage("batch_tokens must be 1 or more");
+  model::TaskSpec task = plan.task;
+  std::string prompt = plan.prompt.value;
+  if (options.prompt || options.prompt_name) {
+    sched::PromptedTask call =
+        sched::with_prompt(*impl_->dir, plan, options.prompt, options.prompt_name);
+    task = std::move(call.task);
+    prompt = std::move(call.prompt.value);
+  }
+  Matrix m;
+  m.rows = texts.size();
+  m.cols = static_cast<std::size_t>(plan.dim);
+  m.columns = plan.schema.columns;
+  m.values = sched::predict_texts(
+      *impl_->pool, {plan.tokenizer.get(), prompt, plan.strip_text, plan.max_len}, texts, pairs,
+      task, plan.dim, {options.batch_tokens, options.batch_rows, options.stop, options.rows_done});
+  return m;
+}
+
 Matrix Model::predict(const std::vector<std::string>& texts,
                       const std::vector<std::string>& pairs) const {
-  const tokenizer::Tokenizer* tok = impl_->plan.tokenizer.get();
-  if (tok == nullptr)
-    fail_usage("{}: no tokenizer files: give token ids (predict_ids)", impl_->dir->path().string());
-  if (!pairs.empty() && pairs.size() != texts.size())
-    fail_usage("{} texts but {} pairs: give one pair per text, or none", texts.size(),
-               pairs.size());
-  std::vector<std::vector<std::int32_t>> ids(texts.size()), types(texts.size());
-  const sched::TaskPlan& plan = impl_->plan;
-  std::string buffer;
-  for (std::size_t i = 0; i < texts.size(); ++i) {
-    const std::string_view text =
-        sched::prepare_text(texts[i], plan.prompt.value, plan.strip_text, buffer);
-    std::optional<std::string_view> pair;
-    if (!pairs.empty()) pair = pairs[i];
-    if (pair && plan.strip_text) pair = model::strip_python_whitespace(*pair);
-    tokenizer::Encoding enc = tok->encode(text, pair, impl_->plan.max_len);
-    ids[i] = std::move(enc.ids);
-    types[i] = std::move(enc.type_ids);
-  }
-  return impl_->run(ids, types);
+  const std::vector<std::string_view> text_views(texts.begin(), texts.end());
+  const std::vector<std::string_view> pair_views(pairs.begin(), pairs.end());
+  return predict(text_views, pair_views);
 }
 
 Matrix Model::predict_ids(const std::vector<std::vector<std::int32_t>>& ids) const {

@@ -156,31 +156,56 @@ std::int64_t prompt_token_count(const tokenizer::Tokenizer& tokenizer, const std
   return static_cast<std::int64_t>(ids.size()) - (closed ? 1 : 0);
 }
 
+namespace {
+
+void require_tokenizer_for_prompt(const model::ModelDir& dir,
+                                  const model::Sourced<std::string>& prompt, const TaskPlan& plan) {
+  if (!prompt.value.empty() && !plan.tokenizer) {
+    fail_usage("a prompt ({}) is text, but {} has no tokenizer files", prompt.source,
+               dir.path().string());
+  }
+}
+
+}  // namespace
+
 void plan_text(const model::ModelDir& dir, const TaskRequest& request, TaskPlan& plan) {
   plan.tokenizer_compat = resolve_tokenizer_compat(dir, request.tokenizer_compat);
   if (dir.has_tokenizer())
     plan.tokenizer = tokenizer::Tokenizer::load(dir.path(), plan.tokenizer_compat.value);
   plan.strip_text = dir.strips_text();
   plan.prompt = dir.prompt(request.prompt, request.prompt_name);
-  if (!plan.prompt.value.empty() && !plan.tokenizer) {
-    fail_usage("a prompt ({}) is text, but {} has no tokenizer files", plan.prompt.source,
-               dir.path().string());
-  }
+  require_tokenizer_for_prompt(dir, plan.prompt, plan);
 }
 
+namespace {
+
 // The tokens of the prompt the pooling leaves out (include_prompt false).
-void plan_prompt_pooling(const model::ModelDir& dir, TaskPlan& plan) {
-  if (plan.prompt.value.empty()) return;
-  if (plan.task.kind != model::TaskKind::kEmbed || dir.pools_prompt()) return;
-  plan.task.pool_skip = prompt_token_count(*plan.tokenizer, plan.prompt.value, plan.strip_text);
-  plan.task.cls_after_skip = dir.st_behaviour().cls_after_prompt;
-  if (static_cast<std::size_t>(plan.task.pool_skip) + 1 >= plan.max_len) {
+void plan_prompt_pooling(const model::ModelDir& dir, const TaskPlan& plan,
+                         const model::Sourced<std::string>& prompt, model::TaskSpec& task) {
+  task.pool_skip = 0;
+  task.cls_after_skip = model::TaskSpec{}.cls_after_skip;
+  if (prompt.value.empty()) return;
+  if (task.kind != model::TaskKind::kEmbed || dir.pools_prompt()) return;
+  task.pool_skip = prompt_token_count(*plan.tokenizer, prompt.value, plan.strip_text);
+  task.cls_after_skip = dir.st_behaviour().cls_after_prompt;
+  if (static_cast<std::size_t>(task.pool_skip) + 1 >= plan.max_len) {
     fail_usage(
         "the prompt ({}) takes {} tokens with its special token, which --max-len {} leaves no "
         "room for a text after (the Pooling module leaves the prompt's tokens out: "
         "include_prompt false)",
-        plan.prompt.source, plan.task.pool_skip, plan.max_len);
+        prompt.source, task.pool_skip, plan.max_len);
   }
+}
+
+}  // namespace
+
+PromptedTask with_prompt(const model::ModelDir& dir, const TaskPlan& plan,
+                         const std::optional<std::string>& text,
+                         const std::optional<std::string>& name) {
+  PromptedTask out{plan.task, dir.prompt(text, name)};
+  require_tokenizer_for_prompt(dir, out.prompt, plan);
+  plan_prompt_pooling(dir, plan, out.prompt, out.task);
+  return out;
 }
 
 TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
@@ -205,7 +230,7 @@ TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
   plan.max_len = dir.max_len(plan.tokenizer ? plan.tokenizer->model_max_length() : std::nullopt,
                              request.max_len)
                      .value;
-  plan_prompt_pooling(dir, plan);
+  plan_prompt_pooling(dir, plan, plan.prompt, plan.task);
   plan.schema = make_schema(config, task, plan.embedding ? plan.embedding->output_dim : 0);
   plan.dim = static_cast<std::int64_t>(plan.schema.columns.size());
   return plan;

@@ -51,6 +51,17 @@ std::optional<tokenizer::Compat> parse_tokenizer_compat(const std::string& value
 // force.
 void plan_text(const model::ModelDir& dir, const TaskRequest& request, TaskPlan& plan);
 
+// A plan's task with another prompt in force (the library's prompt per call): `text`, else the
+// prompt named `name`, else the directory's default, with the pooling's skip of its tokens as
+// plan_task sets it. Throws UsageError as plan_task does.
+struct PromptedTask {
+  model::TaskSpec task;
+  model::Sourced<std::string> prompt;
+};
+PromptedTask with_prompt(const model::ModelDir& dir, const TaskPlan& plan,
+                         const std::optional<std::string>& text,
+                         const std::optional<std::string>& name);
+
 // --tokenizer-compat: as requested, else auto: transformers 5's way when config.json records a
 // transformers_version of 5 or later, else the files' (no record: the files').
 model::Sourced<tokenizer::Compat> resolve_tokenizer_compat(

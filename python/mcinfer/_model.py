@@ -1,0 +1,291 @@
+"""``mcinfer.Model``: a model directory loaded once, then ``encode`` and ``predict``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from mcinfer import _core
+
+PathLike = str | os.PathLike[str]
+Output = Literal["numpy", "arrow"]
+
+
+def _text_column(values: Any, what: str) -> Any:
+    """What the engine reads in place: Arrow objects and str sequences as they are; numpy and
+    pandas columns without making a Python str per row where their layout allows it."""
+    if hasattr(values, "__arrow_c_stream__") or hasattr(values, "__arrow_c_array__"):
+        return values
+    if isinstance(values, np.ndarray):
+        if values.ndim != 1:
+            raise ValueError(f"{what}: a numpy array of {values.ndim} dimensions; give one column")
+        if values.dtype.kind == "U":  # UTF-32 cells: one encoding pass, no str objects
+            encoded = np.char.encode(values, "utf-8")
+            return _core.TextColumn.from_fixed_width(
+                encoded.tobytes(), len(encoded), encoded.dtype.itemsize
+            )
+        if values.dtype.kind == "S":
+            return _core.TextColumn.from_fixed_width(
+                np.ascontiguousarray(values).tobytes(), len(values), values.dtype.itemsize
+            )
+        if values.dtype.kind == "T":  # numpy 2's StringDType
+            return values.astype(object)
+        if values.dtype.kind != "O":
+            raise TypeError(f"{what}: a numpy array of {values.dtype}, expected strings")
+        return values
+    to_numpy = getattr(values, "to_numpy", None)  # a pandas Series of Python str objects
+    if callable(to_numpy) and not isinstance(values, Sequence):
+        return _text_column(to_numpy(), what)
+    return values
+
+
+class _Progress:
+    """A tqdm bar fed with the rows done so far (when tqdm is installed)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self._bar: Any = None
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                return
+            self._bar = tqdm(total=total, unit="rows", desc="mcinfer")
+
+    def callback(self) -> Callable[[int], None] | None:
+        return self._update if self._bar is not None else None
+
+    def _update(self, done: int) -> None:
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+class Model:
+    """A Hugging Face model directory (``save_pretrained`` or sentence-transformers ``save``)
+    loaded once: one read-only copy of the weights shared by one replica per core.
+
+    Local directories only. ``precision`` is ``"auto"`` (bf16 where the CPU has native bf16 dot
+    products, else fp32), ``"fp32"``, ``"bf16"`` or ``"int8"``; ``replicas`` defaults to one per
+    physical core (``backend="cpu"``; each pinned to its core unless ``pin_threads=False``) or
+    per device (``backend="pjrt"``, ``plugin="cpu"``,
+    ``"cuda"``, ``"tpu"`` or a plugin's ``.so`` path). ``task``, ``pooling``, ``normalize``,
+    ``max_len``, ``prompt`` and ``prompt_name`` default to what the directory says, as for
+    ``mcinfer run``. Raises ``mcinfer.Error`` naming the file or field at fault.
+
+    A Model may be used from one thread at a time; each call runs on all its replicas, with the
+    GIL released. Do not share it with fork-based pools: give each process its own (``spawn``).
+    """
+
+    def __init__(
+        self,
+        model_dir: PathLike,
+        precision: str = "auto",
+        replicas: int | None = None,
+        backend: str = "cpu",
+        plugin: str | None = None,
+        *,
+        devices: int | None = None,
+        threads_per_replica: int = 1,
+        pin_threads: bool = True,
+        task: str | None = None,
+        max_len: int | None = None,
+        pooling: str | None = None,
+        normalize: bool | None = None,
+        prompt: str | None = None,
+        prompt_name: str | None = None,
+        tokenizer_compat: str = "auto",
+    ) -> None:
+        path = os.fspath(model_dir)
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"{path}: not a model directory (mcinfer loads local ones)")
+        if replicas is not None and (isinstance(replicas, bool) or replicas < 1):
+            raise ValueError(f"replicas must be 1 or more (None: one per core), not {replicas!r}")
+        options = _core.ModelOptions()
+        options.backend = backend
+        options.plugin = plugin if plugin is not None else "cpu"
+        options.devices = devices or 0
+        options.precision = precision
+        options.replicas = replicas or 0
+        options.threads_per_replica = threads_per_replica
+        options.pin_threads = pin_threads
+        options.task = task or ""
+        options.max_len = max_len
+        options.pooling = pooling or ""
+        options.normalize = normalize
+        options.prompt = prompt
+        options.prompt_name = prompt_name
+        options.tokenizer_compat = tokenizer_compat
+        self._model = _core.Model.load(path, options)
+        self.model_dir = path
+
+    @property
+    def precision(self) -> str:
+        return str(self._model.precision)
+
+    @property
+    def task(self) -> str:
+        """``"embed"`` or ``"classify"``."""
+        return str(self._model.task)
+
+    @property
+    def replicas(self) -> int:
+        return int(self._model.replicas)
+
+    @property
+    def max_len(self) -> int:
+        return int(self._model.max_len)
+
+    @property
+    def labels(self) -> list[str]:
+        """The output columns: the classifier's labels (id2label), or e0 … e{D-1}."""
+        return list(self._model.columns)
+
+    def __repr__(self) -> str:
+        return (
+            f"mcinfer.Model({self.model_dir!r}, task={self.task!r}, precision={self.precision!r},"
+            f" replicas={self.replicas})"
+        )
+
+    def _compute(
+        self,
+        texts: Any,
+        pairs: Any,
+        *,
+        prompt: str | None,
+        prompt_name: str | None,
+        batch_size: int | None,
+        batch_tokens: int,
+        show_progress_bar: bool,
+    ) -> npt.NDArray[np.float32]:
+        if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
+            raise ValueError(f"batch_size must be 1 or more, not {batch_size!r}")
+        if isinstance(batch_tokens, bool) or batch_tokens < 1:
+            raise ValueError(f"batch_tokens must be 1 or more, not {batch_tokens!r}")
+        column = _text_column(texts, "texts")
+        pair_column = None if pairs is None else _text_column(pairs, "pairs")
+        progress = _Progress(len(column), show_progress_bar)
+        try:
+            values: npt.NDArray[np.float32] = self._model.predict(
+                column,
+                pair_column,
+                prompt,
+                prompt_name,
+                batch_tokens,
+                batch_size or 0,
+                progress.callback(),
+            )
+        finally:
+            progress.close()
+        return values
+
+    def encode(
+        self,
+        sentences: Any,
+        batch_size: int | None = None,
+        show_progress_bar: bool = False,
+        normalize_embeddings: bool = False,
+        prompt_name: str | None = None,
+        prompt: str | None = None,
+        *,
+        output: Output = "numpy",
+        batch_tokens: int = 4096,
+    ) -> Any:
+        """Sentence embeddings, float32 [N, D], as ``SentenceTransformer.encode`` computes them.
+
+        ``sentences``: a list of str, a numpy/pandas string column, or any Arrow array or stream
+        (pyarrow, polars, pandas, duckdb: read in place). The directory's modules decide the
+        pooling and normalisation; ``normalize_embeddings=True`` normalises on top, as in
+        sentence-transformers. ``prompt_name``/``prompt`` as in ``encode``; neither: the
+        directory's default prompt. Batches hold ``batch_tokens`` tokens (rows longest first);
+        ``batch_size`` caps their rows. ``output="arrow"``: a ``fixed_size_list<float32>[D]``
+        pyarrow array. Ctrl-C stops after the batches in flight (KeyboardInterrupt).
+        """
+        if self.task != "embed":
+            raise ValueError(
+                f"{self.model_dir}: a classifier; use predict(), or load it with task='embed'"
+            )
+        if isinstance(sentences, str):
+            raise TypeError("sentences: one str; give a list of str")
+        values = self._compute(
+            sentences,
+            None,
+            prompt=prompt,
+            prompt_name=prompt_name,
+            batch_size=batch_size,
+            batch_tokens=batch_tokens,
+            show_progress_bar=show_progress_bar,
+        )
+        if normalize_embeddings:
+            # torch.nn.functional.normalize's eps, as sentence-transformers uses it.
+            norms = np.maximum(np.linalg.norm(values, axis=1, keepdims=True), 1e-12)
+            np.divide(values, norms, out=values)
+        if output == "arrow":
+            return _embeddings_to_arrow(values)
+        if output != "numpy":
+            raise ValueError(f"output must be 'numpy' or 'arrow', not {output!r}")
+        return values
+
+    def predict(
+        self,
+        sentences: Any,
+        batch_size: int | None = None,
+        show_progress_bar: bool = False,
+        *,
+        output: Output = "numpy",
+        batch_tokens: int = 4096,
+    ) -> Any:
+        """Classifier probabilities (the directory's activation: softmax, or sigmoid for
+        multi-label), float32 [N, labels] in the order of ``labels``.
+
+        ``sentences``: texts (as for ``encode``), or pairs: a list of (text, text) tuples or a
+        tuple of two columns ``(texts, pairs)``. ``output="arrow"``: a pyarrow Table with one
+        float32 column per label.
+        """
+        if isinstance(sentences, str):
+            raise TypeError("sentences: one str; give a list of str")
+        texts, pairs = _split_pairs(sentences)
+        values = self._compute(
+            texts,
+            pairs,
+            prompt=None,
+            prompt_name=None,
+            batch_size=batch_size,
+            batch_tokens=batch_tokens,
+            show_progress_bar=show_progress_bar,
+        )
+        if output == "arrow":
+            return _columns_to_arrow(values, self.labels)
+        if output != "numpy":
+            raise ValueError(f"output must be 'numpy' or 'arrow', not {output!r}")
+        return values
+
+
+def _split_pairs(sentences: Any) -> tuple[Any, Any]:
+    """(texts, pairs or None) from texts, a list of 2-tuples, or a tuple of two columns."""
+    if isinstance(sentences, tuple) and len(sentences) == 2 and not isinstance(sentences[0], str):
+        return sentences[0], sentences[1]
+    if isinstance(sentences, list) and sentences and isinstance(sentences[0], (tuple, list)):
+        for i, row in enumerate(sentences):
+            if not isinstance(row, (tuple, list)) or len(row) != 2:
+                raise ValueError(f"sentences[{i}]: expected a (text, text) pair")
+        return [row[0] for row in sentences], [row[1] for row in sentences]
+    return sentences, None
+
+
+def _embeddings_to_arrow(values: npt.NDArray[np.float32]) -> Any:
+    import pyarrow as pa
+
+    flat = pa.array(values.reshape(-1), type=pa.float32())  # a view of the numpy buffer
+    return pa.FixedSizeListArray.from_arrays(flat, values.shape[1])
+
+
+def _columns_to_arrow(values: npt.NDArray[np.float32], labels: list[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.table({label: values[:, i] for i, label in enumerate(labels)})

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The Python package's tests, as a user meets the package: the repaired wheel (scripts/wheel.sh)
+# installed with `pip install --no-index` (its one dependency, numpy, from a local download)
+# into a fresh virtual environment of each Python given, then python/tests run from an empty
+# directory, so that the package imported is the installed one, never the source tree.
+#   scripts/test_python.sh [PYTHON_OR_VERSION...]   default: python3; "3.12" finds python3.12 on
+#   PATH or pyenv's newest 3.12.x
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+find_python() { # NAME: a path, a command, or X.Y (python X.Y on PATH, else pyenv's newest X.Y.z)
+  local name=$1 candidate
+  local candidates=("$name")
+  if [[ $name =~ ^[0-9]+\.[0-9]+$ ]]; then
+    candidates=("python$name")
+    if command -v pyenv >/dev/null; then
+      candidates+=("$(ls -d "$(pyenv root)/versions/$name".* 2>/dev/null | sort -V | tail -1)/bin/python$name")
+    fi
+  fi
+  # pyenv's shims exist for versions that are not selected, and fail when run: try each.
+  for candidate in "${candidates[@]}"; do
+    if "$candidate" -c 'import sys' >/dev/null 2>&1; then
+      command -v "$candidate"
+      return
+    fi
+  done
+  echo "scripts/test_python.sh: no Python '$name' on this machine (tried ${candidates[*]})" >&2
+  exit 1
+}
+minilm=$("$root/scripts/get_minilm.sh")
+[ $# -gt 0 ] || set -- python3
+abi3_wheel=""
+for name in "$@"; do
+  python=$(find_python "$name")
+  version=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+  echo "== Python $version ($python)"
+  # One abi3 wheel serves every CPython from 3.12 on: built once per invocation.
+  if [ "$(printf '%s\n3.12\n' "$version" | sort -V | head -1)" = 3.12 ]; then
+    [ -n "$abi3_wheel" ] || abi3_wheel=$("$root/scripts/wheel.sh" "$python")
+    wheel=$abi3_wheel
+  else
+    wheel=$("$root/scripts/wheel.sh" "$python")
+  fi
+  echo "wheel: $(basename "$wheel")"
+  env="$root/build/python/venv-test-$version"
+  deps="$root/build/python/deps-$version"
+  rm -rf "$env"
+  "$python" -m venv "$env"
+  "$env/bin/pip" download -q --only-binary=:all: -d "$deps" numpy
+  "$env/bin/pip" install -q --no-index --find-links "$deps" "$wheel"
+  "$env/bin/pip" install -q -r "$root/python/requirements-test.txt"
+  empty=$(mktemp -d)
+  (cd "$empty" && MCINFER_MINILM_DIR="$minilm" MCINFER_SOURCE_TREE="$root" \
+    "$env/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests")
+  rm -rf "$empty"
+done
