@@ -162,9 +162,12 @@ class Model:
         batch_size: int | None,
         batch_tokens: int,
         show_progress_bar: bool,
+        output: Output,
     ) -> npt.NDArray[np.float32]:
         if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
             raise ValueError(f"batch_size must be 1 or more, not {batch_size!r}")
+        if output not in ("numpy", "arrow"):
+            raise ValueError(f"output must be 'numpy' or 'arrow', not {output!r}")
         if isinstance(batch_tokens, bool) or batch_tokens < 1:
             raise ValueError(f"batch_tokens must be 1 or more, not {batch_tokens!r}")
         column = _text_column(texts, "texts")
@@ -220,16 +223,13 @@ class Model:
             batch_size=batch_size,
             batch_tokens=batch_tokens,
             show_progress_bar=show_progress_bar,
+            output=output,
         )
         if normalize_embeddings:
             # torch.nn.functional.normalize's eps, as sentence-transformers uses it.
             norms = np.maximum(np.linalg.norm(values, axis=1, keepdims=True), 1e-12)
             np.divide(values, norms, out=values)
-        if output == "arrow":
-            return _embeddings_to_arrow(values)
-        if output != "numpy":
-            raise ValueError(f"output must be 'numpy' or 'arrow', not {output!r}")
-        return values
+        return _embeddings_to_arrow(values) if output == "arrow" else values
 
     def predict(
         self,
@@ -258,12 +258,9 @@ class Model:
             batch_size=batch_size,
             batch_tokens=batch_tokens,
             show_progress_bar=show_progress_bar,
+            output=output,
         )
-        if output == "arrow":
-            return _columns_to_arrow(values, self.labels)
-        if output != "numpy":
-            raise ValueError(f"output must be 'numpy' or 'arrow', not {output!r}")
-        return values
+        return _columns_to_arrow(values, self.labels) if output == "arrow" else values
 
 
 def _split_pairs(sentences: Any) -> tuple[Any, Any]:

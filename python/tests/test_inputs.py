@@ -103,3 +103,5 @@ def test_normalize_embeddings_and_batches(minilm_dir: Path) -> None:
     assert np.abs(small - unnormalised).max() <= 1e-5
     with pytest.raises(ValueError, match="batch_size"):
         raw.encode(TEXTS, batch_size=0)
+    with pytest.raises(ValueError, match="output must be"):
+        raw.encode(TEXTS, output="list")  # type: ignore[arg-type]
