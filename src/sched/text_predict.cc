@@ -1,6 +1,8 @@
 #include "sched/text_predict.h"
 
 #include <algorithm>
+#include <cmath>
+#include <deque>
 #include <numeric>
 
 #include "core/error.h"
@@ -10,61 +12,123 @@
 namespace mcinfer::sched {
 namespace {
 
-// Rows a replica tokenises per claim: large enough that the shared counter is touched rarely,
-// small enough that the replicas finish together on a few thousand rows.
-constexpr std::size_t kTokenizeChunk = 64;
+// Rows a replica claims at a time at most: the shared cursor is touched rarely, and at the end,
+// where rows are short, no replica holds many rows the others could have taken.
+constexpr std::size_t kMaxClaim = 64;
+// Until a replica has tokenised rows of its own: about 4 bytes of English text per token.
+constexpr double kInitialTokensPerByte = 0.25;
 
 bool stopped(const PredictControl& control) {
   return control.stop != nullptr && control.stop->load(std::memory_order_relaxed);
 }
 
-// Every row's tokens, each replica claiming chunks of rows until none is left.
-std::vector<tokenizer::Encoding> tokenize_all(ReplicaPool& pool, const TextPrep& prep,
-                                              std::span<const std::string_view> texts,
-                                              std::span<const std::string_view> pairs,
-                                              const PredictControl& control) {
-  std::vector<tokenizer::Encoding> encodings(texts.size());
+// What all replicas share: the rows in the order they are taken, and the next to take.
+struct SharedRows {
+  const TextPrep& prep;
+  std::span<const std::string_view> texts;
+  std::span<const std::string_view> pairs;
+  std::vector<std::size_t> order;  // longest (in bytes) first
   std::atomic<std::size_t> next{0};
-  pool.run([&](int, backend::Replica&) {
-    std::string buffer;
-    for (;;) {
-      const std::size_t begin = next.fetch_add(kTokenizeChunk);
-      if (begin >= texts.size() || stopped(control)) return;
-      const std::size_t end = std::min(texts.size(), begin + kTokenizeChunk);
-      for (std::size_t i = begin; i < end; ++i) {
-        const std::string_view text = prepare_text(texts[i], prep.prompt, prep.strip, buffer);
-        std::optional<std::string_view> pair;
-        if (!pairs.empty()) {
-          pair = pairs[i];
-          if (prep.strip) pair = model::strip_python_whitespace(*pair);
-        }
-        encodings[i] = prep.tokenizer->encode(text, pair, prep.max_len);
-      }
+
+  std::size_t bytes(std::size_t row) const {
+    return prep.prompt.size() + texts[row].size() + (pairs.empty() ? 0 : pairs[row].size());
+  }
+};
+
+// One replica's rows, claimed and tokenised but not yet run, in the order they were taken.
+// Used by its replica's thread only.
+class PendingRows {
+ public:
+  explicit PendingRows(SharedRows& shared) : shared_(shared) {}
+
+  // Claims and tokenises rows until those pending make a full batch or no row is left.
+  void fill(const PredictControl& control) {
+    const std::size_t total = shared_.order.size();
+    while (tokens_ < control.batch_tokens &&
+           (control.batch_rows == 0 || rows_.size() < control.batch_rows)) {
+      const std::size_t hint = shared_.next.load(std::memory_order_relaxed);
+      if (hint >= total) return;
+      const double ratio = bytes_seen_ == 0 ? kInitialTokensPerByte
+                                            : static_cast<double>(tokens_seen_) / bytes_seen_;
+      const std::size_t room = control.batch_rows == 0 ? 0 : control.batch_rows - rows_.size();
+      const std::size_t want =
+          rows_to_claim(control.batch_tokens - tokens_, shared_.bytes(shared_.order[hint]), ratio,
+                        room, kMaxClaim);
+      const std::size_t begin = shared_.next.fetch_add(want);
+      if (begin >= total) return;
+      for (std::size_t k = begin; k < std::min(total, begin + want); ++k) add(shared_.order[k]);
     }
-  });
-  return encodings;
-}
+  }
+
+  bool empty() const { return rows_.empty(); }
+
+  // Moves the rows of the next batch into `rows` and `encodings` (both cleared first).
+  void take(const PredictControl& control, std::vector<std::size_t>& rows,
+            std::vector<tokenizer::Encoding>& encodings) {
+    lengths_.clear();
+    for (const tokenizer::Encoding& e : encodings_) lengths_.push_back(e.ids.size());
+    const std::size_t n = next_batch_rows(lengths_, control.batch_tokens, control.batch_rows);
+    rows.assign(rows_.begin(), rows_.begin() + static_cast<std::ptrdiff_t>(n));
+    encodings.clear();
+    for (std::size_t k = 0; k < n; ++k) {
+      tokens_ -= static_cast<std::int64_t>(encodings_.front().ids.size());
+      encodings.push_back(std::move(encodings_.front()));
+      encodings_.pop_front();
+      rows_.pop_front();
+    }
+  }
+
+ private:
+  void add(std::size_t row) {
+    const std::string_view text =
+        prepare_text(shared_.texts[row], shared_.prep.prompt, shared_.prep.strip, buffer_);
+    std::optional<std::string_view> pair;
+    if (!shared_.pairs.empty()) {
+      pair = shared_.pairs[row];
+      if (shared_.prep.strip) pair = model::strip_python_whitespace(*pair);
+    }
+    tokenizer::Encoding& e =
+        encodings_.emplace_back(shared_.prep.tokenizer->encode(text, pair, shared_.prep.max_len));
+    rows_.push_back(row);
+    tokens_ += static_cast<std::int64_t>(e.ids.size());
+    tokens_seen_ += e.ids.size();
+    bytes_seen_ += shared_.bytes(row);
+  }
+
+  SharedRows& shared_;
+  std::deque<std::size_t> rows_;
+  std::deque<tokenizer::Encoding> encodings_;
+  std::int64_t tokens_ = 0;
+  std::size_t tokens_seen_ = 0, bytes_seen_ = 0;
+  std::string buffer_;
+  std::vector<std::size_t> lengths_;
+};
 
 }  // namespace
 
-std::vector<std::pair<std::size_t, std::size_t>> cut_batches(std::span<const std::size_t> lengths,
-                                                             std::span<const std::size_t> order,
-                                                             std::int64_t batch_tokens,
-                                                             std::size_t batch_rows) {
-  std::vector<std::pair<std::size_t, std::size_t>> batches;
-  for (std::size_t begin = 0; begin < order.size();) {
-    std::size_t end = begin;
-    std::int64_t tokens = 0;
-    while (end < order.size() && (batch_rows == 0 || end - begin < batch_rows)) {
-      const auto length = static_cast<std::int64_t>(lengths[order[end]]);
-      if (end > begin && tokens + length > batch_tokens) break;
-      tokens += length;
-      ++end;
-    }
-    batches.emplace_back(begin, end);
-    begin = end;
+std::size_t next_batch_rows(std::span<const std::size_t> lengths, std::int64_t batch_tokens,
+                            std::size_t batch_rows) {
+  std::size_t n = 0;
+  std::int64_t tokens = 0;
+  while (n < lengths.size() && (batch_rows == 0 || n < batch_rows)) {
+    const auto length = static_cast<std::int64_t>(lengths[n]);
+    if (n > 0 && tokens + length > batch_tokens) break;
+    tokens += length;
+    ++n;
   }
-  return batches;
+  return n;
+}
+
+std::size_t rows_to_claim(std::int64_t missing_tokens, std::size_t next_row_bytes,
+                          double tokens_per_byte, std::size_t room_rows, std::size_t max_rows) {
+  // Special tokens make even an empty row 1 token or more.
+  const double per_row = std::max(1.0, static_cast<double>(next_row_bytes) * tokens_per_byte);
+  const double rows =
+      std::ceil(static_cast<double>(std::max<std::int64_t>(missing_tokens, 1)) / per_row);
+  std::size_t claim =
+      rows >= static_cast<double>(max_rows) ? max_rows : static_cast<std::size_t>(rows);
+  if (room_rows != 0) claim = std::min(claim, room_rows);
+  return std::max<std::size_t>(claim, 1);
 }
 
 std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
@@ -75,38 +139,33 @@ std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
   if (!pairs.empty() && pairs.size() != texts.size())
     fail_usage("{} texts but {} pairs: give one pair per text, or none", texts.size(),
                pairs.size());
-  const std::vector<tokenizer::Encoding> encodings =
-      tokenize_all(pool, prep, texts, pairs, control);
-  if (stopped(control)) throw StoppedError("stopped while tokenising: no outputs");
-  std::vector<std::size_t> lengths(texts.size()), order(texts.size());
-  for (std::size_t i = 0; i < texts.size(); ++i) lengths[i] = encodings[i].ids.size();
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return lengths[a] > lengths[b]; });
-  const auto batches = cut_batches(lengths, order, control.batch_tokens, control.batch_rows);
+  SharedRows shared{prep, texts, pairs, std::vector<std::size_t>(texts.size())};
+  std::iota(shared.order.begin(), shared.order.end(), std::size_t{0});
+  std::stable_sort(shared.order.begin(), shared.order.end(),
+                   [&](std::size_t a, std::size_t b) { return shared.bytes(a) > shared.bytes(b); });
 
   const auto width = static_cast<std::size_t>(dim);
   std::vector<float> all(texts.size() * width);
-  std::atomic<std::size_t> next{0};
   pool.run([&](int, backend::Replica& replica) {
+    PendingRows pending(shared);
+    std::vector<std::size_t> rows;
+    std::vector<tokenizer::Encoding> encodings;
     std::vector<model::SequenceInput> batch;
     std::vector<float> values;
     for (;;) {
-      const std::size_t b = next.fetch_add(1);
-      if (b >= batches.size() || stopped(control)) return;
-      const auto [begin, end] = batches[b];
+      if (stopped(control)) return;
+      pending.fill(control);
+      if (pending.empty()) return;
+      pending.take(control, rows, encodings);
       batch.clear();
-      for (std::size_t k = begin; k < end; ++k) {
-        const tokenizer::Encoding& enc = encodings[order[k]];
-        batch.push_back({enc.ids, enc.type_ids, {}});
-      }
+      for (const tokenizer::Encoding& e : encodings) batch.push_back({e.ids, e.type_ids, {}});
       replica.predict(batch, task, values);
-      for (std::size_t k = begin; k < end; ++k) {
-        std::copy_n(values.begin() + static_cast<std::ptrdiff_t>((k - begin) * width), width,
-                    all.begin() + static_cast<std::ptrdiff_t>(order[k] * width));
+      for (std::size_t k = 0; k < rows.size(); ++k) {
+        std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(k * width), width,
+                    all.begin() + static_cast<std::ptrdiff_t>(rows[k] * width));
       }
       if (control.rows_done != nullptr)
-        control.rows_done->fetch_add(end - begin, std::memory_order_relaxed);
+        control.rows_done->fetch_add(rows.size(), std::memory_order_relaxed);
     }
   });
   if (stopped(control)) throw StoppedError("stopped after the batches in flight: no outputs");
