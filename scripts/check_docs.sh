@@ -49,7 +49,7 @@ for layer in $(grep -oE '`[a-z/]+`' <<<"$rule" | tr -d '`'); do
 done
 
 # CMake: MCINFER_* options declared and used; those the docs name exist.
-cmake_files=$(find "$root" \( -name .git -o -name '.venv' -o -name '.venv-legacy' -o -name 'build*' -o -name models -o -name work \) -prune \
+cmake_files=$(find "$root" \( -name .git -o -name '.venv*' -o -name 'build*' -o -name models -o -name work \) -prune \
   -o -name CMakeLists.txt -print)
 declared=$(grep -hoE '(option|set)\((MCINFER_[A-Z_]+)' $cmake_files | grep -oE 'MCINFER_[A-Z_]+' | sort -u)
 for name in $declared; do

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cassert>
+#include <cstdlib>
+#include <string>
 
 namespace {
 
@@ -58,6 +60,16 @@ TEST(BuildConfig, AssertFiresWhenOn) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   [[maybe_unused]] volatile bool broken = true;
   EXPECT_DEATH(assert(!broken), "broken");
+}
+
+// Parquet's tests are built only with Arrow; where it is required (CI's Release phase sets
+// MCINFER_REQUIRE_ARROW=1) a build without it fails here instead of passing without them.
+TEST(BuildConfig, ArrowWhereRequired) {
+  const char* required = std::getenv("MCINFER_REQUIRE_ARROW");
+  if (required == nullptr || std::string(required) != "1") GTEST_SKIP() << "Arrow not required";
+  EXPECT_TRUE(MCINFER_ARROW_ON != 0)
+      << "MCINFER_REQUIRE_ARROW=1 but this build has no Arrow (scripts/setup.sh makes "
+         ".venv-arrow; MCINFER_ARROW=AUTO finds it), so the Parquet tests were not built";
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ sched::RunOptions to_sched(const RunOptions& o) {
 std::string run(const RunOptions& options) { return sched::run_job(to_sched(options)).dump(2); }
 
 std::vector<std::string> run_flag_choices(std::string_view flag) {
-  if (flag == "--format") return data::kFormatNames.names();
+  if (flag == "--format") return data::kInputFormatNames.names();
   if (flag == "--task") return model::kTaskNames.names();
   if (flag == "--pooling") return model::kPoolingNames.names();
   if (flag == "--activation") return model::kOutputActivationNames.names();

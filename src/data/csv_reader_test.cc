@@ -24,7 +24,7 @@ struct Event {
 
 std::vector<Event> read_all(std::string_view bytes, const ReaderOptions& options = {},
                             ColumnSpec columns = {}) {
-  auto reader = RowReader::open_bytes(bytes, "in.csv", Format::kCsv, columns, options);
+  auto reader = RowReader::open_bytes(bytes, "in.csv", LineFormat::kCsv, columns, options);
   std::vector<Event> events;
   Row row;
   BadRow bad;
@@ -197,14 +197,14 @@ TEST(CsvRows, TextPairColumn) {
   ColumnSpec columns;
   columns.text_pair_col = "second";
   auto reader =
-      RowReader::open_bytes("id,text,second\n1,a,b\n", "p.csv", Format::kCsv, columns, {});
+      RowReader::open_bytes("id,text,second\n1,a,b\n", "p.csv", LineFormat::kCsv, columns, {});
   Row row;
   BadRow bad;
   ASSERT_EQ(reader->next(row, bad), RowReader::Result::kRow);
   ASSERT_TRUE(row.text_pair.has_value());
   EXPECT_EQ(*row.text_pair, "b");
   columns.text_pair_col = "missing";
-  EXPECT_THROW(RowReader::open_bytes("id,text\n", "p.csv", Format::kCsv, columns, {}), Error);
+  EXPECT_THROW(RowReader::open_bytes("id,text\n", "p.csv", LineFormat::kCsv, columns, {}), Error);
 }
 
 TEST(CsvRows, IdsOnlyDoesNotNeedText) {
@@ -256,7 +256,7 @@ TEST(CsvRows, DefaultLimitOnAFile) {
     std::ofstream out(path, std::ios::binary);
     out << "id,text\n1," << std::string(std::size_t{70} << 20, 'z') << "\n2,after\n";
   }
-  auto reader = RowReader::open(path, Format::kCsv, ColumnSpec{});
+  auto reader = RowReader::open(path, InputFormat::kCsv, ColumnSpec{});
   Row row;
   BadRow bad;
   ASSERT_EQ(reader->next(row, bad), RowReader::Result::kBadRow);
@@ -271,23 +271,39 @@ TEST(CsvRows, DefaultLimitOnAFile) {
 
 TEST(CsvRows, FileErrorsNameThePath) {
   try {
-    RowReader::open("/nonexistent/x.csv", Format::kCsv, ColumnSpec{});
+    RowReader::open("/nonexistent/x.csv", InputFormat::kCsv, ColumnSpec{});
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/x.csv"), std::string::npos);
   }
-  EXPECT_THROW(RowReader::open("/tmp", Format::kCsv, ColumnSpec{}), Error);
+  EXPECT_THROW(RowReader::open("/tmp", InputFormat::kCsv, ColumnSpec{}), Error);
 }
 
 TEST(CsvRows, ResolveFormat) {
-  EXPECT_EQ(resolve_format("a.csv", std::nullopt), Format::kCsv);
-  EXPECT_EQ(resolve_format("a.CSV", std::nullopt), Format::kCsv);
-  EXPECT_EQ(resolve_format("a.jsonl", std::nullopt), Format::kJsonl);
-  EXPECT_EQ(resolve_format("a.ndjson", std::nullopt), Format::kJsonl);
-  EXPECT_EQ(resolve_format("a.txt", std::string("csv")), Format::kCsv);
-  EXPECT_THROW(resolve_format("a.txt", std::nullopt), UsageError);
-  EXPECT_THROW(resolve_format("a.tsv", std::nullopt), UsageError);
-  EXPECT_THROW(resolve_format("a.csv", std::string("xml")), UsageError);
+  EXPECT_EQ(resolve_input_format("a.csv", std::nullopt), InputFormat::kCsv);
+  EXPECT_EQ(resolve_input_format("a.CSV", std::nullopt), InputFormat::kCsv);
+  EXPECT_EQ(resolve_input_format("a.jsonl", std::nullopt), InputFormat::kJsonl);
+  EXPECT_EQ(resolve_input_format("a.ndjson", std::nullopt), InputFormat::kJsonl);
+  EXPECT_EQ(resolve_input_format("a.parquet", std::nullopt), InputFormat::kParquet);
+  EXPECT_EQ(resolve_input_format("a.PQ", std::nullopt), InputFormat::kParquet);
+  EXPECT_EQ(resolve_input_format("a.txt", std::string("csv")), InputFormat::kCsv);
+  EXPECT_EQ(resolve_input_format("a.txt", std::string("parquet")), InputFormat::kParquet);
+  EXPECT_THROW(resolve_input_format("a.txt", std::nullopt), UsageError);
+  EXPECT_THROW(resolve_input_format("a.tsv", std::nullopt), UsageError);
+  EXPECT_THROW(resolve_input_format("a.csv", std::string("xml")), UsageError);
+  try {
+    resolve_input_format("a.csv", std::string("xml"), "--input-format");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--input-format"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(resolve_output_format("b.pq"), OutputFormat::kParquet);
+  EXPECT_EQ(resolve_output_format("b.json"), OutputFormat::kJsonl);
+  EXPECT_THROW(resolve_output_format("b.txt"), UsageError);
+  EXPECT_EQ(run_output_format("b.txt"), OutputFormat::kCsv);
+  EXPECT_EQ(shard_format(OutputFormat::kParquet), LineFormat::kCsv);
+  EXPECT_EQ(shard_format(OutputFormat::kJsonl), LineFormat::kJsonl);
+  EXPECT_FALSE(line_format(InputFormat::kParquet));
 }
 
 }  // namespace

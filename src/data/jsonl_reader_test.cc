@@ -21,7 +21,7 @@ struct Read {
 };
 
 Read read_all(std::string_view bytes, ColumnSpec columns = {}, ReaderOptions options = {}) {
-  auto reader = RowReader::open_bytes(bytes, "in.jsonl", Format::kJsonl, columns, options);
+  auto reader = RowReader::open_bytes(bytes, "in.jsonl", LineFormat::kJsonl, columns, options);
   Read out;
   Row row;
   BadRow bad;

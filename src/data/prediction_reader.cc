@@ -24,14 +24,6 @@ struct RowProblem {
   std::string reason;
 };
 
-bool is_embedding_columns(const std::vector<std::string>& columns) {
-  if (columns.empty()) return false;
-  for (std::size_t i = 0; i < columns.size(); ++i) {
-    if (columns[i] != fmt::format("e{}", i)) return false;
-  }
-  return true;
-}
-
 // A finite double from text as pandas would accept it (surrounding blanks and a leading '+'
 // allowed). Throws RowProblem naming the column.
 double parse_value(std::string_view text, std::string_view column) {
@@ -113,7 +105,7 @@ class CsvPredictionReader final : public PredictionReader {
 
   bool has_schema() const override { return has_schema_; }
   const PredictionSchema& schema() const override { return schema_; }
-  Format format() const override { return Format::kCsv; }
+  OutputFormat format() const override { return OutputFormat::kCsv; }
   const std::filesystem::path& path() const override { return path_; }
   const std::optional<std::string>& warning() const override { return warning_; }
 
@@ -189,7 +181,7 @@ class JsonlPredictionReader final : public PredictionReader {
 
   bool has_schema() const override { return has_schema_; }
   const PredictionSchema& schema() const override { return schema_; }
-  Format format() const override { return Format::kJsonl; }
+  OutputFormat format() const override { return OutputFormat::kJsonl; }
   const std::filesystem::path& path() const override { return path_; }
   const std::optional<std::string>& warning() const override { return warning_; }
 
@@ -497,26 +489,37 @@ class JsonlPredictionReader final : public PredictionReader {
   std::optional<std::string> warning_;
 };
 
-std::unique_ptr<PredictionReader> make(StreamBuffer in, std::filesystem::path name, Format format,
-                                       const ReaderOptions& options) {
-  if (format == Format::kCsv) {
-    return std::make_unique<CsvPredictionReader>(std::move(in), std::move(name), options);
+std::unique_ptr<PredictionReader> make(StreamBuffer in, std::filesystem::path name,
+                                       LineFormat format, const ReaderOptions& options) {
+  switch (format) {
+    case LineFormat::kCsv:
+      return std::make_unique<CsvPredictionReader>(std::move(in), std::move(name), options);
+    case LineFormat::kJsonl:
+      return std::make_unique<JsonlPredictionReader>(std::move(in), std::move(name), options);
   }
-  return std::make_unique<JsonlPredictionReader>(std::move(in), std::move(name), options);
+  fail("internal: line format {}", static_cast<int>(format));
 }
 
 }  // namespace
 
 std::unique_ptr<PredictionReader> PredictionReader::open(const std::filesystem::path& path,
-                                                         std::optional<Format> format,
+                                                         std::optional<OutputFormat> format,
                                                          const ReaderOptions& options) {
-  Format f = format ? *format : resolve_format(path, std::nullopt);
-  return make(StreamBuffer::open_file(path, options.chunk_bytes), path, f, options);
+  const OutputFormat f = format ? *format : resolve_output_format(path);
+  switch (f) {
+    case OutputFormat::kCsv:
+    case OutputFormat::kJsonl:
+      return make(StreamBuffer::open_file(path, options.chunk_bytes), path, *line_format(f),
+                  options);
+    case OutputFormat::kParquet:
+      return make_parquet_prediction_reader(path);
+  }
+  fail("internal: output format {}", static_cast<int>(f));
 }
 
 std::unique_ptr<PredictionReader> PredictionReader::open_bytes(std::string_view bytes,
                                                                const std::filesystem::path& name,
-                                                               Format format,
+                                                               LineFormat format,
                                                                const ReaderOptions& options) {
   return make(StreamBuffer::from_bytes(bytes, options.chunk_bytes), name, format, options);
 }

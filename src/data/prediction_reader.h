@@ -32,27 +32,34 @@ class PredictionReader {
  public:
   virtual ~PredictionReader() = default;
 
-  // The format comes from `format`, else the extension. CSV: the header's `id` column holds
+  // The format comes from `format`, else the extension. Parquet (builds with Arrow): an `id`
+  // column (string or integer) and float32/float64 columns, or fixed_size_list<float> columns
+  // (one named `embedding`: an embedding; one named after an output group: that group's
+  // columns `<group>.e<i>`), as parquet_tables.h writes them; a null or a NaN is an Error
+  // naming the file, row and column. CSV: the header's `id` column holds
   // ids and every other column values (columns named e0..e{d-1} are an embedding). JSONL:
   // the first row's keys define the columns (or its "embedding" array); later rows must
   // have the same keys, in any order.
   static std::unique_ptr<PredictionReader> open(const std::filesystem::path& path,
-                                                std::optional<Format> format,
+                                                std::optional<OutputFormat> format,
                                                 const ReaderOptions& options = {});
   static std::unique_ptr<PredictionReader> open_bytes(std::string_view bytes,
                                                       const std::filesystem::path& name,
-                                                      Format format,
+                                                      LineFormat format,
                                                       const ReaderOptions& options = {});
 
   // False for an empty file (or one whose only line is torn): no columns and no rows.
   virtual bool has_schema() const = 0;
   virtual const PredictionSchema& schema() const = 0;
-  virtual Format format() const = 0;
+  virtual OutputFormat format() const = 0;
   virtual const std::filesystem::path& path() const = 0;
   // The next row, or false at the end.
   virtual bool next(PredictionRow& row) = 0;
   // Set once the end is reached when the last line was torn (dropped) or unterminated.
   virtual const std::optional<std::string>& warning() const = 0;
 };
+
+// parquet_tables.cc (parquet_none.cc without Arrow: an Error saying so).
+std::unique_ptr<PredictionReader> make_parquet_prediction_reader(const std::filesystem::path& path);
 
 }  // namespace mcinfer::data

@@ -20,13 +20,13 @@ struct Table {
   std::optional<std::string> warning;
 };
 
-Table read(std::string_view bytes, Format format) {
+Table read(std::string_view bytes, LineFormat format) {
   Table t;
   for (std::size_t chunk : {std::size_t{1} << 20, std::size_t{3}}) {
     ReaderOptions options;
     options.chunk_bytes = chunk;
-    auto reader = PredictionReader::open_bytes(bytes, format == Format::kCsv ? "s.csv" : "s.jsonl",
-                                               format, options);
+    auto reader = PredictionReader::open_bytes(
+        bytes, format == LineFormat::kCsv ? "s.csv" : "s.jsonl", format, options);
     Table u;
     u.has_schema = reader->has_schema();
     u.columns = reader->schema().columns;
@@ -48,7 +48,7 @@ Table read(std::string_view bytes, Format format) {
   return t;
 }
 
-std::string error_of(std::string_view bytes, Format format) {
+std::string error_of(std::string_view bytes, LineFormat format) {
   try {
     read(bytes, format);
   } catch (const Error& e) {
@@ -58,7 +58,7 @@ std::string error_of(std::string_view bytes, Format format) {
 }
 
 TEST(PredictionReader, CsvLabelsInAnyColumnOrder) {
-  auto t = read("neg,id,pos\n0.25,a,0.75\n1e-3,\"b,c\",+2\n 3 ,d,-0\n", Format::kCsv);
+  auto t = read("neg,id,pos\n0.25,a,0.75\n1e-3,\"b,c\",+2\n 3 ,d,-0\n", LineFormat::kCsv);
   EXPECT_EQ(t.columns, (std::vector<std::string>{"neg", "pos"}));
   EXPECT_FALSE(t.embedding);
   EXPECT_EQ(t.ids, (std::vector<std::string>{"a", "b,c", "d"}));
@@ -68,56 +68,57 @@ TEST(PredictionReader, CsvLabelsInAnyColumnOrder) {
 }
 
 TEST(PredictionReader, CsvEmbeddingColumns) {
-  auto t = read("id,e0,e1\n1,0.5,0.25\n", Format::kCsv);
+  auto t = read("id,e0,e1\n1,0.5,0.25\n", LineFormat::kCsv);
   EXPECT_TRUE(t.embedding);
-  EXPECT_FALSE(read("id,e1,e0\n1,0.5,0.25\n", Format::kCsv).embedding);
+  EXPECT_FALSE(read("id,e1,e0\n1,0.5,0.25\n", LineFormat::kCsv).embedding);
 }
 
 TEST(PredictionReader, CsvBadValuesNameFileLineAndColumn) {
-  EXPECT_EQ(error_of("id,neg,pos\n1,0.1,0.9\n2,nan,0.5\n", Format::kCsv),
+  EXPECT_EQ(error_of("id,neg,pos\n1,0.1,0.9\n2,nan,0.5\n", LineFormat::kCsv),
             "s.csv:3: column 'neg': NaN is not a prediction");
-  EXPECT_EQ(error_of("id,neg,pos\n1,0.1,-inf\n", Format::kCsv),
+  EXPECT_EQ(error_of("id,neg,pos\n1,0.1,-inf\n", LineFormat::kCsv),
             "s.csv:2: column 'pos': infinity is not a prediction");
-  EXPECT_EQ(error_of("id,neg,pos\n1,abc,0.5\n", Format::kCsv),
+  EXPECT_EQ(error_of("id,neg,pos\n1,abc,0.5\n", LineFormat::kCsv),
             "s.csv:2: column 'neg': 'abc' is not a number");
-  EXPECT_EQ(error_of("id,neg,pos\n1,,0.5\n", Format::kCsv), "s.csv:2: column 'neg': empty value");
-  EXPECT_EQ(error_of("id,neg,pos\n1,1e999,0.5\n", Format::kCsv),
+  EXPECT_EQ(error_of("id,neg,pos\n1,,0.5\n", LineFormat::kCsv),
+            "s.csv:2: column 'neg': empty value");
+  EXPECT_EQ(error_of("id,neg,pos\n1,1e999,0.5\n", LineFormat::kCsv),
             "s.csv:2: column 'neg': 1e999 is out of the range of a double");
-  EXPECT_EQ(error_of("id,neg,pos\n1,0.5\n2,0.5,0.5\n", Format::kCsv),
+  EXPECT_EQ(error_of("id,neg,pos\n1,0.5\n2,0.5,0.5\n", LineFormat::kCsv),
             "s.csv:2: expected 3 fields, got 2");
-  EXPECT_EQ(error_of("neg,pos\n1,2\n", Format::kCsv),
+  EXPECT_EQ(error_of("neg,pos\n1,2\n", LineFormat::kCsv),
             "s.csv: no column 'id' in the header (columns found: neg, pos)");
-  EXPECT_EQ(error_of("id,a,a\n", Format::kCsv),
+  EXPECT_EQ(error_of("id,a,a\n", LineFormat::kCsv),
             "s.csv:1: column 'a' appears twice in the header (fields 2 and 3)");
-  EXPECT_EQ(error_of("id\n1\n", Format::kCsv), "s.csv: no value columns besides 'id'");
+  EXPECT_EQ(error_of("id\n1\n", LineFormat::kCsv), "s.csv: no value columns besides 'id'");
 }
 
 TEST(PredictionReader, TornLastLineIsDroppedWithAWarning) {
   for (std::string torn : {"3,0.5", "3,0.5,", "3,\"x", "3,0.5,1e", "3,0.5,-"}) {
-    auto t = read("id,neg,pos\n1,0.1,0.9\n2,0.2,0.8\n" + torn, Format::kCsv);
+    auto t = read("id,neg,pos\n1,0.1,0.9\n2,0.2,0.8\n" + torn, LineFormat::kCsv);
     EXPECT_EQ(t.ids, (std::vector<std::string>{"1", "2"})) << torn;
     ASSERT_TRUE(t.warning.has_value()) << torn;
     EXPECT_NE(t.warning->find("s.csv:4: last line is torn"), std::string::npos) << *t.warning;
   }
   // The same bad line with its newline is an error, not a torn line.
-  EXPECT_EQ(error_of("id,neg,pos\n1,0.1,0.9\n3,0.5\n", Format::kCsv),
+  EXPECT_EQ(error_of("id,neg,pos\n1,0.1,0.9\n3,0.5\n", LineFormat::kCsv),
             "s.csv:3: expected 3 fields, got 2");
   // A last line without newline that parses is kept, with a warning.
-  auto t = read("id,neg,pos\n1,0.1,0.9", Format::kCsv);
+  auto t = read("id,neg,pos\n1,0.1,0.9", LineFormat::kCsv);
   EXPECT_EQ(t.ids, (std::vector<std::string>{"1"}));
   ASSERT_TRUE(t.warning.has_value());
   EXPECT_NE(t.warning->find("does not end with a line break"), std::string::npos);
   // An unclosed quote that swallows several lines is an error, never a silent drop.
-  EXPECT_NE(error_of("id,neg,pos\n\"1,0.1,0.9\n2,0.2,0.8", Format::kCsv).find("never closes"),
+  EXPECT_NE(error_of("id,neg,pos\n\"1,0.1,0.9\n2,0.2,0.8", LineFormat::kCsv).find("never closes"),
             std::string::npos);
 }
 
 TEST(PredictionReader, EmptyFileHasNoSchema) {
-  auto t = read("", Format::kCsv);
+  auto t = read("", LineFormat::kCsv);
   EXPECT_FALSE(t.has_schema);
   EXPECT_TRUE(t.ids.empty());
-  EXPECT_FALSE(read("", Format::kJsonl).has_schema);
-  auto torn = read("{\"id\": 1, \"neg\": 0.", Format::kJsonl);
+  EXPECT_FALSE(read("", LineFormat::kJsonl).has_schema);
+  auto torn = read("{\"id\": 1, \"neg\": 0.", LineFormat::kJsonl);
   EXPECT_FALSE(torn.has_schema);
   EXPECT_TRUE(torn.warning.has_value());
 }
@@ -125,7 +126,7 @@ TEST(PredictionReader, EmptyFileHasNoSchema) {
 TEST(PredictionReader, JsonlLabelsKeysInAnyOrder) {
   auto t =
       read("{\"id\": 1, \"neg\": 0.25, \"pos\": 0.75}\n{\"pos\": 1, \"id\": \"x\", \"neg\": 0}\n",
-           Format::kJsonl);
+           LineFormat::kJsonl);
   EXPECT_EQ(t.columns, (std::vector<std::string>{"neg", "pos"}));
   EXPECT_EQ(t.ids, (std::vector<std::string>{"1", "x"}));
   EXPECT_EQ(t.values[1], (std::vector<double>{0, 1}));
@@ -133,14 +134,14 @@ TEST(PredictionReader, JsonlLabelsKeysInAnyOrder) {
 
 TEST(PredictionReader, JsonlEmbedding) {
   auto t = read("{\"id\": 1, \"embedding\": [0.5, -2e5]}\n{\"id\": 2, \"embedding\": [1, 2]}\n",
-                Format::kJsonl);
+                LineFormat::kJsonl);
   EXPECT_TRUE(t.embedding);
   EXPECT_EQ(t.columns, (std::vector<std::string>{"e0", "e1"}));
   EXPECT_EQ(t.values[0], (std::vector<double>{0.5, -2e5}));
   EXPECT_EQ(error_of("{\"id\": 1, \"embedding\": [0.5]}\n{\"id\": 2, \"embedding\": [1, 2]}\n",
-                     Format::kJsonl),
+                     LineFormat::kJsonl),
             "s.jsonl:2: field 'embedding' has more than 1 items");
-  EXPECT_EQ(error_of("{\"id\": 1, \"embedding\": [0.5, 1], \"pos\": 1}\n", Format::kJsonl),
+  EXPECT_EQ(error_of("{\"id\": 1, \"embedding\": [0.5, 1], \"pos\": 1}\n", LineFormat::kJsonl),
             "s.jsonl:1: field 'embedding' comes with other value fields");
 }
 
@@ -149,19 +150,20 @@ TEST(PredictionReader, JsonlEmbedding) {
 TEST(PredictionReader, OutputGroupsInCsvAndJsonl) {
   const std::vector<std::string> columns = {"probs.neg", "probs.pos", "cls.e0", "cls.e1", "cls.e2"};
   const std::vector<OutputGroup> groups = {{"probs", 2, true}, {"cls", 3, false}};
-  auto csv = read("id,probs.neg,probs.pos,cls.e0,cls.e1,cls.e2\n1,0.25,0.75,1,2,3\n", Format::kCsv);
+  auto csv =
+      read("id,probs.neg,probs.pos,cls.e0,cls.e1,cls.e2\n1,0.25,0.75,1,2,3\n", LineFormat::kCsv);
   EXPECT_EQ(csv.columns, columns);
   auto jsonl = read(
       "{\"id\": 1, \"probs\": {\"neg\": 0.25, \"pos\": 0.75}, \"cls\": [1, 2, 3]}\n"
       "{\"cls\": [4, 5, 6], \"id\": 2, \"probs\": {\"pos\": 0.5, \"neg\": 0.5}}\n",
-      Format::kJsonl);
+      LineFormat::kJsonl);
   EXPECT_EQ(jsonl.columns, columns);
   EXPECT_FALSE(jsonl.embedding);
   EXPECT_EQ(jsonl.values[0], csv.values[0]);
   EXPECT_EQ(jsonl.values[1], (std::vector<double>{0.5, 0.5, 4, 5, 6}));
-  for (auto format : {Format::kCsv, Format::kJsonl}) {
+  for (auto format : {LineFormat::kCsv, LineFormat::kJsonl}) {
     const std::string bytes =
-        format == Format::kCsv
+        format == LineFormat::kCsv
             ? "id,probs.neg,probs.pos,cls.e0,cls.e1,cls.e2\n"
             : "{\"id\": 1, \"probs\": {\"neg\": 0.25, \"pos\": 0.75}, \"cls\": [1, 2, 3]}\n";
     auto reader = PredictionReader::open_bytes(bytes, "s", format);
@@ -169,7 +171,7 @@ TEST(PredictionReader, OutputGroupsInCsvAndJsonl) {
     // Written back, the same bytes.
     PredictionSchema schema = reader->schema();
     std::string out = prediction_header(schema, format);
-    if (format == Format::kJsonl) {
+    if (format == LineFormat::kJsonl) {
       append_prediction(schema, format, RowId{"1", false}, std::vector<double>{0.25, 0.75, 1, 2, 3},
                         out);
       EXPECT_EQ(out, "{\"id\":1,\"probs\":{\"neg\":0.25,\"pos\":0.75},\"cls\":[1,2,3]}\n");
@@ -191,7 +193,9 @@ TEST(PredictionReader, OutputGroupsInCsvAndJsonl) {
 TEST(PredictionReader, JsonlOutputGroupsBadRows) {
   const std::string first =
       "{\"id\": 1, \"probs\": {\"neg\": 0.25, \"pos\": 0.75}, \"cls\": [1, 2]}\n";
-  auto bad = [&](const std::string& row) { return error_of(first + row + "\n", Format::kJsonl); };
+  auto bad = [&](const std::string& row) {
+    return error_of(first + row + "\n", LineFormat::kJsonl);
+  };
   EXPECT_EQ(bad("{\"id\": 2, \"probs\": {\"neg\": 0.5}, \"cls\": [1, 2]}"),
             "s.jsonl:2: field 'probs': missing 'pos'");
   EXPECT_EQ(bad("{\"id\": 2, \"probs\": {\"neg\": 0.5, \"pos\": 1, \"x\": 0}, \"cls\": [1, 2]}"),
@@ -209,34 +213,35 @@ TEST(PredictionReader, JsonlOutputGroupsBadRows) {
   EXPECT_EQ(bad("{\"id\": 2, \"probs\": {\"neg\": 0.5, \"pos\": 1}, \"cls\": [1, 2], "
                 "\"cls\": [1, 2]}"),
             "s.jsonl:2: field 'cls' appears twice");
-  EXPECT_EQ(error_of("{\"id\": 1, \"cls\": [1], \"pos\": 1}\n", Format::kJsonl),
+  EXPECT_EQ(error_of("{\"id\": 1, \"cls\": [1], \"pos\": 1}\n", LineFormat::kJsonl),
             "s.jsonl:1: field 'cls' comes with other value fields");
-  EXPECT_EQ(error_of("{\"id\": 1, \"cls\": [1], \"scores\": [1]}\n", Format::kJsonl),
+  EXPECT_EQ(error_of("{\"id\": 1, \"cls\": [1], \"scores\": [1]}\n", LineFormat::kJsonl),
             "s.jsonl:1: field 'scores': an array or object field must be one of probs, logits, "
             "cls, mean, max, normalized (embedding alone is an embedding)");
-  EXPECT_EQ(error_of("{\"id\": 1, \"cls\": []}\n", Format::kJsonl),
+  EXPECT_EQ(error_of("{\"id\": 1, \"cls\": []}\n", LineFormat::kJsonl),
             "s.jsonl:1: field 'cls' is empty");
 }
 
 TEST(PredictionReader, JsonlBadRows) {
   const std::string first = "{\"id\": 1, \"neg\": 0.25, \"pos\": 0.75}\n";
-  EXPECT_EQ(error_of(first + "{\"id\": 2, \"neg\": null, \"pos\": 1}\n", Format::kJsonl),
+  EXPECT_EQ(error_of(first + "{\"id\": 2, \"neg\": null, \"pos\": 1}\n", LineFormat::kJsonl),
             "s.jsonl:2: column 'neg': null is not a prediction (a NaN or infinity written as "
             "null?)");
-  EXPECT_EQ(error_of(first + "{\"id\": 2, \"neg\": 0.5}\n", Format::kJsonl),
+  EXPECT_EQ(error_of(first + "{\"id\": 2, \"neg\": 0.5}\n", LineFormat::kJsonl),
             "s.jsonl:2: missing field 'pos'");
-  EXPECT_EQ(error_of(first + "{\"id\": 2, \"neg\": 0.5, \"pos\": 1, \"x\": 2}\n", Format::kJsonl),
-            "s.jsonl:2: unexpected field 'x' (the first row, line 1, has: id, neg, pos)");
-  EXPECT_EQ(error_of(first + "{\"neg\": 0.5, \"pos\": 1}\n", Format::kJsonl),
+  EXPECT_EQ(
+      error_of(first + "{\"id\": 2, \"neg\": 0.5, \"pos\": 1, \"x\": 2}\n", LineFormat::kJsonl),
+      "s.jsonl:2: unexpected field 'x' (the first row, line 1, has: id, neg, pos)");
+  EXPECT_EQ(error_of(first + "{\"neg\": 0.5, \"pos\": 1}\n", LineFormat::kJsonl),
             "s.jsonl:2: missing field 'id'");
-  EXPECT_EQ(error_of(first + "{\"id\": 2, \"neg\": \"0.5\", \"pos\": 1}\n", Format::kJsonl),
+  EXPECT_EQ(error_of(first + "{\"id\": 2, \"neg\": \"0.5\", \"pos\": 1}\n", LineFormat::kJsonl),
             "s.jsonl:2: column 'neg': expected a number, got string");
-  EXPECT_EQ(error_of(first + "{\"id\": [2], \"neg\": 0.5, \"pos\": 1}\n", Format::kJsonl),
+  EXPECT_EQ(error_of(first + "{\"id\": [2], \"neg\": 0.5, \"pos\": 1}\n", LineFormat::kJsonl),
             "s.jsonl:2: field 'id': expected a string or a number, got array");
   EXPECT_EQ(
-      error_of(first + "{\"id\": 2, \"neg\": 0.5, \"neg\": 0.5, \"pos\": 1}\n", Format::kJsonl),
+      error_of(first + "{\"id\": 2, \"neg\": 0.5, \"neg\": 0.5, \"pos\": 1}\n", LineFormat::kJsonl),
       "s.jsonl:2: field 'neg' appears twice");
-  auto torn = read(first + "{\"id\": 2, \"neg\": 0.5, \"po", Format::kJsonl);
+  auto torn = read(first + "{\"id\": 2, \"neg\": 0.5, \"po", LineFormat::kJsonl);
   EXPECT_EQ(torn.ids, (std::vector<std::string>{"1"}));
   ASSERT_TRUE(torn.warning.has_value());
   EXPECT_NE(torn.warning->find("s.jsonl:2: last line is torn"), std::string::npos);

@@ -11,8 +11,8 @@ namespace mcinfer::data {
 namespace {
 
 template <typename T>
-void append_number(T value, Format format, std::string& out) {
-  if (!std::isfinite(value) && format == Format::kJsonl) {
+void append_number(T value, LineFormat format, std::string& out) {
+  if (!std::isfinite(value) && format == LineFormat::kJsonl) {
     out.append("null");
     return;
   }
@@ -26,7 +26,7 @@ void append_array(std::span<const T> values, std::string& out) {
   out.push_back('[');
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out.push_back(',');
-    append_number(values[i], Format::kJsonl, out);
+    append_number(values[i], LineFormat::kJsonl, out);
   }
   out.push_back(']');
 }
@@ -50,7 +50,7 @@ void append_groups(const PredictionSchema& schema, std::span<const T> values, st
         append_json_string(std::string_view(schema.columns[at + i]).substr(group.name.size() + 1),
                            out);
         out.push_back(':');
-        append_number(values[at + i], Format::kJsonl, out);
+        append_number(values[at + i], LineFormat::kJsonl, out);
       }
       out.push_back('}');
     }
@@ -59,9 +59,9 @@ void append_groups(const PredictionSchema& schema, std::span<const T> values, st
 }
 
 template <typename T>
-void append_row(const PredictionSchema& schema, Format format, std::string_view id,
+void append_row(const PredictionSchema& schema, LineFormat format, std::string_view id,
                 bool id_is_string, std::span<const T> values, std::string& out) {
-  if (format == Format::kCsv) {
+  if (format == LineFormat::kCsv) {
     append_csv_field(id, out);
     for (T v : values) {
       out.push_back(',');
@@ -161,6 +161,14 @@ void append_json_string(std::string_view text, std::string& out) {
   out.push_back('"');
 }
 
+bool is_embedding_columns(const std::vector<std::string>& columns) {
+  if (columns.empty()) return false;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i] != fmt::format("e{}", i)) return false;
+  }
+  return true;
+}
+
 bool is_output_group_name(std::string_view name) {
   return std::find(std::begin(kOutputGroupNames), std::end(kOutputGroupNames), name) !=
          std::end(kOutputGroupNames);
@@ -191,8 +199,8 @@ std::vector<OutputGroup> output_groups_of(const std::vector<std::string>& column
   return groups;
 }
 
-std::string prediction_header(const PredictionSchema& schema, Format format) {
-  if (format != Format::kCsv) return "";
+std::string prediction_header(const PredictionSchema& schema, LineFormat format) {
+  if (format != LineFormat::kCsv) return "";
   std::string out = "id";
   for (const auto& c : schema.columns) {
     out.push_back(',');
@@ -202,17 +210,17 @@ std::string prediction_header(const PredictionSchema& schema, Format format) {
   return out;
 }
 
-void append_prediction(const PredictionSchema& schema, Format format, const RowId& id,
+void append_prediction(const PredictionSchema& schema, LineFormat format, const RowId& id,
                        std::span<const float> values, std::string& out) {
   append_row(schema, format, id.text, id.is_string, values, out);
 }
 
-void append_prediction(const PredictionSchema& schema, Format format, const RowId& id,
+void append_prediction(const PredictionSchema& schema, LineFormat format, const RowId& id,
                        std::span<const double> values, std::string& out) {
   append_row(schema, format, id.text, id.is_string, values, out);
 }
 
-void append_prediction(const PredictionSchema& schema, Format format, std::string_view id,
+void append_prediction(const PredictionSchema& schema, LineFormat format, std::string_view id,
                        bool id_is_string, std::span<const double> values, std::string& out) {
   append_row(schema, format, id, id_is_string, values, out);
 }

@@ -35,6 +35,9 @@ inline constexpr std::string_view kOutputGroupNames[] = {"probs", "logits", "cls
 
 bool is_output_group_name(std::string_view name);
 
+// Whether value columns are exactly e0..e{d-1}: an embedding (d > 0).
+bool is_embedding_columns(const std::vector<std::string>& columns);
+
 struct PredictionSchema {
   std::vector<std::string> columns;  // value columns in order (labels, or e0..e{d-1})
   bool embedding = false;            // JSONL uses one "embedding" array instead of columns
@@ -46,16 +49,16 @@ struct PredictionSchema {
 std::vector<OutputGroup> output_groups_of(const std::vector<std::string>& columns);
 
 // The CSV header line with its newline ("id,neg,pos\n"); empty for JSONL.
-std::string prediction_header(const PredictionSchema& schema, Format format);
+std::string prediction_header(const PredictionSchema& schema, LineFormat format);
 
 // Appends one row, newline included. Ids are written back as read: CSV fields quoted only when
 // needed, JSON strings as strings and JSON numbers with their original spelling.
-void append_prediction(const PredictionSchema& schema, Format format, const RowId& id,
+void append_prediction(const PredictionSchema& schema, LineFormat format, const RowId& id,
                        std::span<const float> values, std::string& out);
-void append_prediction(const PredictionSchema& schema, Format format, const RowId& id,
+void append_prediction(const PredictionSchema& schema, LineFormat format, const RowId& id,
                        std::span<const double> values, std::string& out);
 // The same with the id as a view (no RowId to build per row).
-void append_prediction(const PredictionSchema& schema, Format format, std::string_view id,
+void append_prediction(const PredictionSchema& schema, LineFormat format, std::string_view id,
                        bool id_is_string, std::span<const double> values, std::string& out);
 
 // CSV field quoting: only when the text has a comma, quote, CR or LF, or starts or ends with

@@ -19,14 +19,15 @@ PredictionSchema labels(std::vector<std::string> columns) {
 
 TEST(Predictions, CsvHeaderAndRows) {
   auto schema = labels({"neg", "pos"});
-  EXPECT_EQ(prediction_header(schema, Format::kCsv), "id,neg,pos\n");
-  EXPECT_EQ(prediction_header(schema, Format::kJsonl), "");
+  EXPECT_EQ(prediction_header(schema, LineFormat::kCsv), "id,neg,pos\n");
+  EXPECT_EQ(prediction_header(schema, LineFormat::kJsonl), "");
   std::string out;
-  append_prediction(schema, Format::kCsv, RowId{"7", true}, std::vector<float>{0.1f, 0.9f}, out);
-  append_prediction(schema, Format::kCsv, RowId{"8", false}, std::vector<double>{0.25, 1e-300},
+  append_prediction(schema, LineFormat::kCsv, RowId{"7", true}, std::vector<float>{0.1f, 0.9f},
+                    out);
+  append_prediction(schema, LineFormat::kCsv, RowId{"8", false}, std::vector<double>{0.25, 1e-300},
                     out);
   EXPECT_EQ(out, "7,0.1,0.9\n8,0.25,1e-300\n");
-  EXPECT_EQ(prediction_header(labels({"a,b", "c"}), Format::kCsv), "id,\"a,b\",c\n");
+  EXPECT_EQ(prediction_header(labels({"a,b", "c"}), LineFormat::kCsv), "id,\"a,b\",c\n");
 }
 
 TEST(Predictions, CsvIdQuotingOnlyWhenNeeded) {
@@ -48,20 +49,20 @@ TEST(Predictions, CsvIdQuotingOnlyWhenNeeded) {
 
 TEST(Predictions, JsonlRowsAndEscaping) {
   std::string out;
-  append_prediction(labels({"neg", "po\"s"}), Format::kJsonl, RowId{"a\"\\\n\x01", true},
+  append_prediction(labels({"neg", "po\"s"}), LineFormat::kJsonl, RowId{"a\"\\\n\x01", true},
                     std::vector<float>{0.5f, 0.25f}, out);
   EXPECT_EQ(out, "{\"id\":\"a\\\"\\\\\\n\\u0001\",\"neg\":0.5,\"po\\\"s\":0.25}\n");
   out.clear();
-  append_prediction(PredictionSchema{{"e0", "e1"}, true, {}}, Format::kJsonl, RowId{"5.0", false},
-                    std::vector<double>{1.5, -2}, out);
+  append_prediction(PredictionSchema{{"e0", "e1"}, true, {}}, LineFormat::kJsonl,
+                    RowId{"5.0", false}, std::vector<double>{1.5, -2}, out);
   EXPECT_EQ(out, "{\"id\":5.0,\"embedding\":[1.5,-2]}\n");
 }
 
 TEST(Predictions, NonFiniteValuesAreVisible) {
   std::string csv, jsonl;
   std::vector<double> v{std::nan(""), std::numeric_limits<double>::infinity()};
-  append_prediction(labels({"a", "b"}), Format::kCsv, RowId{"1", true}, v, csv);
-  append_prediction(labels({"a", "b"}), Format::kJsonl, RowId{"1", true}, v, jsonl);
+  append_prediction(labels({"a", "b"}), LineFormat::kCsv, RowId{"1", true}, v, csv);
+  append_prediction(labels({"a", "b"}), LineFormat::kJsonl, RowId{"1", true}, v, jsonl);
   EXPECT_EQ(csv, "1,nan,inf\n");
   EXPECT_EQ(jsonl, "{\"id\":\"1\",\"a\":null,\"b\":null}\n");
 }
@@ -79,13 +80,13 @@ TEST(Predictions, FloatsRoundTripExactly) {
     float f = static_cast<float>(
         std::ldexp(static_cast<double>(rng() % 100000) / 7.0, static_cast<int>(rng() % 60) - 30));
     std::string out;
-    append_prediction(schema, Format::kCsv, RowId{"i", true}, std::vector<double>{d}, out);
+    append_prediction(schema, LineFormat::kCsv, RowId{"i", true}, std::vector<double>{d}, out);
     double back = 0;
     std::string_view text = std::string_view(out).substr(2, out.size() - 3);
     std::from_chars(text.data(), text.data() + text.size(), back);
     ASSERT_EQ(std::memcmp(&back, &d, sizeof d), 0) << out;
     out.clear();
-    append_prediction(schema, Format::kCsv, RowId{"i", true}, std::vector<float>{f}, out);
+    append_prediction(schema, LineFormat::kCsv, RowId{"i", true}, std::vector<float>{f}, out);
     text = std::string_view(out).substr(2, out.size() - 3);
     float fb = 0;
     std::from_chars(text.data(), text.data() + text.size(), fb);
@@ -97,7 +98,7 @@ TEST(Predictions, FloatsRoundTripExactly) {
 // What run writes, merge reads back: ids and values unchanged, both formats.
 TEST(Predictions, ReadBackByPredictionReader) {
   std::vector<std::string> ids{"plain", "a,b", "q\"uote", " sp ", "new\nline", "é", ""};
-  for (Format format : {Format::kCsv, Format::kJsonl}) {
+  for (LineFormat format : {LineFormat::kCsv, LineFormat::kJsonl}) {
     for (bool embedding : {false, true}) {
       PredictionSchema schema{embedding ? std::vector<std::string>{"e0", "e1", "e2"}
                                         : std::vector<std::string>{"x", "y", "z"},

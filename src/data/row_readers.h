@@ -1,5 +1,5 @@
 #pragma once
-// The two RowReader implementations, behind RowReader::open.
+// The RowReader implementations, behind RowReader::open.
 
 #include <filesystem>
 #include <memory>
@@ -15,6 +15,10 @@ std::unique_ptr<RowReader> make_csv_row_reader(StreamBuffer in, std::filesystem:
 std::unique_ptr<RowReader> make_jsonl_row_reader(StreamBuffer in, std::filesystem::path name,
                                                  const ColumnSpec& columns,
                                                  const ReaderOptions& options);
+// Parquet (parquet_rows.cc; parquet_none.cc in builds without Arrow: an Error saying so).
+std::unique_ptr<RowReader> make_parquet_row_reader(const std::filesystem::path& path,
+                                                   const ColumnSpec& columns,
+                                                   const ReaderOptions& options);
 
 // The decimal text of a row number, for rows without an id.
 void set_row_number_id(std::uint64_t index, RowId& id);

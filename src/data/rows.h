@@ -1,6 +1,7 @@
 #pragma once
-// Streaming readers for the input rows of a run: CSV (RFC 4180) and JSONL. Memory use is
-// bounded by the largest row, never by the file.
+// Streaming readers for the input rows of a run: CSV (RFC 4180), JSONL and Parquet (one record
+// batch at a time; only in builds with Arrow). Memory use is bounded by the largest row (Parquet:
+// by a record batch), never by the file.
 
 #include <cstddef>
 #include <cstdint>
@@ -11,18 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/enum_names.h"
+#include "data/formats.h"
 
 namespace mcinfer::data {
-
-enum class Format { kCsv, kJsonl };
-inline constexpr EnumNames<Format, 2> kFormatNames{
-    {{{Format::kCsv, "csv"}, {Format::kJsonl, "jsonl"}}}};
-inline std::string_view format_name(Format format) { return kFormatNames.name(format); }
-
-// From --format when given ("csv" or "jsonl"), else from the file's extension
-// (.csv, .tsv is not supported; .jsonl, .json, .ndjson). Throws UsageError otherwise.
-Format resolve_format(const std::filesystem::path& path, const std::optional<std::string>& flag);
 
 struct ColumnSpec {
   std::string id_col = "id";
@@ -72,14 +64,14 @@ class RowReader {
   virtual ~RowReader() = default;
   // Opens the file and reads the header (CSV). A missing column is reported here as an Error
   // naming the file and the column. Rows without an id column get their row number as id.
-  static std::unique_ptr<RowReader> open(const std::filesystem::path& path, Format format,
+  static std::unique_ptr<RowReader> open(const std::filesystem::path& path, InputFormat format,
                                          const ColumnSpec& columns);
-  static std::unique_ptr<RowReader> open(const std::filesystem::path& path, Format format,
+  static std::unique_ptr<RowReader> open(const std::filesystem::path& path, InputFormat format,
                                          const ColumnSpec& columns, const ReaderOptions& options);
   // Reads `bytes` (which must outlive the reader) as if it were the file `name`: for tests
   // and fuzzing.
   static std::unique_ptr<RowReader> open_bytes(std::string_view bytes,
-                                               const std::filesystem::path& name, Format format,
+                                               const std::filesystem::path& name, LineFormat format,
                                                const ColumnSpec& columns,
                                                const ReaderOptions& options);
 
@@ -96,10 +88,15 @@ class RowReader {
   // field, where the first had it (or not), is a bad row. A row with `input_ids` (an array
   // of int32) is pre-tokenised; `attention_mask` and `token_type_ids` must then match its
   // length. Duplicate keys among the fields read are a bad row.
+  // Parquet: the columns are found by name (string, large_string or dictionary of them; an
+  // integer id column gives its decimal text, as a JSON number would); a null text is a bad
+  // row; Row::line is the 1-based row number. Progress counts the uncompressed bytes of the
+  // columns read.
   virtual Result next(Row& row, BadRow& bad) = 0;
 
   virtual const std::filesystem::path& path() const = 0;
-  // Bytes consumed so far, for progress.
+  // Bytes consumed so far, for progress (Parquet: uncompressed bytes of the columns read, and
+  // file_size() their total).
   virtual std::uint64_t bytes_read() const = 0;
   virtual std::uint64_t file_size() const = 0;
 };

@@ -9,8 +9,8 @@
 #include <random>
 #include <unordered_map>
 
-#include "core/file_writer.h"
 #include "data/prediction_reader.h"
+#include "data/prediction_writer.h"
 #include "data/predictions.h"
 #include "merge/id_table.h"
 #include "merge/shard_names.h"
@@ -19,7 +19,6 @@ namespace mcinfer::merge {
 namespace {
 
 constexpr std::size_t kListed = 10;  // ids listed in reports
-constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 
 enum Flag : std::uint8_t {
   kExpected = 1,  // among the expected ids
@@ -82,7 +81,7 @@ class Merger {
     } else {
       check_columns(reader);
     }
-    if (reader.format() == data::Format::kJsonl) {
+    if (reader.format() == data::OutputFormat::kJsonl) {
       any_jsonl_ = true;
       jsonl_embedding_ = jsonl_embedding_ || schema.embedding;
     }
@@ -171,28 +170,33 @@ class Merger {
   std::uint32_t slots() const { return table_.size(); }
   void reserve(std::size_t ids) { table_.reserve(ids); }
 
-  void write(const std::filesystem::path& output, data::Format format) {
+  void write(const std::filesystem::path& output, data::OutputFormat format) {
     data::PredictionSchema schema = schema_;
-    if (format == data::Format::kJsonl) {
-      // JSONL keeps the layout it was given; CSV e0..e{d-1} columns are an embedding.
-      schema.embedding = any_jsonl_ ? jsonl_embedding_ : schema_.embedding;
+    switch (format) {
+      case data::OutputFormat::kJsonl:
+        // JSONL keeps the layout it was given; CSV e0..e{d-1} columns are an embedding.
+        schema.embedding = any_jsonl_ ? jsonl_embedding_ : schema_.embedding;
+        break;
+      case data::OutputFormat::kCsv:
+      case data::OutputFormat::kParquet:
+        break;
     }
     std::vector<std::uint32_t> order = output_order();
-    AtomicFile file(output);
-    std::string buf = data::prediction_header(schema, format);
+    data::TableFacts facts{.integer_ids = true, .rows = order.size()};
+    for (std::uint32_t slot : order) {
+      if (!(flags_[slot] & kNumber) || !data::is_canonical_int64(table_.id_of(slot))) {
+        facts.integer_ids = false;
+        break;
+      }
+    }
+    auto writer = data::PredictionWriter::open(output, format, schema, facts);
     std::vector<double> row(ncols_);
     std::vector<double> column;
     for (std::uint32_t slot : order) {
       reduce_into(slot, row, column);
-      data::append_prediction(schema, format, table_.id_of(slot), (flags_[slot] & kNumber) == 0,
-                              row, buf);
-      if (buf.size() >= kFlushBytes) {
-        file.writer().write(buf);
-        buf.clear();
-      }
+      writer->add(table_.id_of(slot), (flags_[slot] & kNumber) == 0, row);
     }
-    file.writer().write(buf);
-    file.commit();
+    writer->commit();
     report_.rows_written = order.size();
   }
 
@@ -417,8 +421,8 @@ void read_expectations(Merger& merger, const Options& options, Report& report) {
 Report merge_files(const std::vector<std::filesystem::path>& inputs,
                    const std::filesystem::path& output, const Options& options) {
   check_options(inputs, output, options);
-  data::Format out_format =
-      options.output_format ? *options.output_format : data::resolve_format(output, std::nullopt);
+  const data::OutputFormat out_format =
+      options.output_format ? *options.output_format : data::resolve_output_format(output);
   const bool expecting = options.expected_ids || options.expect_input;
   Merger merger(options, expecting);
   Report& report = merger.report();

@@ -4,7 +4,7 @@
 // `mcinfer merge` and the in-process merge at the end of `mcinfer run` both use this.
 //
 // Semantics:
-// - Inputs are read with data::PredictionReader (CSV or JSONL by extension). Columns are
+// - Inputs are read with data::PredictionReader (CSV, JSONL or Parquet by extension). Columns are
 //   matched by name; the first input with columns fixes their order, and an input whose
 //   column set differs is an Error listing the difference. An empty input (a shard whose
 //   writer was killed before its header) adds nothing and is reported as a warning.
@@ -21,7 +21,8 @@
 // - Order::kInput: the expected ids' first-occurrence order (needs expectations).
 //   Order::kFirstSeen: the order rows' ids first appear. Order::kId: numeric when every
 //   written id is an integer ([-]digits, any length), else by bytes (UTF-8 code points).
-// - The output is written to a temporary file, fsynced and renamed over `output`.
+// - The output (data::PredictionWriter: CSV, JSONL or Parquet) is written to a temporary file,
+//   fsynced and renamed over `output`.
 
 #include <cstdint>
 #include <filesystem>
@@ -43,7 +44,7 @@ enum class Order { kInput, kId, kFirstSeen };
 // expected either.
 struct ExpectInput {
   std::filesystem::path path;
-  data::Format format = data::Format::kCsv;
+  data::InputFormat format = data::InputFormat::kCsv;
   data::ColumnSpec columns = ids_only();  // id_col absent from the file: ids are row numbers
   bool skip_bad_rows = false;             // else a bad row is an Error naming file:line
 
@@ -64,8 +65,8 @@ struct Options {
   std::optional<ExpectInput> expect_input;  // the same, read from a file; not with expected_ids
   Order order = Order::kFirstSeen;
   bool allow_missing = false;
-  std::optional<data::Format> output_format;  // default: from the output's extension
-  data::ReaderOptions reader;                 // row size limit and read size for the inputs
+  std::optional<data::OutputFormat> output_format;  // default: from the output's extension
+  data::ReaderOptions reader;                       // row size limit and read size for the inputs
 };
 
 struct Report {

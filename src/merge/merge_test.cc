@@ -92,7 +92,7 @@ void check_run(const fs::path& dir, const Json& run) {
       if (run.contains("expect")) {
         ExpectInput e;
         e.path = dir / run["expect"].get<std::string>();
-        e.format = data::resolve_format(e.path, std::nullopt);
+        e.format = data::resolve_input_format(e.path, std::nullopt);
         e.columns = ExpectInput::ids_only(run.value("id_col", "id"));
         options.expect_input = e;
         options.order = Order::kInput;
@@ -188,8 +188,8 @@ TEST(Merge, InconsistentOptionsAreUsageErrors) {
   Options order;
   order.order = Order::kInput;
   EXPECT_THROW(merge_files({a}, d / "o.csv", order), UsageError);
-  EXPECT_THROW(merge_files({a}, a, Options{}), UsageError);  // output is an input
-  EXPECT_THROW(merge_files({a}, d / "o.parquet", Options{}), UsageError);
+  EXPECT_THROW(merge_files({a}, a, Options{}), UsageError);            // output is an input
+  EXPECT_THROW(merge_files({a}, d / "o.tsv", Options{}), UsageError);  // no such format
   EXPECT_THROW(merge_files({}, d / "o.csv", Options{}), UsageError);
 }
 
@@ -223,7 +223,7 @@ TEST(Merge, ExpectedIdsListMatchesExpectFile) {
   auto s = write(d / "s.csv", "id,p\n2,0.5\n0,0.25\n9,1\n");
   auto input = write(d / "in.csv", "text\na\nb\nc\n");  // no id column: row numbers
   Options file;
-  file.expect_input = ExpectInput{input, data::Format::kCsv, ExpectInput::ids_only(), false};
+  file.expect_input = ExpectInput{input, data::InputFormat::kCsv, ExpectInput::ids_only(), false};
   file.order = Order::kInput;
   file.allow_missing = true;
   Report a = merge_files({s}, d / "a.csv", file);
@@ -244,7 +244,7 @@ TEST(Merge, ExpectFileBadRows) {
   auto s = write(d / "s.csv", "id,p\n1,0.5\n");
   auto input = write(d / "in.csv", "id,text\n1,a\n2,b,c\n");
   Options o;
-  o.expect_input = ExpectInput{input, data::Format::kCsv, ExpectInput::ids_only(), false};
+  o.expect_input = ExpectInput{input, data::InputFormat::kCsv, ExpectInput::ids_only(), false};
   try {
     merge_files({s}, d / "o.csv", o);
     FAIL();
@@ -266,7 +266,7 @@ TEST(Merge, ExpectWithRunColumnsSkipsWhatRunSkipped) {
   auto s = write(d / "s.csv", "id,p\n1,0.5\n");
   auto input = write(d / "in.jsonl", "{\"id\": 1, \"text\": \"a\"}\n{\"id\": 2, \"text\": 7}\n");
   Options o;
-  o.expect_input = ExpectInput{input, data::Format::kJsonl, ExpectInput::ids_only(), false};
+  o.expect_input = ExpectInput{input, data::InputFormat::kJsonl, ExpectInput::ids_only(), false};
   EXPECT_THROW(merge_files({s}, d / "o.csv", o), MissingIdsError);  // ids only: 2 is expected
   o.expect_input->columns = data::ColumnSpec{};                     // run's: id + text
   o.expect_input->skip_bad_rows = true;
@@ -317,8 +317,8 @@ TEST(Merge, ShardFilesOfEveryRankByRankThenReplica) {
   EXPECT_FALSE(listed[0].rank.has_value());
   EXPECT_EQ(listed[3].rank, 1u);
   EXPECT_EQ(listed[3].replica, 10u);
-  EXPECT_EQ(shard_file_name(std::nullopt, 3, data::Format::kCsv), "shard_3.csv");
-  EXPECT_EQ(shard_file_name(2, 5, data::Format::kJsonl), "shard_2_5.jsonl");
+  EXPECT_EQ(shard_file_name(std::nullopt, 3, data::LineFormat::kCsv), "shard_3.csv");
+  EXPECT_EQ(shard_file_name(2, 5, data::LineFormat::kJsonl), "shard_2_5.jsonl");
 }
 
 TEST(Merge, ManyIdsThroughGrowth) {

@@ -43,8 +43,8 @@ std::optional<ShardFile> parse_shard_name(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::string shard_file_name(std::optional<int> rank, int replica, data::Format format) {
-  const char* ext = format == data::Format::kJsonl ? "jsonl" : "csv";
+std::string shard_file_name(std::optional<int> rank, int replica, data::LineFormat format) {
+  const std::string_view ext = data::format_name(format);
   if (rank) return fmt::format("shard_{}_{}.{}", *rank, replica, ext);
   return fmt::format("shard_{}.{}", replica, ext);
 }

@@ -21,7 +21,7 @@ struct ShardFile {
 };
 
 // "shard_3.csv" or "shard_1_3.jsonl".
-std::string shard_file_name(std::optional<int> rank, int replica, data::Format format);
+std::string shard_file_name(std::optional<int> rank, int replica, data::LineFormat format);
 
 // Every shard file of `dir`, single-process ones first, then by rank and replica; other files
 // (temporary ones such as shard_3.csv.tmp-123, manifests, records) are not shards. Throws Error

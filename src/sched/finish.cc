@@ -17,9 +17,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // The input's format, as the ranks read it.
-data::Format input_format(const DistributedRun& run) {
-  return data::kFormatNames.parse(run.flags.value("input_format", "csv"))
-      .value_or(data::Format::kCsv);
+data::InputFormat input_format(const DistributedRun& run) {
+  return data::kInputFormatNames.parse(run.flags.value("input_format", "csv"))
+      .value_or(data::InputFormat::kCsv);
 }
 
 // The rank that owned each of `ids` (the first missing ones), from the input split as the ranks

@@ -119,7 +119,7 @@ TEST(EtaEstimator, LongTailedDynamicRunOnASyntheticClock) {
   }
   FeedOptions feed;
   feed.input = path;
-  feed.format = data::Format::kJsonl;
+  feed.format = data::InputFormat::kJsonl;
   feed.max_len = 512;
   feed.vocab_size = 100;
   feed.type_vocab_size = 2;

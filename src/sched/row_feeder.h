@@ -20,7 +20,7 @@ namespace mcinfer::sched {
 
 struct FeedOptions {
   std::filesystem::path input;
-  data::Format format = data::Format::kCsv;
+  data::InputFormat format = data::InputFormat::kCsv;
   data::ColumnSpec columns;
   bool skip_bad_rows = false;   // --on-bad-row skip
   std::size_t max_len = 512;    // tokens per sequence, special tokens included

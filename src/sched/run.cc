@@ -269,7 +269,7 @@ bool compute_shards(const RunOptions& o, const RunPlan& plan,
   auto replica_loop = [&](int r, backend::Replica& replica) {
     const auto i = static_cast<std::size_t>(r);
     if (o.profile) replica.attach_profile(&tally.profiles[i]);
-    ShardWriter shard(shards.shard_path(r, plan.out_format), plan.out_format, plan.schema);
+    ShardWriter shard(shards.shard_path(r, plan.shard_format), plan.shard_format, plan.schema);
     std::vector<model::SequenceInput> inputs;
     std::vector<float> values;
     Batch rows;  // chunked runs: the rows a batch completes
@@ -313,13 +313,25 @@ bool compute_shards(const RunOptions& o, const RunPlan& plan,
   return !signalled;
 }
 
+// Why an input without bad rows had no rows, by format.
+std::string_view no_rows_reason(data::InputFormat format) {
+  switch (format) {
+    case data::InputFormat::kCsv:
+      return "only a header";
+    case data::InputFormat::kJsonl:
+      return "no objects";
+    case data::InputFormat::kParquet:
+      return "no rows in its row groups";
+  }
+  return "no rows";
+}
+
 // The input had rows to run; else an error naming it (nothing is written).
 void check_some_rows(const RunOptions& o, const RunPlan& plan, const FeedStats& feed) {
   if (feed.rows > 0) return;
   fail("{}: no rows to run ({}); nothing written at {}", o.input.string(),
-       feed.bad_rows
-           ? fmt::format("all {} rows were bad and skipped", feed.bad_rows)
-           : std::string(plan.in_format == data::Format::kCsv ? "only a header" : "no objects"),
+       feed.bad_rows ? fmt::format("all {} rows were bad and skipped", feed.bad_rows)
+                     : std::string(no_rows_reason(plan.in_format)),
        o.output.string());
 }
 
@@ -425,7 +437,7 @@ Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
   const MemoryPlan memory = check_memory(o, plan, *backend, *prepared.model);
 
   ShardsDir shards(o, run_fingerprint(o, plan, dir, prepared, rank),
-                   data::prediction_header(plan.schema, plan.out_format), plan.replicas, rank,
+                   data::prediction_header(plan.schema, plan.shard_format), plan.replicas, rank,
                    warnings);
   RunTally tally(plan.replicas, started);
   try {

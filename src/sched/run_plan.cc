@@ -10,12 +10,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-data::Format output_format(const fs::path& output) {
-  const std::string ext = output.extension().string();
-  return (ext == ".jsonl" || ext == ".ndjson" || ext == ".json") ? data::Format::kJsonl
-                                                                 : data::Format::kCsv;
-}
-
 std::string human_bytes(std::uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
@@ -239,8 +233,9 @@ TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
 RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend::Backend& backend,
                  const RankInfo& rank) {
   RunPlan plan;
-  plan.in_format = data::resolve_format(o.input, o.format);
-  plan.out_format = output_format(o.output);
+  plan.in_format = data::resolve_input_format(o.input, o.format);
+  plan.out_format = data::run_output_format(o.output);
+  plan.shard_format = data::shard_format(plan.out_format);
   plan.replicas = o.replicas > 0 ? o.replicas : rank.replica_slots(backend.replica_slots());
   plan.first_cpu = rank.first_cpu(plan.replicas);
   plan.batch_shape = backend.batch_shape();

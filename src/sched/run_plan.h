@@ -82,8 +82,9 @@ std::int64_t prompt_token_count(const tokenizer::Tokenizer& tokenizer, const std
 TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request);
 
 struct RunPlan : TaskPlan {
-  data::Format in_format = data::Format::kCsv;
-  data::Format out_format = data::Format::kCsv;
+  data::InputFormat in_format = data::InputFormat::kCsv;
+  data::OutputFormat out_format = data::OutputFormat::kCsv;  // of --output
+  data::LineFormat shard_format = data::LineFormat::kCsv;    // of the shards
   int replicas = 1;   // default: this rank's share of the backend's replica slots
   int first_cpu = 0;  // where this rank's replicas start pinning (ranks sharing a host)
   FeedOptions feed;

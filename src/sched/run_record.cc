@@ -137,7 +137,7 @@ void ShardsDir::mark_complete(const Json& summary) {
   write_record(run_record_path(path_, rank_), record);
 }
 
-fs::path ShardsDir::shard_path(int replica, data::Format format) const {
+fs::path ShardsDir::shard_path(int replica, data::LineFormat format) const {
   return path_ / merge::shard_file_name(shard_rank(), replica, format);
 }
 

@@ -52,7 +52,7 @@ class ShardsDir {
   // This process's shards (shard_<N>, or shard_<rank>_<N> of a distributed run), by N.
   std::vector<std::filesystem::path> shards() const;
   // The shard file replica `replica` of this process appends to.
-  std::filesystem::path shard_path(int replica, data::Format format) const;
+  std::filesystem::path shard_path(int replica, data::LineFormat format) const;
   // Records this rank as finished in its record (a distributed run's merge waits for every
   // rank's), with what it computed.
   void mark_complete(const Json& summary);

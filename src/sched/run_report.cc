@@ -19,7 +19,7 @@ Json replica_stats(const ReportInputs& in, const RunTally& tally) {
                    {"rows", c.rows.load()},
                    {"batches", c.batches.load()},
                    {"busy_seconds", static_cast<double>(c.busy_ns.load()) / 1e9},
-                   {"shard", in.shards.shard_path(r, in.plan.out_format).filename().string()}});
+                   {"shard", in.shards.shard_path(r, in.plan.shard_format).filename().string()}});
   }
   return out;
 }

@@ -7,7 +7,7 @@
 
 namespace mcinfer::sched {
 
-ShardWriter::ShardWriter(std::filesystem::path path, data::Format format,
+ShardWriter::ShardWriter(std::filesystem::path path, data::LineFormat format,
                          const data::PredictionSchema& schema)
     : path_(std::move(path)), format_(format), schema_(schema) {
   file_ = FileWriter::open(path_, FileWriter::Mode::kAppend);

@@ -18,7 +18,7 @@ class ShardWriter {
  public:
   // Appends to the shard at `path` (after recover_shard() on resume); writes the header to an
   // empty one.
-  ShardWriter(std::filesystem::path path, data::Format format,
+  ShardWriter(std::filesystem::path path, data::LineFormat format,
               const data::PredictionSchema& schema);
 
   // Appends one row per item (values holds [items, dim] in item order), makes the rows durable,
@@ -29,7 +29,7 @@ class ShardWriter {
 
  private:
   std::filesystem::path path_;
-  data::Format format_;
+  data::LineFormat format_;
   const data::PredictionSchema& schema_;
   FileWriter file_;
   ManifestWriter manifest_;

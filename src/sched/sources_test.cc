@@ -51,7 +51,7 @@ fs::path write_rows(const std::string& name, int rows, std::uint32_t seed) {
 FeedOptions feed_options(const fs::path& path) {
   FeedOptions o;
   o.input = path;
-  o.format = data::Format::kJsonl;
+  o.format = data::InputFormat::kJsonl;
   o.max_len = 64;
   o.vocab_size = 100;
   o.type_vocab_size = 2;

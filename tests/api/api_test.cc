@@ -55,7 +55,7 @@ ConsumerRun run_consumer(const std::vector<std::string>& args, const std::string
 std::string consumer_input(const fs::path& csv, bool pairs, std::vector<std::string>& ids) {
   data::ColumnSpec columns;
   if (pairs) columns.text_pair_col = "text_b";
-  auto reader = data::RowReader::open(csv, data::Format::kCsv, columns);
+  auto reader = data::RowReader::open(csv, data::InputFormat::kCsv, columns);
   data::Row row;
   data::BadRow bad;
   std::string input;

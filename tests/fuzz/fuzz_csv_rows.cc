@@ -5,5 +5,5 @@
 #include "fuzz_support_data.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  return mcinfer::fuzz::fuzz_input_rows(data, size, mcinfer::data::Format::kCsv);
+  return mcinfer::fuzz::fuzz_input_rows(data, size, mcinfer::data::LineFormat::kCsv);
 }

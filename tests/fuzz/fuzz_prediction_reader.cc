@@ -11,7 +11,7 @@
 
 namespace {
 
-std::vector<std::string> read_all(std::string_view body, mcinfer::data::Format format,
+std::vector<std::string> read_all(std::string_view body, mcinfer::data::LineFormat format,
                                   const mcinfer::data::ReaderOptions& o) {
   std::vector<std::string> events;
   try {
@@ -37,8 +37,8 @@ std::vector<std::string> read_all(std::string_view body, mcinfer::data::Format f
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto split = mcinfer::fuzz::split_options(data, size);
-  auto format =
-      (size > 0 && (data[0] & 0x40)) ? mcinfer::data::Format::kJsonl : mcinfer::data::Format::kCsv;
+  auto format = (size > 0 && (data[0] & 0x40)) ? mcinfer::data::LineFormat::kJsonl
+                                               : mcinfer::data::LineFormat::kCsv;
   auto a = read_all(split.body, format, split.small);
   auto b = read_all(split.body, format, split.large);
   if (a != b) __builtin_trap();  // the read size changed what was read

@@ -34,7 +34,7 @@ inline Split split_options(const std::uint8_t* data, std::size_t size) {
 }
 
 // Everything a row reader reports for `body`, as text lines, so that two reads can be compared.
-inline std::vector<std::string> read_input_rows(std::string_view body, data::Format format,
+inline std::vector<std::string> read_input_rows(std::string_view body, data::LineFormat format,
                                                 const data::ReaderOptions& options,
                                                 const data::ColumnSpec& columns) {
   using data::RowReader;
@@ -66,7 +66,7 @@ inline std::vector<std::string> read_input_rows(std::string_view body, data::For
 
 // The input-row fuzzers' whole body: never a crash, and the same rows whatever the read size.
 // Flag bits of the first byte: 0x40 reads a pair column, 0x20 reads pre-tokenised ids only.
-inline int fuzz_input_rows(const std::uint8_t* data, std::size_t size, data::Format format) {
+inline int fuzz_input_rows(const std::uint8_t* data, std::size_t size, data::LineFormat format) {
   Split split = split_options(data, size);
   data::ColumnSpec columns;
   if (size > 0 && (data[0] & 0x40)) columns.text_pair_col = "pair";

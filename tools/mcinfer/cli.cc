@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "data/parquet.h"
 #include "sched/mpi_world.h"
 
 namespace mcinfer::cli {
@@ -19,8 +20,10 @@ namespace mcinfer::cli {
 int run_cli(int argc, char** argv) {
   CLI::App app{"mcinfer: run Hugging Face encoder models over whole datasets on every core"};
   // The MPI library decides whether rank 0 of an mpirun job can merge for every rank.
+  // Parquet needs the Arrow libraries the build found.
   app.set_version_flag("--version", std::string("mcinfer " MCINFER_VERSION " (MPI: ") +
-                                        mcinfer::sched::mpi_library() + ")");
+                                        mcinfer::sched::mpi_library() +
+                                        ", Parquet: " + mcinfer::data::parquet_library() + ")");
   app.require_subcommand(1);
   Invocation invocation;
   for (int i = 0; i < argc; ++i) invocation.argv.emplace_back(argv[i]);

@@ -112,7 +112,7 @@ int run_merge(const MergeFlags& f) {
   if (!f.expect.empty()) {
     merge::ExpectInput e;
     e.path = f.expect;
-    e.format = data::resolve_format(
+    e.format = data::resolve_input_format(
         e.path, f.format.empty() ? std::nullopt : std::optional<std::string>(f.format));
     e.columns = merge::ExpectInput::ids_only(f.id_col);
     if (f.on_bad_row != "error" && f.on_bad_row != "skip") {
@@ -160,12 +160,14 @@ Action add_merge_command(CLI::App& app, const Invocation& invocation) {
       "merge",
       "Combine prediction shards, runs or models: rows sharing an id are reduced to one, with "
       "proof that nothing is missing (--expect)");
-  cmd->add_option("files", flags->files,
-                  "Prediction tables (CSV or JSONL); a directory stands for its shard_<N> files");
+  cmd->add_option(
+      "files", flags->files,
+      "Prediction tables (CSV, JSONL or Parquet); a directory stands for its shard_<N> files");
   cmd->add_option("--shards-dir", flags->shards_dir,
                   "The shards directory of a distributed run: every rank's shards, once every "
                   "rank's record says it finished (needs --expect)");
-  cmd->add_option("-o,--output", flags->output, "Merged table (.csv or .jsonl), written atomically")
+  cmd->add_option("-o,--output", flags->output,
+                  "Merged table (.csv, .jsonl or .parquet), written atomically")
       ->required();
   cmd->add_option("--reduce", flags->reduce,
                   "How rows sharing an id combine: mean|median|max|min|first")
@@ -179,7 +181,8 @@ Action add_merge_command(CLI::App& app, const Invocation& invocation) {
   cmd->add_option("--id-col", flags->id_col, "Id column of --expect (absent: row numbers)")
       ->capture_default_str()
       ->needs(expect);
-  cmd->add_option("--format", flags->format, "Format of --expect: csv|jsonl (default: extension)")
+  cmd->add_option("--format", flags->format,
+                  "Format of --expect: csv|jsonl|parquet (default: extension)")
       ->needs(expect);
   cmd->add_option("--on-bad-row", flags->on_bad_row,
                   "A malformed row of --expect: error (stop) or skip (not expected)")

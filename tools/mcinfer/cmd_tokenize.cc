@@ -99,7 +99,8 @@ int run_tokenize(TokenizeFlags& f) {
     if (!f.text_pair_col.empty()) f.columns.text_pair_col = f.text_pair_col;
     auto reader = data::RowReader::open(
         f.input,
-        data::resolve_format(f.input, f.format.empty() ? std::nullopt : std::optional(f.format)),
+        data::resolve_input_format(f.input,
+                                   f.format.empty() ? std::nullopt : std::optional(f.format)),
         f.columns);
     data::Row row;
     data::BadRow bad;

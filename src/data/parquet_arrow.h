@@ -1,0 +1,68 @@
+#pragma once
+// What parquet_rows.cc and parquet_tables.cc share: Arrow's Status and Result turned into
+// mcinfer Errors naming the file, opening a Parquet file, and reading a text-like column
+// (string, large_string, string_view, dictionary of them, or integers as their decimal text).
+// Only those two files include it: nothing else in mcinfer sees an Arrow header.
+
+#include <arrow/api.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/arrow/schema.h>
+
+#include <charconv>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace mcinfer::data::parquet_io {
+
+[[noreturn]] inline void fail_arrow(const std::filesystem::path& path, std::string_view what,
+                                    const arrow::Status& status) {
+  fail("{}: {}: {}", path.string(), what, status.message());
+}
+
+inline void check(const arrow::Status& status, const std::filesystem::path& path,
+                  std::string_view what) {
+  if (!status.ok()) fail_arrow(path, what, status);
+}
+
+template <typename T>
+T take(arrow::Result<T> result, const std::filesystem::path& path, std::string_view what) {
+  if (!result.ok()) fail_arrow(path, what, result.status());
+  return std::move(result).ValueUnsafe();
+}
+
+// A reader over `path` that decodes `batch_size` rows at a time. Throws Error naming the file
+// when it cannot be opened or is not Parquet.
+std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::filesystem::path& path,
+                                                        std::int64_t batch_size);
+
+// The leaf column of top-level field `name`, or -1 when the file has no such field. Throws
+// Error naming the file and column when the name appears twice or the field is nested.
+int leaf_column(const parquet::arrow::FileReader& reader, const std::filesystem::path& path,
+                const std::string& name);
+
+// One column of a record batch read as text: strings as they are, integers as decimal text.
+class TextColumn {
+ public:
+  // Whether a column of this type can be read (as text, or as integer ids when `ids`).
+  static bool readable(const arrow::DataType& type, bool ids);
+  // "string, large_string, string_view or a dictionary of them": for messages.
+  static std::string_view kinds(bool ids);
+
+  void bind(const std::shared_ptr<arrow::Array>& array);
+  bool is_null(std::int64_t i) const { return array_->IsNull(i); }
+  bool is_integer() const { return kind_ == Kind::kInt || kind_ == Kind::kUInt; }
+  // Row i's text (not null); integers are formatted into `scratch`.
+  std::string_view text(std::int64_t i, std::string& scratch) const;
+
+ private:
+  enum class Kind { kString, kLargeString, kStringView, kDictionary, kInt, kUInt };
+  std::shared_ptr<arrow::Array> array_;
+  const arrow::Array* values_ = nullptr;  // the dictionary's values, else array_
+  Kind kind_ = Kind::kString;
+};
+
+}  // namespace mcinfer::data::parquet_io

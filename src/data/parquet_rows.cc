@@ -1,0 +1,208 @@
+// RowReader for Parquet inputs: one record batch of the needed columns at a time (the id, text
+// and text-pair columns, found by name), so memory is bounded by a batch, not by the file.
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "data/parquet_arrow.h"
+#include "data/row_readers.h"
+
+namespace mcinfer::data {
+namespace {
+
+using parquet_io::TextColumn;
+
+constexpr std::int64_t kBatchRows = 8192;
+
+class ParquetRowReader final : public RowReader {
+ public:
+  ParquetRowReader(const std::filesystem::path& path, const ColumnSpec& columns)
+      : path_(path), reader_(parquet_io::open_reader(path, kBatchRows)) {
+    std::shared_ptr<arrow::Schema> schema;
+    parquet_io::check(reader_->GetSchema(&schema), path_, "cannot read the schema");
+    id_ = find(*schema, columns.id_col, false, true);
+    if (columns.read_text) {
+      text_ = find(*schema, columns.text_col, true, false);
+      if (columns.text_pair_col) pair_ = find(*schema, *columns.text_pair_col, true, false);
+    }
+    plan_progress();
+    std::vector<int> leaves;
+    for (const auto& c : {id_, text_, pair_})
+      if (c && std::find(leaves.begin(), leaves.end(), c->leaf) == leaves.end())
+        leaves.push_back(c->leaf);
+    std::vector<int> groups(static_cast<std::size_t>(reader_->num_row_groups()));
+    for (std::size_t g = 0; g < groups.size(); ++g) groups[g] = static_cast<int>(g);
+    // No column at all (neither ids nor text wanted, and no id column): rows are counted from
+    // the metadata alone.
+    if (leaves.empty()) {
+      rows_without_columns_ = reader_->parquet_reader()->metadata()->num_rows();
+      return;
+    }
+    batches_ = parquet_io::take(reader_->GetRecordBatchReader(groups, leaves), path_,
+                                "cannot read its row groups");
+  }
+
+  Result next(Row& row, BadRow& bad) override {
+    if (!batches_) {
+      if (index_ >= static_cast<std::uint64_t>(rows_without_columns_)) return Result::kEnd;
+      row = Row{};
+      row.index = index_++;
+      row.line = row.index + 1;
+      set_row_number_id(row.index, row.id);
+      return Result::kRow;
+    }
+    while (at_ >= batch_rows_) {
+      if (!next_batch()) return Result::kEnd;
+    }
+    const std::int64_t i = at_++;
+    const std::uint64_t index = index_++;
+    if (auto problem = null_column(i)) {
+      bad = {index, index + 1, fmt::format("column '{}' is null in row {}", *problem, index + 1)};
+      return Result::kBadRow;
+    }
+    row.index = index;
+    row.line = index + 1;
+    if (id_) {
+      row.id.text.assign(id_->column.text(i, scratch_));
+      row.id.is_string = !id_->column.is_integer();
+    } else {
+      set_row_number_id(index, row.id);
+    }
+    if (text_) {
+      row.text.assign(text_->column.text(i, scratch_));
+    } else {
+      row.text.clear();
+    }
+    if (pair_) {
+      const std::string_view pair = pair_->column.text(i, scratch_);
+      if (row.text_pair) {
+        row.text_pair->assign(pair);
+      } else {
+        row.text_pair.emplace(pair);
+      }
+    } else {
+      row.text_pair.reset();
+    }
+    row.pretokenized = false;
+    row.input_ids.clear();
+    row.attention_mask.clear();
+    row.token_type_ids.clear();
+    return Result::kRow;
+  }
+
+  const std::filesystem::path& path() const override { return path_; }
+
+  // Uncompressed bytes of the columns read: the row groups done, and the part of the current
+  // one its rows done make.
+  std::uint64_t bytes_read() const override {
+    while (group_ < group_rows_.size() && index_ >= group_end_row_[group_]) ++group_;
+    if (group_ >= group_rows_.size()) return total_bytes_;
+    const std::uint64_t start = group_end_row_[group_] - group_rows_[group_];
+    const double part = group_rows_[group_] == 0 ? 0.0
+                                                 : static_cast<double>(index_ - start) /
+                                                       static_cast<double>(group_rows_[group_]);
+    return group_start_bytes_[group_] +
+           static_cast<std::uint64_t>(part * static_cast<double>(group_bytes_[group_]));
+  }
+  std::uint64_t file_size() const override { return total_bytes_; }
+
+ private:
+  struct Column {
+    std::string name;
+    int leaf = -1;
+    TextColumn column;
+  };
+
+  std::optional<Column> find(const arrow::Schema& schema, const std::string& name, bool required,
+                             bool ids) const {
+    const int leaf = parquet_io::leaf_column(*reader_, path_, name);
+    if (leaf < 0) {
+      if (!required) return std::nullopt;
+      std::vector<std::string> names;
+      for (const auto& f : schema.fields()) names.push_back(f->name());
+      fail("{}: no column '{}' in the schema (columns found: {})", path_.string(), name,
+           fmt::join(names, ", "));
+    }
+    const auto field = schema.GetFieldByName(name);
+    if (!field || !TextColumn::readable(*field->type(), ids)) {
+      fail("{}: column '{}' is of type {}; expected {}", path_.string(), name,
+           field ? field->type()->ToString() : "?", TextColumn::kinds(ids));
+    }
+    return Column{name, leaf, {}};
+  }
+
+  void plan_progress() {
+    const auto metadata = reader_->parquet_reader()->metadata();
+    std::uint64_t rows = 0, bytes = 0;
+    for (int g = 0; g < metadata->num_row_groups(); ++g) {
+      const auto group = metadata->RowGroup(g);
+      std::uint64_t b = 0;
+      for (const auto& c : {id_, text_, pair_})
+        if (c)
+          b += static_cast<std::uint64_t>(group->ColumnChunk(c->leaf)->total_uncompressed_size());
+      rows += static_cast<std::uint64_t>(group->num_rows());
+      group_rows_.push_back(static_cast<std::uint64_t>(group->num_rows()));
+      group_end_row_.push_back(rows);
+      group_start_bytes_.push_back(bytes);
+      group_bytes_.push_back(b);
+      bytes += b;
+    }
+    total_bytes_ = bytes;
+    if (total_bytes_ == 0) {
+      std::error_code ec;
+      total_bytes_ = std::max<std::uint64_t>(1, std::filesystem::file_size(path_, ec));
+    }
+  }
+
+  bool next_batch() {
+    std::shared_ptr<arrow::RecordBatch> batch;
+    parquet_io::check(batches_->ReadNext(&batch), path_,
+                      fmt::format("cannot read the rows after row {}", index_));
+    if (!batch) return false;
+    batch_ = batch;
+    batch_rows_ = batch->num_rows();
+    at_ = 0;
+    for (auto* c : {&id_, &text_, &pair_}) {
+      if (!*c) continue;
+      auto array = batch->GetColumnByName((*c)->name);
+      if (!array) fail("{}: internal: column '{}' not read", path_.string(), (*c)->name);
+      (*c)->column.bind(array);
+    }
+    return true;
+  }
+
+  // The first of the columns read that is null in row i of the batch.
+  std::optional<std::string> null_column(std::int64_t i) const {
+    for (const auto* c : {&id_, &text_, &pair_})
+      if (*c && (*c)->column.is_null(i)) return (*c)->name;
+    return std::nullopt;
+  }
+
+  std::filesystem::path path_;
+  std::unique_ptr<parquet::arrow::FileReader> reader_;
+  std::unique_ptr<arrow::RecordBatchReader> batches_;
+  std::shared_ptr<arrow::RecordBatch> batch_;
+  std::int64_t batch_rows_ = 0;
+  std::int64_t at_ = 0;
+  std::int64_t rows_without_columns_ = 0;
+  std::optional<Column> id_, text_, pair_;
+  std::string scratch_;
+  std::uint64_t index_ = 0;
+  // Progress: per row group, its rows, the rows up to its end, and its bytes.
+  std::vector<std::uint64_t> group_rows_, group_end_row_, group_start_bytes_, group_bytes_;
+  mutable std::size_t group_ = 0;
+  std::uint64_t total_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<RowReader> make_parquet_row_reader(const std::filesystem::path& path,
+                                                   const ColumnSpec& columns,
+                                                   const ReaderOptions&) {
+  return std::make_unique<ParquetRowReader>(path, columns);
+}
+
+}  // namespace mcinfer::data
