@@ -94,12 +94,11 @@ class Stages:
     infer_s: float = 0.0
 
 
-def sorted_loop(tokenizer: Any, texts: list[str], batch: int, run: Any, stages: Stages) -> Any:
-    """The hand loop: tokenize everything once (no padding), sort by length, pad each batch of
-    `batch` rows to its longest row, run(ids, mask, types) -> logits; probabilities in row order."""
+def tokenize_sorted(tokenizer: Any, texts: list[str]) -> tuple[list[Any], Any, Any]:
+    """The fast tokenizer over every row at once (no padding): (ids per row, lengths, row order
+    longest first)."""
     import numpy as np
 
-    t = time.perf_counter()
     enc = tokenizer(
         texts,
         truncation=True,
@@ -108,26 +107,42 @@ def sorted_loop(tokenizer: Any, texts: list[str], batch: int, run: Any, stages: 
         return_token_type_ids=False,
     )
     ids = enc["input_ids"]
-    t2 = time.perf_counter()
-    stages.tokenize_s += t2 - t
     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-    order = np.argsort(-lengths, kind="stable")
+    return ids, lengths, np.argsort(-lengths, kind="stable")
+
+
+def pad_rows(ids: list[Any], lengths: Any, rows: Any, pad: int) -> tuple[Any, Any, Any]:
+    """(input_ids, attention_mask, token_type_ids) of `rows`, padded to the longest of them (the
+    first: rows come longest first)."""
+    import numpy as np
+
+    width = int(lengths[rows[0]])
+    input_ids = np.full((len(rows), width), pad, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for r, i in enumerate(rows):
+        n = lengths[i]
+        input_ids[r, :n] = ids[i]
+        mask[r, :n] = 1
+    return input_ids, mask, np.zeros_like(input_ids)
+
+
+def sorted_loop(tokenizer: Any, texts: list[str], batch: int, run: Any, stages: Stages) -> Any:
+    """The hand loop: tokenize everything once (no padding), sort by length, pad each batch of
+    `batch` rows to its longest row, run(ids, mask, types) -> logits; probabilities in row order."""
+    import numpy as np
+
+    t = time.perf_counter()
+    ids, lengths, order = tokenize_sorted(tokenizer, texts)
+    stages.tokenize_s += time.perf_counter() - t
     pad = tokenizer.pad_token_id or 0
     out = None
-    stages.pad_s += time.perf_counter() - t2
     for start in range(0, len(ids), batch):
         t = time.perf_counter()
         rows = order[start : start + batch]
-        width = int(lengths[rows[0]])
-        input_ids = np.full((len(rows), width), pad, dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for r, i in enumerate(rows):
-            n = lengths[i]
-            input_ids[r, :n] = ids[i]
-            mask[r, :n] = 1
+        arrays = pad_rows(ids, lengths, rows, pad)
         t2 = time.perf_counter()
         stages.pad_s += t2 - t
-        probs = softmax(run(input_ids, mask, np.zeros_like(input_ids)))
+        probs = softmax(run(*arrays))
         if out is None:
             out = np.empty((len(ids), probs.shape[1]), dtype=np.float32)
         out[rows] = probs
@@ -138,32 +153,10 @@ def sorted_loop(tokenizer: Any, texts: list[str], batch: int, run: Any, stages: 
 def sorted_batches(tokenizer: Any, texts: list[str], batch: int) -> tuple[list[Any], Any, int]:
     """(batches of row indices, the padded (ids, mask, types) per batch, rows) for the async
     loop: the same sorting and padding as sorted_loop, all batches built before the queue runs."""
-    import numpy as np
-
-    enc = tokenizer(
-        texts,
-        truncation=True,
-        max_length=MAX_LENGTH,
-        return_attention_mask=False,
-        return_token_type_ids=False,
-    )
-    ids = enc["input_ids"]
-    lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-    order = np.argsort(-lengths, kind="stable")
+    ids, lengths, order = tokenize_sorted(tokenizer, texts)
     pad = tokenizer.pad_token_id or 0
-    batches, arrays = [], []
-    for start in range(0, len(ids), batch):
-        rows = order[start : start + batch]
-        width = int(lengths[rows[0]])
-        input_ids = np.full((len(rows), width), pad, dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for r, i in enumerate(rows):
-            n = lengths[i]
-            input_ids[r, :n] = ids[i]
-            mask[r, :n] = 1
-        batches.append(rows)
-        arrays.append((input_ids, mask, np.zeros_like(input_ids)))
-    return batches, arrays, len(ids)
+    batches = [order[start : start + batch] for start in range(0, len(ids), batch)]
+    return batches, [pad_rows(ids, lengths, rows, pad) for rows in batches], len(ids)
 
 
 def versions(names: list[str]) -> dict[str, str]:
