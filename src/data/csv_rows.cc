@@ -55,25 +55,10 @@ class CsvRowReader final : public RowReader {
     } else {
       set_row_number_id(index, row.id);
     }
-    if (text_) {
-      row.text.assign(record_.fields[*text_]);
-    } else {
-      row.text.clear();
-    }
-    if (pair_) {
-      std::string_view pair = record_.fields[*pair_];
-      if (row.text_pair) {
-        row.text_pair->assign(pair);
-      } else {
-        row.text_pair.emplace(pair);
-      }
-    } else {
-      row.text_pair.reset();
-    }
-    row.pretokenized = false;
-    row.input_ids.clear();
-    row.attention_mask.clear();
-    row.token_type_ids.clear();
+    std::optional<std::string_view> text, pair;
+    if (text_) text = record_.fields[*text_];
+    if (pair_) pair = record_.fields[*pair_];
+    set_text_fields(row, text, pair);
     return Result::kRow;
   }
 

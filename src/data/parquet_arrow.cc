@@ -1,6 +1,7 @@
 #include "data/parquet_arrow.h"
 
 #include <arrow/io/file.h>
+#include <fmt/format.h>
 
 namespace mcinfer::data::parquet_io {
 namespace {
@@ -65,6 +66,19 @@ std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::filesystem::p
   parquet::arrow::FileReaderBuilder builder;
   check(builder.Open(std::move(file)), path, "not a Parquet file");
   return take(builder.properties(properties)->Build(), path, "not a Parquet file");
+}
+
+std::shared_ptr<arrow::RecordBatch> next_checked_batch(arrow::RecordBatchReader& batches,
+                                                       const std::filesystem::path& path,
+                                                       std::uint64_t rows_before) {
+  std::shared_ptr<arrow::RecordBatch> batch;
+  check(batches.ReadNext(&batch), path,
+        fmt::format("cannot read the rows after row {}", rows_before));
+  if (batch) {
+    check(batch->ValidateFull(), path,
+          fmt::format("malformed data in the rows after row {}", rows_before));
+  }
+  return batch;
 }
 
 int leaf_column(const parquet::arrow::FileReader& reader, const std::filesystem::path& path,

@@ -39,6 +39,13 @@ T take(arrow::Result<T> result, const std::filesystem::path& path, std::string_v
 std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::filesystem::path& path,
                                                         std::int64_t batch_size);
 
+// The next record batch of `batches` (null at the end), checked in full before any value is read
+// through its offsets, dictionary indices or list sizes: the file is untrusted, and a malformed
+// one must be an Error naming it (and the row the batch follows), not a read out of bounds.
+std::shared_ptr<arrow::RecordBatch> next_checked_batch(arrow::RecordBatchReader& batches,
+                                                       const std::filesystem::path& path,
+                                                       std::uint64_t rows_before);
+
 // The leaf column of top-level field `name`, or -1 when the file has no such field. Throws
 // Error naming the file and column when the name appears twice or the field is nested.
 int leaf_column(const parquet::arrow::FileReader& reader, const std::filesystem::path& path,

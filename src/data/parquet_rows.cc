@@ -71,25 +71,11 @@ class ParquetRowReader final : public RowReader {
     } else {
       set_row_number_id(index, row.id);
     }
-    if (text_) {
-      row.text.assign(text_->column.text(i, scratch_));
-    } else {
-      row.text.clear();
-    }
-    if (pair_) {
-      const std::string_view pair = pair_->column.text(i, scratch_);
-      if (row.text_pair) {
-        row.text_pair->assign(pair);
-      } else {
-        row.text_pair.emplace(pair);
-      }
-    } else {
-      row.text_pair.reset();
-    }
-    row.pretokenized = false;
-    row.input_ids.clear();
-    row.attention_mask.clear();
-    row.token_type_ids.clear();
+    // Text and pair come from string columns, which never use scratch_ (integer ids do).
+    std::optional<std::string_view> text, pair;
+    if (text_) text = text_->column.text(i, scratch_);
+    if (pair_) pair = pair_->column.text(i, scratch_);
+    set_text_fields(row, text, pair);
     return Result::kRow;
   }
 
@@ -158,9 +144,7 @@ class ParquetRowReader final : public RowReader {
   }
 
   bool next_batch() {
-    std::shared_ptr<arrow::RecordBatch> batch;
-    parquet_io::check(batches_->ReadNext(&batch), path_,
-                      fmt::format("cannot read the rows after row {}", index_));
+    const auto batch = parquet_io::next_checked_batch(*batches_, path_, index_);
     if (!batch) return false;
     batch_ = batch;
     batch_rows_ = batch->num_rows();

@@ -328,9 +328,7 @@ class ParquetPredictionReader final : public PredictionReader {
   }
 
   bool next_batch() {
-    std::shared_ptr<arrow::RecordBatch> batch;
-    check(batches_->ReadNext(&batch), path_,
-          fmt::format("cannot read the rows after row {}", rows_));
+    const auto batch = parquet_io::next_checked_batch(*batches_, path_, rows_);
     if (!batch) return false;
     batch_ = batch;
     batch_rows_ = batch->num_rows();

@@ -3,6 +3,8 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "data/rows.h"
 #include "data/stream_buffer.h"
@@ -22,5 +24,10 @@ std::unique_ptr<RowReader> make_parquet_row_reader(const std::filesystem::path& 
 
 // The decimal text of a row number, for rows without an id.
 void set_row_number_id(std::uint64_t index, RowId& id);
+
+// Makes `row` a text row (not pre-tokenised) of `text` (nullopt: no text column read, empty
+// text) and `pair` (nullopt: no pair column), reusing the row's buffers.
+void set_text_fields(Row& row, std::optional<std::string_view> text,
+                     std::optional<std::string_view> pair);
 
 }  // namespace mcinfer::data

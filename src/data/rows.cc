@@ -14,6 +14,26 @@ void set_row_number_id(std::uint64_t index, RowId& id) {
   id.is_string = false;
 }
 
+void set_text_fields(Row& row, std::optional<std::string_view> text,
+                     std::optional<std::string_view> pair) {
+  if (text) {
+    row.text.assign(*text);
+  } else {
+    row.text.clear();
+  }
+  if (!pair) {
+    row.text_pair.reset();
+  } else if (row.text_pair) {
+    row.text_pair->assign(*pair);
+  } else {
+    row.text_pair.emplace(*pair);
+  }
+  row.pretokenized = false;
+  row.input_ids.clear();
+  row.attention_mask.clear();
+  row.token_type_ids.clear();
+}
+
 std::unique_ptr<RowReader> RowReader::open(const std::filesystem::path& path, InputFormat format,
                                            const ColumnSpec& columns) {
   return open(path, format, columns, ReaderOptions{});
