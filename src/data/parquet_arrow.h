@@ -7,6 +7,7 @@
 #include <arrow/api.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/schema.h>
+#include <parquet/exception.h>
 
 #include <charconv>
 #include <filesystem>
@@ -32,6 +33,18 @@ template <typename T>
 T take(arrow::Result<T> result, const std::filesystem::path& path, std::string_view what) {
   if (!result.ok()) fail_arrow(path, what, result.status());
   return std::move(result).ValueUnsafe();
+}
+
+// `open()` with a parquet::ParquetException turned into an Error naming the file: Arrow's API
+// returns Status, but the file metadata it hands out (row groups, column chunks) is decoded
+// lazily by the Parquet library, which throws on a malformed footer.
+template <typename Open>
+auto guard_metadata(const std::filesystem::path& path, Open&& open) -> decltype(open()) {
+  try {
+    return open();
+  } catch (const parquet::ParquetException& e) {
+    fail("{}: malformed Parquet metadata: {}", path.string(), e.what());
+  }
 }
 
 // A reader over `path` that decodes `batch_size` rows at a time. Throws Error naming the file

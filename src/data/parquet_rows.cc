@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "data/csv_parser.h"  // format_byte_size
 #include "data/parquet_arrow.h"
 #include "data/row_readers.h"
 
@@ -16,11 +17,17 @@ namespace {
 using parquet_io::TextColumn;
 
 constexpr std::int64_t kBatchRows = 8192;
+// A record batch holds about this many bytes of the columns read, at most (fewer rows per batch
+// when the file's rows are long): memory stays bounded by the batch, whatever the rows.
+constexpr std::uint64_t kBatchBytes = std::uint64_t{64} << 20;
 
 class ParquetRowReader final : public RowReader {
  public:
-  ParquetRowReader(const std::filesystem::path& path, const ColumnSpec& columns)
-      : path_(path), reader_(parquet_io::open_reader(path, kBatchRows)) {
+  ParquetRowReader(const std::filesystem::path& path, const ColumnSpec& columns,
+                   const ReaderOptions& options)
+      : path_(path),
+        reader_(parquet_io::open_reader(path, kBatchRows)),
+        max_row_(options.max_row_bytes) {
     std::shared_ptr<arrow::Schema> schema;
     parquet_io::check(reader_->GetSchema(&schema), path_, "cannot read the schema");
     id_ = find(*schema, columns.id_col, false, true);
@@ -29,6 +36,7 @@ class ParquetRowReader final : public RowReader {
       if (columns.text_pair_col) pair_ = find(*schema, *columns.text_pair_col, true, false);
     }
     plan_progress();
+    reader_->set_batch_size(batch_rows_for_row_size());
     std::vector<int> leaves;
     for (const auto& c : {id_, text_, pair_})
       if (c && std::find(leaves.begin(), leaves.end(), c->leaf) == leaves.end())
@@ -63,6 +71,15 @@ class ParquetRowReader final : public RowReader {
       bad = {index, index + 1, fmt::format("column '{}' is null in row {}", *problem, index + 1)};
       return Result::kBadRow;
     }
+    // Text and pair come from string columns, which never use scratch_ (integer ids do).
+    std::optional<std::string_view> text, pair;
+    if (text_) text = text_->column.text(i, scratch_);
+    if (pair_) pair = pair_->column.text(i, scratch_);
+    const std::size_t bytes = (text ? text->size() : 0) + (pair ? pair->size() : 0);
+    if (bytes > max_row_) {
+      bad = {index, index + 1, fmt::format("row larger than {}", format_byte_size(max_row_))};
+      return Result::kBadRow;
+    }
     row.index = index;
     row.line = index + 1;
     if (id_) {
@@ -71,10 +88,6 @@ class ParquetRowReader final : public RowReader {
     } else {
       set_row_number_id(index, row.id);
     }
-    // Text and pair come from string columns, which never use scratch_ (integer ids do).
-    std::optional<std::string_view> text, pair;
-    if (text_) text = text_->column.text(i, scratch_);
-    if (pair_) pair = pair_->column.text(i, scratch_);
     set_text_fields(row, text, pair);
     return Result::kRow;
   }
@@ -143,6 +156,16 @@ class ParquetRowReader final : public RowReader {
     }
   }
 
+  // Rows per record batch: kBatchRows, fewer when the widest row group's rows average more than
+  // kBatchBytes / kBatchRows bytes in the columns read.
+  std::int64_t batch_rows_for_row_size() const {
+    std::uint64_t widest = 1;
+    for (std::size_t g = 0; g < group_rows_.size(); ++g)
+      if (group_rows_[g] > 0) widest = std::max(widest, group_bytes_[g] / group_rows_[g]);
+    return static_cast<std::int64_t>(
+        std::clamp<std::uint64_t>(kBatchBytes / widest, 1, kBatchRows));
+  }
+
   bool next_batch() {
     const auto batch = parquet_io::next_checked_batch(*batches_, path_, index_);
     if (!batch) return false;
@@ -174,6 +197,7 @@ class ParquetRowReader final : public RowReader {
   std::int64_t rows_without_columns_ = 0;
   std::optional<Column> id_, text_, pair_;
   std::string scratch_;
+  std::size_t max_row_;  // text + pair bytes of a row; a longer one is a bad row
   std::uint64_t index_ = 0;
   // Progress: per row group, its rows, the rows up to its end, and its bytes.
   std::vector<std::uint64_t> group_rows_, group_end_row_, group_start_bytes_, group_bytes_;
@@ -185,8 +209,9 @@ class ParquetRowReader final : public RowReader {
 
 std::unique_ptr<RowReader> make_parquet_row_reader(const std::filesystem::path& path,
                                                    const ColumnSpec& columns,
-                                                   const ReaderOptions&) {
-  return std::make_unique<ParquetRowReader>(path, columns);
+                                                   const ReaderOptions& options) {
+  return parquet_io::guard_metadata(
+      path, [&] { return std::make_unique<ParquetRowReader>(path, columns, options); });
 }
 
 }  // namespace mcinfer::data

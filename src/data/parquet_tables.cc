@@ -235,6 +235,17 @@ class ParquetPredictionReader final : public PredictionReader {
       add_source(*field);
     }
     if (sources_.empty()) fail("{}: no value columns besides 'id'", path_.string());
+    // The schema is untrusted: a fixed_size_list may claim any width, and every value of a row
+    // gets a column name and a slot here, so the row's width is bounded before any is made.
+    std::int64_t width = 0;
+    for (const Source& source : sources_) width += std::max<std::int32_t>(1, source.width);
+    if (width > kMaxValuesPerRow) {
+      fail("{}: {} values per row; a prediction table has at most {}", path_.string(), width,
+           kMaxValuesPerRow);
+    }
+    // About 4 M values a batch at most (32 MiB as doubles), however wide the rows.
+    reader_->set_batch_size(
+        std::clamp<std::int64_t>((std::int64_t{1} << 22) / width, 1, kReadRows));
     const bool lone_embedding =
         sources_.size() == 1 && sources_[0].width > 0 && sources_[0].name == "embedding";
     for (const Source& source : sources_) {
@@ -292,6 +303,9 @@ class ParquetPredictionReader final : public PredictionReader {
 
  private:
   static constexpr std::int64_t kReadRows = 8192;
+  // Values per row (all columns and list entries): far above any model's outputs (the widest
+  // embeddings are a few thousand values), and small enough to name each one.
+  static constexpr std::int64_t kMaxValuesPerRow = std::int64_t{1} << 20;
 
   // One value field: a float column (width 0) or a fixed_size_list of `width`.
   struct Source {
@@ -381,7 +395,8 @@ std::string parquet_library() { return "Arrow " MCINFER_ARROW_VERSION_STRING; }
 
 std::unique_ptr<PredictionReader> make_parquet_prediction_reader(
     const std::filesystem::path& path) {
-  return std::make_unique<ParquetPredictionReader>(path);
+  return parquet_io::guard_metadata(
+      path, [&] { return std::make_unique<ParquetPredictionReader>(path); });
 }
 
 std::unique_ptr<PredictionWriter> make_parquet_prediction_writer(const std::filesystem::path& path,

@@ -28,9 +28,10 @@ struct ReadBack {
   std::vector<BadRow> bad;
 };
 
-ReadBack read_rows(const fs::path& path, const ColumnSpec& columns = {}) {
+ReadBack read_rows(const fs::path& path, const ColumnSpec& columns = {},
+                   const ReaderOptions& options = {}) {
   ReadBack out;
-  auto reader = RowReader::open(path, InputFormat::kParquet, columns);
+  auto reader = RowReader::open(path, InputFormat::kParquet, columns, options);
   Row row;
   BadRow bad;
   for (;;) {
@@ -137,6 +138,26 @@ TEST(ParquetRows, NullsAreBadRowsNamingRowAndColumn) {
   EXPECT_EQ(got.rows[1].index, 3u);
 }
 
+TEST(ParquetRows, RowsOverTheLimitAreBadRows) {
+  // As in CSV and JSONL, a row whose text and pair together pass --max-row-bytes' limit is a bad
+  // row naming the limit; the rows around it are read.
+  const fs::path path = testing::scratch_dir("pq_limit") / "in.parquet";
+  testing::write_parquet(path,
+                         {{"text", testing::text_array({"short", std::string(200, 'x'), "ok"})},
+                          {"pair", testing::text_array({"a", "b", std::string(99, 'y')})}});
+  ColumnSpec pairs;
+  pairs.text_pair_col = "pair";
+  ReaderOptions limit;
+  limit.max_row_bytes = 100;
+  auto got = read_rows(path, pairs, limit);
+  ASSERT_EQ(got.rows.size(), 1u);
+  EXPECT_EQ(got.rows[0].text, "short");
+  ASSERT_EQ(got.bad.size(), 2u);
+  EXPECT_EQ(got.bad[0].index, 1u);
+  EXPECT_EQ(got.bad[0].reason, "row larger than 100 bytes");
+  EXPECT_EQ(got.bad[1].index, 2u);
+}
+
 TEST(ParquetRows, MissingColumnsWrongTypesAndBadFiles) {
   const fs::path dir = testing::scratch_dir("pq_errors");
   testing::write_parquet(dir / "in.parquet", {{"id", testing::text_array({"a"})},
@@ -162,6 +183,14 @@ TEST(ParquetRows, MissingColumnsWrongTypesAndBadFiles) {
   EXPECT_NE(
       error_of([&] { read_rows(dir / "absent.parquet"); }).find("absent.parquet: no such file"),
       std::string::npos);
+  // A footer whose size statistics contradict the schema (found by fuzz_parquet): the Parquet
+  // library throws its own exception from the metadata, which must come out as an Error naming
+  // the file, not escape as such (error_of catches Errors only).
+  const fs::path malformed = testing::fixture("parquet/malformed_size_statistics.parquet");
+  EXPECT_NE(error_of([&] {
+              read_rows(malformed);
+            }).find("malformed_size_statistics.parquet: malformed Parquet metadata: "),
+            std::string::npos);
   // A table of no rows has no rows.
   testing::write_parquet(dir / "zero.parquet",
                          {{"id", testing::text_array({})}, {"text", testing::text_array({})}});
@@ -264,6 +293,14 @@ TEST(ParquetTables, UncommittedLeavesNothingAndBadValuesAreNamed) {
               PredictionReader::open(dir / "text.parquet", std::nullopt);
             }).find("column 'a' is of type string; expected float32"),
             std::string::npos);
+  // A list wider than any prediction (the schema is untrusted): refused before a column name is
+  // made for each of its values.
+  auto wide = arrow::MakeEmptyArray(arrow::fixed_size_list(arrow::float32(), (1 << 20) + 1));
+  testing::write_parquet(dir / "wide.parquet",
+                         {{"id", testing::text_array({})}, {"embedding", testing::ok(wide)}});
+  EXPECT_EQ(error_of([&] { PredictionReader::open(dir / "wide.parquet", std::nullopt); }),
+            (dir / "wide.parquet").string() +
+                ": 1048577 values per row; a prediction table has at most 1048576");
 }
 
 TEST(ParquetMerge, ParquetInputsMergeIntoEveryFormat) {

@@ -33,8 +33,8 @@ Inputs make_inputs(const std::string& fixture, const std::string& name, int copi
   Inputs in;
   in.model = testing::fixture("text/" + fixture);
   in.dir = testing::scratch_dir("pq_cli_" + name);
-  for (const auto& flag : read_json_file(in.model / "reference.json")["flags"])
-    in.flags.push_back(flag.get<std::string>());
+  const Json reference = read_json_file(in.model / "reference.json");  // outlives the loop
+  for (const auto& flag : reference["flags"]) in.flags.push_back(flag.get<std::string>());
   data::ColumnSpec columns;
   const bool pairs = fixture == "bert_cls";
   if (pairs) columns.text_pair_col = "text_b";
