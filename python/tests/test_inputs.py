@@ -91,6 +91,23 @@ def test_arrow_outputs(model: mcinfer.Model, expected: np.ndarray) -> None:
     assert np.array_equal(np.column_stack([c.to_numpy() for c in table.columns]), values)
 
 
+def test_parquet_in_embedding_column_out(
+    model: mcinfer.Model, expected: np.ndarray, tmp_path: Path
+) -> None:
+    """The README's notebook recipe: a Parquet table's text column in, an embedding column out,
+    written and read back as Parquet."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": list(range(len(TEXTS))), "text": TEXTS}), tmp_path / "in.pq")
+    table = pq.read_table(tmp_path / "in.pq", columns=["id", "text"])
+    table = table.append_column("embedding", model.encode(table["text"], output="arrow"))
+    pq.write_table(table, tmp_path / "out.pq")
+    back = pq.read_table(tmp_path / "out.pq")
+    assert back.column_names == ["id", "text", "embedding"]
+    assert back.schema.field("embedding").type.list_size == 384
+    assert np.array_equal(np.stack(back["embedding"].to_numpy(zero_copy_only=False)), expected)
+
+
 def test_normalize_embeddings_and_batches(minilm_dir: Path) -> None:
     raw = mcinfer.Model(minilm_dir, precision="fp32", normalize=False, replicas=1)
     unnormalised = raw.encode(TEXTS)
