@@ -150,6 +150,21 @@ def sorted_loop(tokenizer: Any, texts: list[str], batch: int, run: Any, stages: 
     return out
 
 
+def timed_loop(
+    model: Any, tokenizer: Any, texts: list[str], batch: int, stages: Stages
+) -> tuple[Any, float]:
+    """sorted_loop over an optimum model (called with numpy inputs, `.logits` out): warmed up on
+    WARMUP_ROWS rows, then timed over all; (probabilities, seconds)."""
+
+    def run(ids: Any, mask: Any, types: Any) -> Any:
+        return model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
+
+    sorted_loop(tokenizer, texts[:WARMUP_ROWS], batch, run, Stages())
+    t = time.perf_counter()
+    probs = sorted_loop(tokenizer, texts, batch, run, stages)
+    return probs, time.perf_counter() - t
+
+
 def sorted_batches(tokenizer: Any, texts: list[str], batch: int) -> tuple[list[Any], Any, int]:
     """(batches of row indices, the padded (ids, mask, types) per batch, rows) for the async
     loop: the same sorting and padding as sorted_loop, all batches built before the queue runs."""
@@ -332,14 +347,7 @@ def run_ort(spec: Spec, model_dir: Path, texts: list[str], batch: int, level: st
     if spec.mode == "pipeline":
         probs, seconds = run_pipeline(model, tokenizer, texts, labels, batch)
     else:
-
-        def run(ids: Any, mask: Any, types: Any) -> Any:
-            return model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
-
-        sorted_loop(tokenizer, texts[:WARMUP_ROWS], batch, run, Stages())
-        t = time.perf_counter()
-        probs = sorted_loop(tokenizer, texts, batch, run, stages)
-        seconds = time.perf_counter() - t
+        probs, seconds = timed_loop(model, tokenizer, texts, batch, stages)
     setting = (
         f"ORTOptimizer {level}, 1 session, CPUExecutionProvider, intra_op_num_threads={cores()}, "
         f"inter_op_num_threads=1, ORT_ENABLE_ALL, batch_size {batch}"
@@ -393,14 +401,7 @@ def run_ov(spec: Spec, model_dir: Path, texts: list[str], batch: int) -> Any:
     if spec.mode == "pipeline":
         probs, seconds = run_pipeline(model, tokenizer, texts, labels, batch)
     elif spec.mode == "loop":
-
-        def run(ids: Any, mask: Any, types: Any) -> Any:
-            return model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
-
-        sorted_loop(tokenizer, texts[:WARMUP_ROWS], batch, run, Stages())
-        t = time.perf_counter()
-        probs = sorted_loop(tokenizer, texts, batch, run, stages)
-        seconds = time.perf_counter() - t
+        probs, seconds = timed_loop(model, tokenizer, texts, batch, stages)
     else:
         jobs = int(read_back["OPTIMAL_NUMBER_OF_INFER_REQUESTS"])
         queue = ov.AsyncInferQueue(compiled, jobs)
