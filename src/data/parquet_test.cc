@@ -139,9 +139,9 @@ TEST(ParquetRows, NullsAreBadRowsNamingRowAndColumn) {
 }
 
 TEST(ParquetRows, RowsOverTheLimitAreBadRows) {
-  // As in CSV and JSONL, a row whose text and pair together pass the readers' row limit (64 MiB
-  // unless set, ReaderOptions::max_row_bytes) is a bad
-  // row naming the limit; the rows around it are read.
+  // As in CSV and JSONL, a row whose text and pair together pass the readers' row limit
+  // (ReaderOptions::max_row_bytes, 64 MiB unless set) is a bad row naming the limit; the rows
+  // around it are read.
   const fs::path path = testing::scratch_dir("pq_limit") / "in.parquet";
   testing::write_parquet(path,
                          {{"text", testing::text_array({"short", std::string(200, 'x'), "ok"})},
