@@ -24,8 +24,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Parquet (optional to build, as Open MPI is; CMake's MCINFER_ARROW finds it here): the Arrow C++
-# headers and libraries the pyarrow wheel ships, used as pyarrow documents (get_include,
-# get_library_dirs, create_library_symlinks). The binaries find them by RPATH.
+# headers and libraries the pyarrow wheel ships, used as pyarrow documents (CMake asks this Python
+# for get_include and get_library_dirs and runs create_library_symlinks). The binaries find them
+# by RPATH.
 arrow_version=26.0.1
 arrow_env="$root/.venv-arrow"
 if ! "$arrow_env/bin/python" -c "import pyarrow, sys; sys.exit(pyarrow.__version__ != '$arrow_version')" \
@@ -33,4 +34,3 @@ if ! "$arrow_env/bin/python" -c "import pyarrow, sys; sys.exit(pyarrow.__version
   python3 -m venv "$arrow_env"
   "$arrow_env/bin/pip" install -q --disable-pip-version-check "pyarrow==$arrow_version"
 fi
-"$arrow_env/bin/python" -c "import pyarrow; pyarrow.create_library_symlinks()"

@@ -303,7 +303,7 @@ TEST(CsvRows, ResolveFormat) {
   EXPECT_EQ(run_output_format("b.txt"), OutputFormat::kCsv);
   EXPECT_EQ(shard_format(OutputFormat::kParquet), LineFormat::kCsv);
   EXPECT_EQ(shard_format(OutputFormat::kJsonl), LineFormat::kJsonl);
-  EXPECT_FALSE(line_format(InputFormat::kParquet));
+  EXPECT_FALSE(line_format(OutputFormat::kParquet));
 }
 
 }  // namespace

@@ -7,10 +7,19 @@
 
 namespace mcinfer::data {
 
-std::optional<OutputFormat> format_of_extension(const std::filesystem::path& path) {
+namespace {
+
+std::string lower_extension(const std::filesystem::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext;
+}
+
+}  // namespace
+
+std::optional<OutputFormat> format_of_extension(const std::filesystem::path& path) {
+  const std::string ext = lower_extension(path);
   if (ext == ".csv") return OutputFormat::kCsv;
   if (ext == ".jsonl" || ext == ".json" || ext == ".ndjson") return OutputFormat::kJsonl;
   if (ext == ".parquet" || ext == ".pq") return OutputFormat::kParquet;
@@ -20,11 +29,10 @@ std::optional<OutputFormat> format_of_extension(const std::filesystem::path& pat
 namespace {
 
 [[noreturn]] void fail_extension(const std::filesystem::path& path, std::string_view flag) {
-  const std::string ext = path.extension().string();
-  if (ext == ".tsv" || ext == ".TSV")
+  if (lower_extension(path) == ".tsv")
     fail_usage("{}: TSV is not supported; convert it to CSV, JSONL or Parquet", path.string());
   fail_usage("{}: cannot tell the format from the extension '{}'; use {} csv|jsonl|parquet",
-             path.string(), ext, flag);
+             path.string(), path.extension().string(), flag);
 }
 
 }  // namespace
@@ -62,18 +70,6 @@ OutputFormat resolve_output_format(const std::filesystem::path& path) {
 
 OutputFormat run_output_format(const std::filesystem::path& path) {
   return format_of_extension(path).value_or(OutputFormat::kCsv);
-}
-
-std::optional<LineFormat> line_format(InputFormat format) {
-  switch (format) {
-    case InputFormat::kCsv:
-      return LineFormat::kCsv;
-    case InputFormat::kJsonl:
-      return LineFormat::kJsonl;
-    case InputFormat::kParquet:
-      return std::nullopt;
-  }
-  return std::nullopt;
 }
 
 std::optional<LineFormat> line_format(OutputFormat format) {

@@ -49,19 +49,9 @@ OutputFormat resolve_output_format(const std::filesystem::path& path);
 // A run's --output: .parquet/.pq and .jsonl/.json/.ndjson by extension, anything else CSV.
 OutputFormat run_output_format(const std::filesystem::path& path);
 
-// The line format of a format that has one; nullopt for Parquet.
-std::optional<LineFormat> line_format(InputFormat format);
+// The line format of an output format that has one; nullopt for Parquet.
 std::optional<LineFormat> line_format(OutputFormat format);
 // What a run's shards are written in for a final table of `format`: JSONL for JSONL, else CSV.
 LineFormat shard_format(OutputFormat format);
-inline OutputFormat output_format(LineFormat format) {
-  switch (format) {
-    case LineFormat::kCsv:
-      return OutputFormat::kCsv;
-    case LineFormat::kJsonl:
-      return OutputFormat::kJsonl;
-  }
-  return OutputFormat::kCsv;
-}
 
 }  // namespace mcinfer::data

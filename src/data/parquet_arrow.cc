@@ -55,17 +55,14 @@ std::string_view format_integer(T value, std::string& scratch) {
 
 }  // namespace
 
-std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::filesystem::path& path,
-                                                        std::int64_t batch_size) {
+std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail("{}: no such file", path.string());
   if (!std::filesystem::is_regular_file(path, ec)) fail("{}: not a regular file", path.string());
   auto file = take(arrow::io::ReadableFile::Open(path.string()), path, "cannot open");
-  parquet::ArrowReaderProperties properties;
-  properties.set_batch_size(batch_size);
   parquet::arrow::FileReaderBuilder builder;
   check(builder.Open(std::move(file)), path, "not a Parquet file");
-  return take(builder.properties(properties)->Build(), path, "not a Parquet file");
+  return take(builder.Build(), path, "not a Parquet file");
 }
 
 std::shared_ptr<arrow::RecordBatch> next_checked_batch(arrow::RecordBatchReader& batches,

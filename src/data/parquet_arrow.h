@@ -47,10 +47,9 @@ auto guard_metadata(const std::filesystem::path& path, Open&& open) -> decltype(
   }
 }
 
-// A reader over `path` that decodes `batch_size` rows at a time. Throws Error naming the file
-// when it cannot be opened or is not Parquet.
-std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::filesystem::path& path,
-                                                        std::int64_t batch_size);
+// A reader over `path` (its batch size is the caller's to set: it depends on the rows). Throws
+// Error naming the file when it cannot be opened or is not Parquet.
+std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::filesystem::path& path);
 
 // The next record batch of `batches` (null at the end), checked in full before any value is read
 // through its offsets, dictionary indices or list sizes: the file is untrusted, and a malformed

@@ -25,9 +25,7 @@ class ParquetRowReader final : public RowReader {
  public:
   ParquetRowReader(const std::filesystem::path& path, const ColumnSpec& columns,
                    const ReaderOptions& options)
-      : path_(path),
-        reader_(parquet_io::open_reader(path, kBatchRows)),
-        max_row_(options.max_row_bytes) {
+      : path_(path), reader_(parquet_io::open_reader(path)), max_row_(options.max_row_bytes) {
     std::shared_ptr<arrow::Schema> schema;
     parquet_io::check(reader_->GetSchema(&schema), path_, "cannot read the schema");
     id_ = find(*schema, columns.id_col, false, true);
@@ -45,17 +43,14 @@ class ParquetRowReader final : public RowReader {
     for (std::size_t g = 0; g < groups.size(); ++g) groups[g] = static_cast<int>(g);
     // No column at all (neither ids nor text wanted, and no id column): rows are counted from
     // the metadata alone.
-    if (leaves.empty()) {
-      rows_without_columns_ = reader_->parquet_reader()->metadata()->num_rows();
-      return;
-    }
+    if (leaves.empty()) return;
     batches_ = parquet_io::take(reader_->GetRecordBatchReader(groups, leaves), path_,
                                 "cannot read its row groups");
   }
 
   Result next(Row& row, BadRow& bad) override {
     if (!batches_) {
-      if (index_ >= static_cast<std::uint64_t>(rows_without_columns_)) return Result::kEnd;
+      if (index_ >= total_rows()) return Result::kEnd;
       row = Row{};
       row.index = index_++;
       row.line = row.index + 1;
@@ -97,18 +92,23 @@ class ParquetRowReader final : public RowReader {
   // Uncompressed bytes of the columns read: the row groups done, and the part of the current
   // one its rows done make.
   std::uint64_t bytes_read() const override {
-    while (group_ < group_rows_.size() && index_ >= group_end_row_[group_]) ++group_;
-    if (group_ >= group_rows_.size()) return total_bytes_;
-    const std::uint64_t start = group_end_row_[group_] - group_rows_[group_];
-    const double part = group_rows_[group_] == 0 ? 0.0
-                                                 : static_cast<double>(index_ - start) /
-                                                       static_cast<double>(group_rows_[group_]);
-    return group_start_bytes_[group_] +
-           static_cast<std::uint64_t>(part * static_cast<double>(group_bytes_[group_]));
+    while (group_ < groups_.size() && index_ >= groups_[group_].first_row + groups_[group_].rows)
+      ++group_;
+    if (group_ >= groups_.size()) return total_bytes_;
+    const RowGroup& g = groups_[group_];
+    const double part =
+        g.rows == 0 ? 0.0 : static_cast<double>(index_ - g.first_row) / static_cast<double>(g.rows);
+    return g.first_byte + static_cast<std::uint64_t>(part * static_cast<double>(g.bytes));
   }
   std::uint64_t file_size() const override { return total_bytes_; }
 
  private:
+  // A row group's rows and the uncompressed bytes of the columns read, and where both start.
+  struct RowGroup {
+    std::uint64_t first_row = 0, rows = 0;
+    std::uint64_t first_byte = 0, bytes = 0;
+  };
+
   struct Column {
     std::string name;
     int leaf = -1;
@@ -120,10 +120,8 @@ class ParquetRowReader final : public RowReader {
     const int leaf = parquet_io::leaf_column(*reader_, path_, name);
     if (leaf < 0) {
       if (!required) return std::nullopt;
-      std::vector<std::string> names;
-      for (const auto& f : schema.fields()) names.push_back(f->name());
       fail("{}: no column '{}' in the schema (columns found: {})", path_.string(), name,
-           fmt::join(names, ", "));
+           fmt::join(schema.field_names(), ", "));
     }
     const auto field = schema.GetFieldByName(name);
     if (!field || !TextColumn::readable(*field->type(), ids)) {
@@ -138,16 +136,16 @@ class ParquetRowReader final : public RowReader {
     std::uint64_t rows = 0, bytes = 0;
     for (int g = 0; g < metadata->num_row_groups(); ++g) {
       const auto group = metadata->RowGroup(g);
-      std::uint64_t b = 0;
+      RowGroup facts{.first_row = rows,
+                     .rows = static_cast<std::uint64_t>(group->num_rows()),
+                     .first_byte = bytes};
       for (const auto& c : {id_, text_, pair_})
         if (c)
-          b += static_cast<std::uint64_t>(group->ColumnChunk(c->leaf)->total_uncompressed_size());
-      rows += static_cast<std::uint64_t>(group->num_rows());
-      group_rows_.push_back(static_cast<std::uint64_t>(group->num_rows()));
-      group_end_row_.push_back(rows);
-      group_start_bytes_.push_back(bytes);
-      group_bytes_.push_back(b);
-      bytes += b;
+          facts.bytes +=
+              static_cast<std::uint64_t>(group->ColumnChunk(c->leaf)->total_uncompressed_size());
+      rows += facts.rows;
+      bytes += facts.bytes;
+      groups_.push_back(facts);
     }
     total_bytes_ = bytes;
     if (total_bytes_ == 0) {
@@ -156,12 +154,16 @@ class ParquetRowReader final : public RowReader {
     }
   }
 
+  std::uint64_t total_rows() const {
+    return groups_.empty() ? 0 : groups_.back().first_row + groups_.back().rows;
+  }
+
   // Rows per record batch: kBatchRows, fewer when the widest row group's rows average more than
   // kBatchBytes / kBatchRows bytes in the columns read.
   std::int64_t batch_rows_for_row_size() const {
     std::uint64_t widest = 1;
-    for (std::size_t g = 0; g < group_rows_.size(); ++g)
-      if (group_rows_[g] > 0) widest = std::max(widest, group_bytes_[g] / group_rows_[g]);
+    for (const RowGroup& g : groups_)
+      if (g.rows > 0) widest = std::max(widest, g.bytes / g.rows);
     return static_cast<std::int64_t>(
         std::clamp<std::uint64_t>(kBatchBytes / widest, 1, kBatchRows));
   }
@@ -194,14 +196,12 @@ class ParquetRowReader final : public RowReader {
   std::shared_ptr<arrow::RecordBatch> batch_;
   std::int64_t batch_rows_ = 0;
   std::int64_t at_ = 0;
-  std::int64_t rows_without_columns_ = 0;
   std::optional<Column> id_, text_, pair_;
   std::string scratch_;
   std::size_t max_row_;  // text + pair bytes of a row; a longer one is a bad row
   std::uint64_t index_ = 0;
-  // Progress: per row group, its rows, the rows up to its end, and its bytes.
-  std::vector<std::uint64_t> group_rows_, group_end_row_, group_start_bytes_, group_bytes_;
-  mutable std::size_t group_ = 0;
+  std::vector<RowGroup> groups_;   // progress and batch size
+  mutable std::size_t group_ = 0;  // the group of the row being read, for bytes_read()
   std::uint64_t total_bytes_ = 0;
 };
 

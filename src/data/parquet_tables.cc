@@ -8,7 +8,8 @@
 // group (`cls`). The Arrow schema is stored in the file, so a list column reads back as a
 // fixed_size_list (pyarrow, pandas, polars, DuckDB read the file as it is). No dictionary
 // encoding (ids and values are mostly distinct); statistics for `id` only; no compression
-// (float32 values barely compress, and the time is not worth it: bench/RESULTS.md).
+// (float32 embeddings barely compress: all-MiniLM-L6-v2's over 2,795 rows, 4.34 MB, shrink by
+// 8% with zstd and 1% with snappy; measured 2026-12-06).
 
 #include <arrow/io/interfaces.h>
 #include <fmt/format.h>
@@ -217,7 +218,7 @@ class ParquetWriter final : public PredictionWriter {
 class ParquetPredictionReader final : public PredictionReader {
  public:
   explicit ParquetPredictionReader(const std::filesystem::path& path)
-      : path_(path), reader_(parquet_io::open_reader(path, kReadRows)) {
+      : path_(path), reader_(parquet_io::open_reader(path)) {
     std::shared_ptr<arrow::Schema> schema;
     check(reader_->GetSchema(&schema), path_, "cannot read the schema");
     if (parquet_io::leaf_column(*reader_, path_, "id") < 0) {

@@ -207,8 +207,8 @@ PredictionSchema labels(std::vector<std::string> columns) {
 void write_table(const fs::path& path, const PredictionSchema& schema,
                  const std::vector<std::pair<std::string, std::vector<double>>>& rows,
                  bool integer_ids) {
-  auto writer = PredictionWriter::open(path, OutputFormat::kParquet, schema,
-                                       {.integer_ids = integer_ids, .rows = rows.size()});
+  auto writer =
+      PredictionWriter::open(path, OutputFormat::kParquet, schema, {.integer_ids = integer_ids});
   for (const auto& [id, values] : rows) writer->add(id, !integer_ids, values);
   writer->commit();
 }

@@ -20,7 +20,6 @@ struct TableFacts {
   // Every id is a JSON number or a row number whose text is a canonical int64 (digits, an
   // optional '-', no leading zeros): Parquet then writes `id` as int64, else as a string.
   bool integer_ids = false;
-  std::uint64_t rows = 0;  // how many rows will come (a hint)
 };
 
 // Whether `id` is the decimal text of an int64 exactly as to_chars writes it (no '+', no

@@ -170,6 +170,12 @@ class Merger {
   std::uint32_t slots() const { return table_.size(); }
   void reserve(std::size_t ids) { table_.reserve(ids); }
 
+  bool all_canonical_int64_ids(const std::vector<std::uint32_t>& slots) const {
+    return std::all_of(slots.begin(), slots.end(), [&](std::uint32_t slot) {
+      return (flags_[slot] & kNumber) && data::is_canonical_int64(table_.id_of(slot));
+    });
+  }
+
   void write(const std::filesystem::path& output, data::OutputFormat format) {
     data::PredictionSchema schema = schema_;
     switch (format) {
@@ -182,13 +188,9 @@ class Merger {
         break;
     }
     std::vector<std::uint32_t> order = output_order();
-    data::TableFacts facts{.integer_ids = true, .rows = order.size()};
-    for (std::uint32_t slot : order) {
-      if (!(flags_[slot] & kNumber) || !data::is_canonical_int64(table_.id_of(slot))) {
-        facts.integer_ids = false;
-        break;
-      }
-    }
+    // Parquet types the id column before the first row: int64 when every id allows it.
+    const data::TableFacts facts{.integer_ids = format == data::OutputFormat::kParquet &&
+                                                all_canonical_int64_ids(order)};
     auto writer = data::PredictionWriter::open(output, format, schema, facts);
     std::vector<double> row(ncols_);
     std::vector<double> column;
