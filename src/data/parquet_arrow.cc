@@ -53,6 +53,22 @@ std::string_view format_integer(T value, std::string& scratch) {
   return scratch;
 }
 
+// The footer's row counts, which a reader that needs no column trusts alone (rows are then
+// counted, not read): every row group's count is not negative and they add up to the file's.
+// A fuzzed footer claimed -27 rows in a group, which counted as 2^64 - 27 rows.
+void check_row_counts(const parquet::FileMetaData& metadata, const std::filesystem::path& path) {
+  std::int64_t total = 0;
+  for (int g = 0; g < metadata.num_row_groups(); ++g) {
+    const std::int64_t rows = metadata.RowGroup(g)->num_rows();
+    if (rows < 0 || __builtin_add_overflow(total, rows, &total))
+      fail("{}: malformed Parquet metadata: row group {} claims {} rows", path.string(), g, rows);
+  }
+  if (total != metadata.num_rows()) {
+    fail("{}: malformed Parquet metadata: the row groups hold {} rows, the file claims {}",
+         path.string(), total, metadata.num_rows());
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::filesystem::path& path) {
@@ -62,7 +78,9 @@ std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::filesystem::p
   auto file = take(arrow::io::ReadableFile::Open(path.string()), path, "cannot open");
   parquet::arrow::FileReaderBuilder builder;
   check(builder.Open(std::move(file)), path, "not a Parquet file");
-  return take(builder.Build(), path, "not a Parquet file");
+  auto reader = take(builder.Build(), path, "not a Parquet file");
+  check_row_counts(*reader->parquet_reader()->metadata(), path);
+  return reader;
 }
 
 std::shared_ptr<arrow::RecordBatch> next_checked_batch(arrow::RecordBatchReader& batches,

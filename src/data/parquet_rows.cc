@@ -139,10 +139,15 @@ class ParquetRowReader final : public RowReader {
       RowGroup facts{.first_row = rows,
                      .rows = static_cast<std::uint64_t>(group->num_rows()),
                      .first_byte = bytes};
-      for (const auto& c : {id_, text_, pair_})
-        if (c)
-          facts.bytes +=
-              static_cast<std::uint64_t>(group->ColumnChunk(c->leaf)->total_uncompressed_size());
+      for (const auto& c : {id_, text_, pair_}) {
+        if (!c) continue;
+        const std::int64_t size = group->ColumnChunk(c->leaf)->total_uncompressed_size();
+        if (size < 0) {
+          fail("{}: malformed Parquet metadata: column '{}' claims {} bytes in row group {}",
+               path_.string(), c->name, size, g);
+        }
+        facts.bytes += static_cast<std::uint64_t>(size);
+      }
       rows += facts.rows;
       bytes += facts.bytes;
       groups_.push_back(facts);
