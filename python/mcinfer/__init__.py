@@ -8,16 +8,10 @@ one checked prediction file out).
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 from mcinfer._core import Error, PrecisionCheckError, StoppedError, UsageError
+from mcinfer._core import __version__ as __version__
 from mcinfer._model import Model
 from mcinfer._run import run
-
-try:
-    __version__ = version("mcinfer")
-except PackageNotFoundError:  # imported from a build tree
-    __version__ = "0+unknown"
 
 __all__ = [
     "Error",

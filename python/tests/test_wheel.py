@@ -3,6 +3,7 @@ source tree, and the libraries it needs (oneDNN, OpenMP) come from inside it."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -15,13 +16,22 @@ def _package_dir() -> Path:
     return Path(mcinfer.__file__).resolve().parent
 
 
+def _imports_of(statement: str) -> set[str]:
+    """The modules a fresh interpreter has imported after `statement`."""
+    code = f"{statement}\nimport sys\nprint('\\n'.join(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
 def test_the_package_is_the_installed_one() -> None:
     package = _package_dir()
     assert Path(sys.prefix).resolve() in package.parents, package
     source = os.environ.get("MCINFER_SOURCE_TREE")
     if source is not None:
         assert Path(source).resolve() / "python" not in package.parents, package
-    assert mcinfer.__version__ != "0+unknown"
+    # The version compiled into the extension is the one the wheel's metadata declares.
+    assert mcinfer.__version__ == importlib.metadata.version("mcinfer")
+    assert "importlib.metadata" not in _imports_of("import mcinfer")
 
 
 def test_onednn_is_loaded_from_the_wheel() -> None:
