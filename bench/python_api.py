@@ -6,9 +6,12 @@
    wall time of the whole command) and against `SentenceTransformer.encode` at its defaults (fp32,
    batch_size 32, torch on every core). Each system runs in a process of its own; encode's time is
    the call (the model loaded before it, as in a notebook) and also load + call.
-2. Peak RSS (ru_maxrss) of the encode process against the `mcinfer run` process.
+2. Peak RSS (ru_maxrss) of the encode process against the `mcinfer run` process; with
+   `--compare-cli`, also against a second CLI binary's `run` (e.g. a build configured with
+   -DMCINFER_ARROW=OFF, whose process does not map the Arrow libraries).
 
     .venv/bin/python bench/python_api.py [--reps 5] [--mcinfer-python build/python/venv-test-3.12/bin/python]
+        [--compare-cli build-noarrow/tools/mcinfer/mcinfer]
 
 The mcinfer Python is one with the wheel installed (scripts/test_python.sh 3.12 makes it); the
 sentence-transformers side runs in this interpreter (tools/venv.sh). Prints one JSON object.
@@ -105,27 +108,33 @@ def main() -> int:
     ap.add_argument(
         "--mcinfer-python", default=str(REPO / "build/python/venv-test-3.12/bin/python")
     )
+    ap.add_argument("--compare-cli", help="a second mcinfer binary whose run is measured too")
     ap.add_argument("--child", choices=["encode", "st"])
     args = ap.parse_args()
     if args.child:
         child(args.child, args.model, args.rows)
         return 0
     runs: dict[str, list[dict[str, float]]] = {"run": [], "encode": [], "st": []}
+    clis = {"run": MCINFER}
+    if args.compare_cli:
+        clis["compare_cli_run"] = Path(args.compare_cli)
+        runs["compare_cli_run"] = []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.reps):
-            wall, rss = rss_of(
-                [
-                    str(MCINFER),
-                    "run",
-                    args.model,
-                    "--input",
-                    args.rows,
-                    "--output",
-                    str(Path(tmp) / "out.csv"),
-                    "--quiet",
-                ]
-            )
-            runs["run"].append({"wall_s": wall, "peak_rss_mib": rss})
+            for name, cli in clis.items():
+                wall, rss = rss_of(
+                    [
+                        str(cli),
+                        "run",
+                        args.model,
+                        "--input",
+                        args.rows,
+                        "--output",
+                        str(Path(tmp) / "out.csv"),
+                        "--quiet",
+                    ]
+                )
+                runs[name].append({"wall_s": wall, "peak_rss_mib": rss})
             for system, python in (("encode", args.mcinfer_python), ("st", sys.executable)):
                 data = measure(
                     [
@@ -142,7 +151,7 @@ def main() -> int:
                 runs[system].append(data)
     rows = len(read_texts(Path(args.rows)))
     n = args.reps
-    result = {
+    result: dict[str, Any] = {
         "rows": rows,
         "reps": n,
         "run_wall_s": spread([r["wall_s"] for r in runs["run"]]),
@@ -169,6 +178,14 @@ def main() -> int:
             [runs["encode"][i]["peak_rss_mib"] / runs["run"][i]["peak_rss_mib"] for i in range(n)]
         ),
     }
+    if args.compare_cli:
+        compare = runs["compare_cli_run"]
+        result["compare_cli"] = args.compare_cli
+        result["compare_cli_run_wall_s"] = spread([r["wall_s"] for r in compare])
+        result["peak_rss_mib"]["compare_cli_run"] = spread([r["peak_rss_mib"] for r in compare])
+        result["encode_rss_vs_compare_cli_run"] = spread(
+            [runs["encode"][i]["peak_rss_mib"] / compare[i]["peak_rss_mib"] for i in range(n)]
+        )
     print(json.dumps(result, indent=2))
     return 0
 

@@ -83,17 +83,17 @@ std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::filesystem::p
   return reader;
 }
 
-std::shared_ptr<arrow::RecordBatch> next_checked_batch(arrow::RecordBatchReader& batches,
-                                                       const std::filesystem::path& path,
-                                                       std::uint64_t rows_before) {
+bool BatchCursor::advance(const std::filesystem::path& path, std::uint64_t rows_before) {
   std::shared_ptr<arrow::RecordBatch> batch;
-  check(batches.ReadNext(&batch), path,
+  check(batches_->ReadNext(&batch), path,
         fmt::format("cannot read the rows after row {}", rows_before));
-  if (batch) {
-    check(batch->ValidateFull(), path,
-          fmt::format("malformed data in the rows after row {}", rows_before));
-  }
-  return batch;
+  if (!batch) return false;
+  check(batch->ValidateFull(), path,
+        fmt::format("malformed data in the rows after row {}", rows_before));
+  batch_ = std::move(batch);
+  rows_ = batch_->num_rows();
+  at_ = 0;
+  return true;
 }
 
 int leaf_column(const parquet::arrow::FileReader& reader, const std::filesystem::path& path,

@@ -51,12 +51,39 @@ auto guard_metadata(const std::filesystem::path& path, Open&& open) -> decltype(
 // Error naming the file when it cannot be opened or is not Parquet.
 std::unique_ptr<parquet::arrow::FileReader> open_reader(const std::filesystem::path& path);
 
-// The next record batch of `batches` (null at the end), checked in full before any value is read
-// through its offsets, dictionary indices or list sizes: the file is untrusted, and a malformed
-// one must be an Error naming it (and the row the batch follows), not a read out of bounds.
-std::shared_ptr<arrow::RecordBatch> next_checked_batch(arrow::RecordBatchReader& batches,
-                                                       const std::filesystem::path& path,
-                                                       std::uint64_t rows_before);
+// Where a reader is in a stream of record batches: the batch being read (kept alive, since the
+// columns bound to it point into it) and its next row. Every batch is checked in full before any
+// value is read through its offsets, dictionary indices or list sizes: the file is untrusted, and
+// a malformed one must be an Error naming it (and the row the batch follows), not a read out of
+// bounds. Used by one reader on one thread.
+class BatchCursor {
+ public:
+  BatchCursor() = default;
+  explicit BatchCursor(std::unique_ptr<arrow::RecordBatchReader> batches)
+      : batches_(std::move(batches)) {}
+
+  explicit operator bool() const { return batches_ != nullptr; }
+
+  // The next row's index in the current batch, or -1 at the end of the stream. When that row is
+  // in a batch not read before, `bind(batch)` is called first (the caller's columns follow it).
+  // `rows_before` (the rows read so far) names the place in errors.
+  template <typename Bind>
+  std::int64_t next_row(const std::filesystem::path& path, std::uint64_t rows_before, Bind&& bind) {
+    while (at_ >= rows_) {
+      if (!advance(path, rows_before)) return -1;
+      bind(*batch_);
+    }
+    return at_++;
+  }
+
+ private:
+  bool advance(const std::filesystem::path& path, std::uint64_t rows_before);
+
+  std::unique_ptr<arrow::RecordBatchReader> batches_;
+  std::shared_ptr<arrow::RecordBatch> batch_;
+  std::int64_t rows_ = 0;  // in batch_
+  std::int64_t at_ = 0;    // the next row of batch_
+};
 
 // The leaf column of top-level field `name`, or -1 when the file has no such field. Throws
 // Error naming the file and column when the name appears twice or the field is nested.

@@ -44,8 +44,8 @@ class ParquetRowReader final : public RowReader {
     // No column at all (neither ids nor text wanted, and no id column): rows are counted from
     // the metadata alone.
     if (leaves.empty()) return;
-    batches_ = parquet_io::take(reader_->GetRecordBatchReader(groups, leaves), path_,
-                                "cannot read its row groups");
+    batches_ = parquet_io::BatchCursor(parquet_io::take(
+        reader_->GetRecordBatchReader(groups, leaves), path_, "cannot read its row groups"));
   }
 
   Result next(Row& row, BadRow& bad) override {
@@ -57,10 +57,9 @@ class ParquetRowReader final : public RowReader {
       set_row_number_id(row.index, row.id);
       return Result::kRow;
     }
-    while (at_ >= batch_rows_) {
-      if (!next_batch()) return Result::kEnd;
-    }
-    const std::int64_t i = at_++;
+    const std::int64_t i =
+        batches_.next_row(path_, index_, [&](const arrow::RecordBatch& batch) { bind(batch); });
+    if (i < 0) return Result::kEnd;
     const std::uint64_t index = index_++;
     if (auto problem = null_column(i)) {
       bad = {index, index + 1, fmt::format("column '{}' is null in row {}", *problem, index + 1)};
@@ -173,19 +172,13 @@ class ParquetRowReader final : public RowReader {
         std::clamp<std::uint64_t>(kBatchBytes / widest, 1, kBatchRows));
   }
 
-  bool next_batch() {
-    const auto batch = parquet_io::next_checked_batch(*batches_, path_, index_);
-    if (!batch) return false;
-    batch_ = batch;
-    batch_rows_ = batch->num_rows();
-    at_ = 0;
+  void bind(const arrow::RecordBatch& batch) {
     for (auto* c : {&id_, &text_, &pair_}) {
       if (!*c) continue;
-      auto array = batch->GetColumnByName((*c)->name);
+      auto array = batch.GetColumnByName((*c)->name);
       if (!array) fail("{}: internal: column '{}' not read", path_.string(), (*c)->name);
       (*c)->column.bind(array);
     }
-    return true;
   }
 
   // The first of the columns read that is null in row i of the batch.
@@ -197,10 +190,7 @@ class ParquetRowReader final : public RowReader {
 
   std::filesystem::path path_;
   std::unique_ptr<parquet::arrow::FileReader> reader_;
-  std::unique_ptr<arrow::RecordBatchReader> batches_;
-  std::shared_ptr<arrow::RecordBatch> batch_;
-  std::int64_t batch_rows_ = 0;
-  std::int64_t at_ = 0;
+  parquet_io::BatchCursor batches_;  // empty when no column is read
   std::optional<Column> id_, text_, pair_;
   std::string scratch_;
   std::size_t max_row_;  // text + pair bytes of a row; a longer one is a bad row

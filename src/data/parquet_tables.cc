@@ -261,7 +261,8 @@ class ParquetPredictionReader final : public PredictionReader {
     schema_.groups = output_groups_of(schema_.columns);
     schema_.embedding = schema_.groups.empty() && is_embedding_columns(schema_.columns);
     values_.resize(schema_.columns.size());
-    batches_ = take(reader_->GetRecordBatchReader(), path_, "cannot read its row groups");
+    batches_ = parquet_io::BatchCursor(
+        take(reader_->GetRecordBatchReader(), path_, "cannot read its row groups"));
   }
 
   bool has_schema() const override { return true; }
@@ -271,10 +272,9 @@ class ParquetPredictionReader final : public PredictionReader {
   const std::optional<std::string>& warning() const override { return warning_; }
 
   bool next(PredictionRow& row) override {
-    while (at_ >= batch_rows_) {
-      if (!next_batch()) return false;
-    }
-    const std::int64_t i = at_++;
+    const std::int64_t i =
+        batches_.next_row(path_, rows_, [&](const arrow::RecordBatch& batch) { bind(batch); });
+    if (i < 0) return false;
     const std::uint64_t number = ++rows_;
     if (id_.is_null(i)) fail("{}: row {}: column 'id' is null", path_.string(), number);
     row.line = number;
@@ -342,15 +342,10 @@ class ParquetPredictionReader final : public PredictionReader {
          path_.string(), field.name(), type.ToString());
   }
 
-  bool next_batch() {
-    const auto batch = parquet_io::next_checked_batch(*batches_, path_, rows_);
-    if (!batch) return false;
-    batch_ = batch;
-    batch_rows_ = batch->num_rows();
-    at_ = 0;
-    id_.bind(batch->GetColumnByName("id"));
+  void bind(const arrow::RecordBatch& batch) {
+    id_.bind(batch.GetColumnByName("id"));
     for (Source& source : sources_) {
-      source.array = batch->GetColumnByName(source.name);
+      source.array = batch.GetColumnByName(source.name);
       source.values = source.array.get();
       if (source.width > 0)
         source.values = static_cast<const arrow::FixedSizeListArray&>(*source.array).values().get();
@@ -365,7 +360,6 @@ class ParquetPredictionReader final : public PredictionReader {
         source.f32 = nullptr;
       }
     }
-    return true;
   }
 
   static bool has_null_value(const Source& source, std::int64_t i) {
@@ -377,10 +371,7 @@ class ParquetPredictionReader final : public PredictionReader {
 
   std::filesystem::path path_;
   std::unique_ptr<parquet::arrow::FileReader> reader_;
-  std::unique_ptr<arrow::RecordBatchReader> batches_;
-  std::shared_ptr<arrow::RecordBatch> batch_;
-  std::int64_t batch_rows_ = 0;
-  std::int64_t at_ = 0;
+  parquet_io::BatchCursor batches_;
   std::uint64_t rows_ = 0;
   parquet_io::TextColumn id_;
   std::vector<Source> sources_;
