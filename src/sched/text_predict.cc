@@ -45,12 +45,12 @@ class PendingRows {
   void fill(const PredictControl& control) {
     const std::size_t total = shared_.order.size();
     while (tokens_ < control.batch_tokens &&
-           (control.batch_rows == 0 || rows_.size() < control.batch_rows)) {
+           (control.batch_rows == 0 || pending_.size() < control.batch_rows)) {
       const std::size_t hint = shared_.next.load(std::memory_order_relaxed);
       if (hint >= total) return;
       const double ratio = bytes_seen_ == 0 ? kInitialTokensPerByte
                                             : static_cast<double>(tokens_seen_) / bytes_seen_;
-      const std::size_t room = control.batch_rows == 0 ? 0 : control.batch_rows - rows_.size();
+      const std::size_t room = control.batch_rows == 0 ? 0 : control.batch_rows - pending_.size();
       const std::size_t want =
           rows_to_claim(control.batch_tokens - tokens_, shared_.bytes(shared_.order[hint]), ratio,
                         room, kMaxClaim);
@@ -60,21 +60,22 @@ class PendingRows {
     }
   }
 
-  bool empty() const { return rows_.empty(); }
+  bool empty() const { return pending_.empty(); }
 
   // Moves the rows of the next batch into `rows` and `encodings` (both cleared first).
   void take(const PredictControl& control, std::vector<std::size_t>& rows,
             std::vector<tokenizer::Encoding>& encodings) {
     lengths_.clear();
-    for (const tokenizer::Encoding& e : encodings_) lengths_.push_back(e.ids.size());
+    for (const Pending& p : pending_) lengths_.push_back(p.encoding.ids.size());
     const std::size_t n = next_batch_rows(lengths_, control.batch_tokens, control.batch_rows);
-    rows.assign(rows_.begin(), rows_.begin() + static_cast<std::ptrdiff_t>(n));
+    rows.clear();
     encodings.clear();
     for (std::size_t k = 0; k < n; ++k) {
-      tokens_ -= static_cast<std::int64_t>(encodings_.front().ids.size());
-      encodings.push_back(std::move(encodings_.front()));
-      encodings_.pop_front();
-      rows_.pop_front();
+      Pending& p = pending_.front();
+      tokens_ -= static_cast<std::int64_t>(p.encoding.ids.size());
+      rows.push_back(p.row);
+      encodings.push_back(std::move(p.encoding));
+      pending_.pop_front();
     }
   }
 
@@ -87,17 +88,23 @@ class PendingRows {
       pair = shared_.pairs[row];
       if (shared_.prep.strip) pair = model::strip_python_whitespace(*pair);
     }
-    tokenizer::Encoding& e =
-        encodings_.emplace_back(shared_.prep.tokenizer->encode(text, pair, shared_.prep.max_len));
-    rows_.push_back(row);
+    const tokenizer::Encoding& e =
+        pending_
+            .emplace_back(
+                Pending{row, shared_.prep.tokenizer->encode(text, pair, shared_.prep.max_len)})
+            .encoding;
     tokens_ += static_cast<std::int64_t>(e.ids.size());
     tokens_seen_ += e.ids.size();
     bytes_seen_ += shared_.bytes(row);
   }
 
+  struct Pending {
+    std::size_t row;  // index into shared_.texts
+    tokenizer::Encoding encoding;
+  };
+
   SharedRows& shared_;
-  std::deque<std::size_t> rows_;
-  std::deque<tokenizer::Encoding> encodings_;
+  std::deque<Pending> pending_;
   std::int64_t tokens_ = 0;
   std::size_t tokens_seen_ = 0, bytes_seen_ = 0;
   std::string buffer_;
