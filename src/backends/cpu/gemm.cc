@@ -21,17 +21,41 @@ using tag = dnnl::memory::format_tag;
 
 constexpr std::int64_t kRowQuantum = 16;
 // An s8 GEMM runs a block of rows per thread at a time, then our epilogue reads its s32 products
-// while they are still in L2: as many rows as fill 768 KiB of products, 64 to 256 (a multiple of
-// 16). oneDNN 2.6 AMX-INT8, one core, 4096 rows (ms per GEMM, with our epilogue, f32 out):
+// while they are still in L2: as many rows as fill 768 KiB of products, 64 to 256 (rounded down
+// to a multiple of round_rows' step). oneDNN 2.6 AMX-INT8, one core, 4096 rows (ms per GEMM, with
+// our epilogue, f32 out):
 //   768 → 3072: 64 rows 17.6, 128 18.5, 256 18.1, one call 23.4
 //   3072 → 768: 64 rows 12.9, 128 12.5, 256 12.2, one call 12.0
 // (its own epilogue cannot take our per-row scales: a per-row binary post-op drops it to the
 // reference kernel).
 constexpr std::int64_t kS8BlockBytes = 768 * 1024;
 
+// Below AVX-512, oneDNN 2.6 has no f32 matmul kernel on blocked weights: its matmul is
+// "gemm:jit", the sgemm, which picks its kernel by the row count (a no-copy kernel below ~300
+// rows, one that packs panels above, and narrower ones for the rows past a multiple of its
+// unroll), each grouping a row's sums its own way. A row's outputs then changed with the batch it
+// was in: 2.2e-7 on MiniLM's embeddings, 1.2e-7 on a probability (Zen 3, 2026-12-06), so that
+// replica counts, schedules, resumes and two dynamic runs gave different bytes. Calls of a
+// multiple of 48 rows and at most 240 always take the no-copy kernel (its rule: 1/m + 1/n >=
+// 0.0038) with no partial unroll, and a row's sums no longer depend on the other rows (row
+// counts rounded to 16s in calls of up to 256 still differed; F32RowOutputsDoNotDependOnTheRowCount
+// in gemm_test). It costs 9% of MiniLM's fp32 speed there (0.913x, same machine; bench/RESULTS.md).
+constexpr std::int64_t kSgemmRowQuantum = 48;
+constexpr std::int64_t kSgemmCallRows = 240;
+
+bool row_count_picks_sgemm_kernel() {
+  return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
+}
+
+std::size_t element_bytes(dt type) { return type == dt::f32 || type == dt::s32 ? 4 : 2; }
+
+std::int64_t row_quantum() {
+  return row_count_picks_sgemm_kernel() ? kSgemmRowQuantum : kRowQuantum;
+}
+
 std::int64_t s8_block_rows(std::int64_t out) {
-  const std::int64_t rows = kS8BlockBytes / (out * 4) / 16 * 16;
-  return std::clamp<std::int64_t>(rows, 64, 256);
+  const std::int64_t rows = std::clamp<std::int64_t>(kS8BlockBytes / (out * 4), 64, 256);
+  return rows / row_quantum() * row_quantum();
 }
 
 dnnl::algorithm eltwise_for(Activation act) {
@@ -364,6 +388,8 @@ GemmRunner::GemmRunner(const GemmEngine& engine, int threads)
 GemmRunner::~GemmRunner() = default;
 
 std::int64_t GemmRunner::round_rows(std::int64_t rows) {
+  if (row_count_picks_sgemm_kernel())
+    return (rows + row_quantum() - 1) / row_quantum() * row_quantum();
   return rows <= kRowQuantum ? rows : (rows + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
 }
 
@@ -377,10 +403,19 @@ void GemmRunner::linear(const PackedLinear& w, const void* x, std::int64_t rows,
     fail("internal: an f32 GEMM writes f32 only");
   // The OpenMP team size is per calling thread: each replica thread sets its own.
   if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
-  const std::int64_t padded = round_rows(rows);
   const bool bias = w.impl().has_bias && with_bias;
-  const Impl::Kernel& kernel = impl_->kernel(w, padded, act, bias, y_type);
-  impl_->run(kernel, w, x, padded, y, library_type(y_type), bias);
+  const std::int64_t block = row_count_picks_sgemm_kernel() ? kSgemmCallRows : rows;
+  const dt x_type = library_type(w.compute_type()), out_type = library_type(y_type);
+  const auto* x_bytes = static_cast<const std::uint8_t*>(x);
+  auto* y_bytes = static_cast<std::uint8_t*>(y);
+  // Blocks start at multiples of `block` (a multiple of the rounding when it is not `rows`), so
+  // each block's rounded row count stays inside the caller's round_rows(rows) rows.
+  for (std::int64_t begin = 0; begin < rows; begin += block) {
+    const std::int64_t padded = round_rows(std::min(block, rows - begin));
+    const Impl::Kernel& kernel = impl_->kernel(w, padded, act, bias, y_type);
+    impl_->run(kernel, w, x_bytes + begin * w.in_features() * element_bytes(x_type), padded,
+               y_bytes + begin * w.out_features() * element_bytes(out_type), out_type, bias);
+  }
 }
 
 void GemmRunner::library_s8(const PackedLinear& w, const std::int8_t* x, std::int64_t rows,
@@ -405,8 +440,8 @@ void GemmRunner::linear_s8(const PackedLinear& w, const std::int8_t* x, const fl
   if (impl_->s32.size() < need) impl_->s32.resize(need);
   const float* bias = w.bias();
   const float* col_scales = w.weight_scales();
-  // Blocks start at multiples of `block` (a multiple of 16), so each block's rounded row count
-  // stays inside the caller's padded_rows(rows) rows.
+  // Blocks start at multiples of `block` (a multiple of round_rows' step), so each block's
+  // rounded row count stays inside the caller's padded_rows(rows) rows.
   for (std::int64_t begin = 0; begin < rows; begin += block) {
     const std::int64_t count = std::min(block, rows - begin);
     const std::int64_t padded = round_rows(count);

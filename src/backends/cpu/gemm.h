@@ -105,8 +105,10 @@ class GemmRunner {
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;
 
-  // Row counts are rounded up to this multiple so that few kernels are compiled over a run;
-  // x and y must have room for round_rows(rows) rows (the extra rows are scratch).
+  // Row counts are rounded up (to 16s past 16 rows; to 48s where the library's f32 kernel
+  // depends on the row count, see gemm.cc) so that few kernels are compiled over a run and a
+  // row's outputs do not depend on the other rows of its batch; x and y must have room for
+  // round_rows(rows) rows (the extra rows are scratch).
   static std::int64_t round_rows(std::int64_t rows);
 
   // y[rows, out] = act(x[rows, in] · Wᵀ + bias), bias and activation fused in the GEMM's

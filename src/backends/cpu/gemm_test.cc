@@ -63,11 +63,12 @@ TEST(Gemm, NewWeightsNeverReuseAFreedWeightsKernels) {
   GemmEngine engine;
   GemmRunner runner(engine, 1);
   const std::int64_t rows = 4;
-  auto x = random_vector(static_cast<std::size_t>(rows * 96), 7);
+  const std::int64_t padded = GemmRunner::round_rows(rows);
+  auto x = random_vector(static_cast<std::size_t>(padded * 96), 7);
   for (int round = 0; round < 20; ++round) {
     const std::int64_t in = round % 2 ? 96 : 32, out = round % 2 ? 40 : 72;
     auto w = random_vector(static_cast<std::size_t>(in * out), 100 + round);
-    std::vector<float> y(static_cast<std::size_t>(rows * out));
+    std::vector<float> y(static_cast<std::size_t>(padded * out));
     {
       PackedLinear linear(engine, w.data(), nullptr, out, in);
       runner.linear(linear, x.data(), rows, y.data(), Activation::kNone);
@@ -186,7 +187,9 @@ TEST(Gemm, S8LinearMatchesIntegerReference) {
       // A quarter of the f32 packing, plus the scales, on a model's shape. The 64 x 48 matrix is
       // for correctness only: with avx512 VNNI (not AMX) oneDNN pads its 48 output channels to
       // a 64-wide block (5,248 bytes, 32% of the f32 packing, on AMD Zen 4).
-      if (out % 64 == 0) EXPECT_LE(linear.packed_bytes(), f32.packed_bytes() * 30 / 100);
+      if (out % 64 == 0) {
+        EXPECT_LE(linear.packed_bytes(), f32.packed_bytes() * 30 / 100);
+      }
       std::vector<std::int8_t> wq(static_cast<std::size_t>(in * out));
       std::vector<double> ws(static_cast<std::size_t>(out));
       for (std::int64_t o = 0; o < out; ++o) {
@@ -342,9 +345,40 @@ TEST(Gemm, F32LayerRefusesABf16Output) {
 }
 
 TEST(Gemm, RowCountsAreRoundedToFewKernels) {
-  EXPECT_EQ(GemmRunner::round_rows(3), 3);
-  EXPECT_EQ(GemmRunner::round_rows(17), 32);
-  EXPECT_EQ(GemmRunner::round_rows(32), 32);
+  // Below AVX-512 (cpuid, not the library) the f32 kernel is the sgemm: rounded to 48s.
+  const bool sgemm = !testing::cpu_features().avx512;
+  EXPECT_EQ(GemmRunner::round_rows(3), sgemm ? 48 : 3);
+  EXPECT_EQ(GemmRunner::round_rows(17), sgemm ? 48 : 32);
+  EXPECT_EQ(GemmRunner::round_rows(32), sgemm ? 48 : 32);
+  EXPECT_EQ(GemmRunner::round_rows(49), sgemm ? 96 : 64);
+}
+
+// fp32 promises the same bytes whatever the batch composition (schedules, replica counts,
+// resumes): a row's outputs must not depend on how many rows share its call. The shapes are
+// MiniLM's four (the sgemm switches kernels at a few hundred rows for these).
+TEST(Gemm, F32RowOutputsDoNotDependOnTheRowCount) {
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  for (auto [in, out] :
+       {std::pair<std::int64_t, std::int64_t>{384, 1152}, {384, 384}, {384, 1536}, {1536, 384}}) {
+    auto w = random_vector(static_cast<std::size_t>(in * out), 4);
+    auto b = random_vector(static_cast<std::size_t>(out), 5);
+    PackedLinear linear(engine, w.data(), b.data(), out, in);
+    const std::int64_t most = 1000;
+    auto x = random_vector(static_cast<std::size_t>(GemmRunner::round_rows(most) * in), 6);
+    std::vector<float> alone(static_cast<std::size_t>(GemmRunner::round_rows(most) * out));
+    std::vector<float> y(alone.size());
+    // Each of the first 5 rows on its own, then the rows in calls of many sizes.
+    for (std::int64_t r = 0; r < 5; ++r) {
+      runner.linear(linear, x.data() + r * in, 1, y.data(), Activation::kGeluErf);
+      std::copy_n(y.begin(), out, alone.begin() + r * out);
+    }
+    for (std::int64_t rows : {5, 16, 17, 48, 100, 241, 300, 500, 1000}) {
+      runner.linear(linear, x.data(), rows, y.data(), Activation::kGeluErf);
+      for (std::int64_t i = 0; i < 5 * out; ++i)
+        ASSERT_EQ(y[i], alone[i]) << in << "x" << out << ", " << rows << " rows, value " << i;
+    }
+  }
 }
 
 }  // namespace
