@@ -39,7 +39,9 @@ Model::~Model() = default;
 Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->backend = backend::make_backend(
-      {.name = options.backend, .pjrt = {.plugin = options.plugin, .devices = options.devices}});
+      {.name = options.backend,
+       .pjrt = {
+           .plugin = options.plugin, .devices = options.devices, .loop_layers = std::nullopt}});
   impl->dir = model::ModelDir::open(model_dir);
   sched::TaskRequest request;
   if (!options.task.empty()) {

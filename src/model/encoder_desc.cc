@@ -82,8 +82,10 @@ EmbeddingDesc embeddings(const ModelConfig& c, PositionScheme positions) {
 HeadDesc head(const ModelConfig& c, const std::string& dense, bool dense_in_base,
               Activation activation, const std::string& out) {
   const std::int64_t h = c.hidden_size;
-  return {linear({dense}, h, h, activation, dense_in_base),
-          linear({out}, h, c.num_labels, Activation::kNone, false)};
+  HeadDesc d;
+  d.dense = linear({dense}, h, h, activation, dense_in_base);
+  d.out = linear({out}, h, c.num_labels, Activation::kNone, false);
+  return d;
 }
 
 // Each family's head, decided here only: BERT's pooler (tanh) + classifier; RoBERTa's (and
@@ -101,9 +103,11 @@ HeadDesc family_head(const ModelConfig& c) {
     case Family::kDebertaV2:  // ContextPooler (pooler_hidden_act) + classifier
       return head(c, "pooler.dense", false, c.pooler_act, "classifier");
     case Family::kDistilBert:
+      return head(c, "pre_classifier", false, Activation::kRelu, "classifier");
+    case Family::kModernBert:  // describe_modernbert builds its head (norm, pooling) itself
       break;
   }
-  return head(c, "pre_classifier", false, Activation::kRelu, "classifier");
+  throw Error(fmt::format("no classification head described for the {} family", c.family_name()));
 }
 
 // ModernBERT's pre-norm layer under "layers.{}.": fused Wqkv, rotary attention (global or over

@@ -56,17 +56,22 @@ class RankBarrier {
 // check) and a figure of its kind (an argmax needs classes). `auto` that resolves to fp32 on
 // this CPU meets any bound by construction (fp32 is the reference): said, not refused, so that
 // one command line serves every CPU.
-void check_bounds(const RunOptions& o, const model::PrecisionChoice& precision,
-                  const model::TaskSpec& task, std::vector<std::string>& warnings) {
-  if (!o.min_cosine && !o.min_agreement) return;
-  const std::string flags = o.min_cosine && o.min_agreement ? "--min-cosine and --min-agreement"
-                            : o.min_cosine                  ? "--min-cosine"
-                                                            : "--min-agreement";
+// The figure's kind comes first, before the precision is resolved: a bound the task cannot have
+// is the same mistake on every CPU, whatever this one supports.
+void check_bound_kinds(const RunOptions& o, const model::TaskSpec& task) {
   if (o.min_agreement && task.kind != model::TaskKind::kClassify) {
     fail_usage(
         "--min-agreement bounds the share of rows whose class (argmax) matches fp32; an embedding "
         "run has no classes (use --min-cosine)");
   }
+}
+
+void check_bounds(const RunOptions& o, const model::PrecisionChoice& precision,
+                  std::vector<std::string>& warnings) {
+  if (!o.min_cosine && !o.min_agreement) return;
+  const std::string flags = o.min_cosine && o.min_agreement ? "--min-cosine and --min-agreement"
+                            : o.min_cosine                  ? "--min-cosine"
+                                                            : "--min-agreement";
   if (precision.precision == model::Precision::kFp32) {
     if (o.precision == model::Precision::kFp32) {
       fail_usage(
@@ -422,12 +427,14 @@ std::filesystem::path report_path_for(const std::filesystem::path& path, const R
 Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
               Clock::time_point started) {
   const auto backend = backend::make_backend(
-      {.name = o.backend, .pjrt = {.plugin = o.plugin, .devices = o.devices}});
+      {.name = o.backend,
+       .pjrt = {.plugin = o.plugin, .devices = o.devices, .loop_layers = std::nullopt}});
   const model::ModelDir dir = model::ModelDir::open(o.model_dir);
   const RunPlan plan = plan_run(o, dir, *backend, rank);
+  check_bound_kinds(o, plan.task);
   const model::PrecisionChoice precision = backend->resolve_precision(o.precision);
   std::vector<std::string> warnings;
-  check_bounds(o, precision, plan.task, warnings);
+  check_bounds(o, precision, warnings);
   if (!o.quiet) {
     fmt::print(stderr, "mcinfer: {}\n", describe_text_plan(plan));
     fmt::print(stderr, "mcinfer: {}\n", precision.reason);
