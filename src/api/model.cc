@@ -39,9 +39,7 @@ Model::~Model() = default;
 Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->backend = backend::make_backend(
-      {.name = options.backend,
-       .pjrt = {
-           .plugin = options.plugin, .devices = options.devices, .loop_layers = std::nullopt}});
+      {.name = options.backend, .pjrt = {.plugin = options.plugin, .devices = options.devices}});
   impl->dir = model::ModelDir::open(model_dir);
   sched::TaskRequest request;
   if (!options.task.empty()) {

@@ -427,8 +427,7 @@ std::filesystem::path report_path_for(const std::filesystem::path& path, const R
 Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
               Clock::time_point started) {
   const auto backend = backend::make_backend(
-      {.name = o.backend,
-       .pjrt = {.plugin = o.plugin, .devices = o.devices, .loop_layers = std::nullopt}});
+      {.name = o.backend, .pjrt = {.plugin = o.plugin, .devices = o.devices}});
   const model::ModelDir dir = model::ModelDir::open(o.model_dir);
   const RunPlan plan = plan_run(o, dir, *backend, rank);
   check_bound_kinds(o, plan.task);

@@ -47,8 +47,6 @@ bool row_count_picks_sgemm_kernel() {
   return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
 }
 
-std::size_t element_bytes(dt type) { return type == dt::f32 || type == dt::s32 ? 4 : 2; }
-
 std::int64_t row_quantum() {
   return row_count_picks_sgemm_kernel() ? kSgemmRowQuantum : kRowQuantum;
 }
@@ -388,9 +386,10 @@ GemmRunner::GemmRunner(const GemmEngine& engine, int threads)
 GemmRunner::~GemmRunner() = default;
 
 std::int64_t GemmRunner::round_rows(std::int64_t rows) {
-  if (row_count_picks_sgemm_kernel())
-    return (rows + row_quantum() - 1) / row_quantum() * row_quantum();
-  return rows <= kRowQuantum ? rows : (rows + kRowQuantum - 1) / kRowQuantum * kRowQuantum;
+  const std::int64_t step = row_quantum();
+  // Blocked-weight kernels take any count up to one step as it is; the sgemm needs whole steps.
+  if (step == kRowQuantum && rows <= step) return rows;
+  return (rows + step - 1) / step * step;
 }
 
 std::size_t GemmRunner::compiled_kernels() const { return impl_->kernels.size(); }
@@ -405,7 +404,10 @@ void GemmRunner::linear(const PackedLinear& w, const void* x, std::int64_t rows,
   if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
   const bool bias = w.impl().has_bias && with_bias;
   const std::int64_t block = row_count_picks_sgemm_kernel() ? kSgemmCallRows : rows;
-  const dt x_type = library_type(w.compute_type()), out_type = library_type(y_type);
+  const dt out_type = library_type(y_type);
+  const std::size_t x_row_bytes =
+      w.in_features() * dnnl::memory::data_type_size(library_type(w.compute_type()));
+  const std::size_t y_row_bytes = w.out_features() * dnnl::memory::data_type_size(out_type);
   const auto* x_bytes = static_cast<const std::uint8_t*>(x);
   auto* y_bytes = static_cast<std::uint8_t*>(y);
   // Blocks start at multiples of `block` (a multiple of the rounding when it is not `rows`), so
@@ -413,8 +415,8 @@ void GemmRunner::linear(const PackedLinear& w, const void* x, std::int64_t rows,
   for (std::int64_t begin = 0; begin < rows; begin += block) {
     const std::int64_t padded = round_rows(std::min(block, rows - begin));
     const Impl::Kernel& kernel = impl_->kernel(w, padded, act, bias, y_type);
-    impl_->run(kernel, w, x_bytes + begin * w.in_features() * element_bytes(x_type), padded,
-               y_bytes + begin * w.out_features() * element_bytes(out_type), out_type, bias);
+    impl_->run(kernel, w, x_bytes + begin * x_row_bytes, padded, y_bytes + begin * y_row_bytes,
+               out_type, bias);
   }
 }
 

@@ -15,7 +15,7 @@ struct PjrtOptions {
   int devices = 0;
   // The layers as a loop in the program (ProgramSpec::loop_layers); default: on accelerators,
   // not on CPU devices.
-  std::optional<bool> loop_layers;
+  std::optional<bool> loop_layers = std::nullopt;
 };
 
 }  // namespace mcinfer::pjrt
