@@ -32,7 +32,8 @@ Systems (each run is its own process; peers live in bench/compare_peers.py):
   ct2-int8       `ct2`'s conversion with compute_type int8_float32
                  (the int8 peers: bench/compare_int8.py)
 The bf16 systems are left out of the default list on a CPU without native bf16 dot products, the
-int8 ones on a CPU with none of avx512_vnni, avx_vnni, amx_int8. A model's systems that cannot run
+int8 ones on a CPU without AVX2 (mcinfer runs int8 on every AVX2 CPU, natively with VNNI or AMX,
+else on its own AVX2 kernels; ONNX Runtime, OpenVINO and CTranslate2 have AVX2 int8 kernels too). A model's systems that cannot run
 it are left out and said so (CTranslate2 on DeBERTa and ModernBERT).
 Models (--models): bert-base, xlmr-base, mpnet-base, minilm, deberta-v3-base, modernbert-base (see
 MODELS). This script and the peers of the first five run in .venv-legacy (bench/requirements.txt:
@@ -637,7 +638,7 @@ def parse_args():
     ap.add_argument("--models", default="bert-base,xlmr-base,minilm")
     ap.add_argument("--workloads", default="a,b")
     ap.add_argument("--systems", help="comma-separated (default: all; the bf16 ones only on a CPU with native bf16, "
-                                      "the int8 ones only with VNNI or AMX int8)")
+                                      "the int8 ones only with AVX2)")
     ap.add_argument("--reps", type=int, help="repetitions (default 5, the fewest a speed verdict takes; --quick: 1)")
     ap.add_argument("--b-reps", type=int, help="repetitions of workload (b) (default: --reps); (b) is the long part")
     ap.add_argument("--rows", type=int, help="(b) test-set rows (default 20000)")
@@ -670,13 +671,12 @@ def parse_args():
     a.default_systems = a.systems is None
     if a.systems is None:
         flags = onednn_isa.cpu_flags()
-        native = {"fp32": True, "bf16": onednn_isa.bf16_class(flags)[0], "int8": compare_int8.int8_flag(flags)}
+        native = {"fp32": True, "bf16": onednn_isa.bf16_class(flags)[0], "int8": "avx2" in flags}
         a.systems = [s for s in SYSTEMS if native[PRECISION[s]]]
         if not native["bf16"]:
             log("no native bf16 on this CPU (neither amx_bf16 nor avx512_bf16): the bf16 systems are left out")
         if not native["int8"]:
-            log(f"no native int8 on this CPU (none of {', '.join(compare_int8.INT8_FLAGS)}): "
-                "the int8 systems are left out")
+            log("no AVX2 on this CPU: the int8 systems are left out")
     else:
         a.systems = list(dict.fromkeys(ALIASES.get(s.strip(), s.strip()) for s in a.systems.split(",") if s.strip()))
     bad = [m for m in a.models if m not in MODELS] + [w for w in a.workloads if w not in ("a", "b")] + \

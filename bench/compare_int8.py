@@ -30,17 +30,9 @@ from pathlib import Path
 
 SYSTEMS = ["ort-int8", "openvino-int8", "ct2-int8"]
 CALIB_ROWS = 64  # workload (b): the test set's first rows calibrate openvino-int8
-# the int8 systems are in bench/compare's default list only on a CPU with one of these (native int8
-# dot products: VNNI or AMX int8), in the order they are named
-INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni")
 # ORT's integer ops after quantize_dynamic (and after the session's own fusions of them)
 ORT_INT8_OPS = ("QAttention", "MatMulInteger", "DynamicQuantizeMatMul", "QEmbedLayerNormalization", "QGemm",
                 "MatMulIntegerToFloat")
-
-
-def int8_flag(flags: set) -> str | None:
-    """The CPU flag that gives native int8 dot products (bench/onednn_isa.cpu_flags()), or None."""
-    return next((f for f in INT8_FLAGS if f in flags), None)
 
 
 def sources(paths: list) -> dict:

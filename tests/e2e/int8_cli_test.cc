@@ -1,7 +1,8 @@
 // `--precision int8` end to end: the accuracy gates against transformers' fp32 references (every
 // classification fixture, a bf16 checkpoint quantized from its own bits, real all-MiniLM-L6-v2 on
 // the 5,283-line tokenizer corpus), every GEMM path by capping the ISA (AMX-INT8, avx512_vnni,
-// avx2_vnni; refused without VNNI), `--int8-keep`, and the GEMMs chosen on the check rows.
+// avx2_vnni, AVX2 without VNNI; refused below AVX2), `--int8-keep`, and the GEMMs chosen on the
+// check rows.
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
@@ -25,12 +26,20 @@ using testing::run_cli;
 constexpr testing::ClassifierGate kInt8Classifier{0.05, 0.05};
 constexpr testing::EmbeddingGate kInt8Embedding{0.99, 0.995};
 
-// From cpuid, not from a run: if int8 broke here, the int8 tests fail instead of skipping.
-#define NEED_NATIVE_INT8() \
-  NEED_CPU(native_int8(), "native int8 dot products (avx512_vnni, avx_vnni or AMX-INT8)")
+// From cpuid, not from a run: if int8 broke here, the int8 tests fail instead of skipping. Every
+// AVX2 CPU runs int8 (without VNNI on our kernels).
+// MCINFER_REQUIRE_INT8=1 (CI) turns the skip into a failure: int8 must have run.
+#define NEED_INT8()                                                                  \
+  do {                                                                               \
+    if (!::mcinfer::testing::cpu_features().int8() && testing::required("INT8"))     \
+      FAIL() << "MCINFER_REQUIRE_INT8=1 but this CPU has no AVX2: int8 did not run"; \
+    NEED_CPU(int8(), "AVX2 (int8 runs on VNNI or on AVX2)");                         \
+  } while (0)
 
-// The GEMM library's paths: its best (AMX-INT8 here), avx512_vnni, avx2_vnni. Below avx512_bf16
-// the kept GEMMs and attention run in fp32, so the caps also test int8 beside f32 attention.
+// The GEMM library's paths: its best (AMX-INT8 here), avx512_vnni, avx2_vnni, and AVX2 without
+// VNNI (our kernels: s8 widened to 16 bits, vpmaddwd; the library's vpmaddubsw pair sums would
+// saturate). Below avx512_bf16 the kept
+// GEMMs and attention run in fp32, so the caps also test int8 beside f32 attention.
 struct IsaCap {
   const char* name;
   std::vector<std::string> env;
@@ -42,7 +51,8 @@ const IsaCap kCaps[] = {
     {"avx512_vnni", {"ONEDNN_MAX_CPU_ISA=AVX512_CORE_VNNI"}, &testing::CpuFeatures::avx512_vnni},
     {"avx2_vnni",
      {"ONEDNN_MAX_CPU_ISA=AVX2_VNNI", "MCINFER_MAX_ISA=avx2"},
-     &testing::CpuFeatures::avx_vnni}};
+     &testing::CpuFeatures::avx_vnni},
+    {"avx2", {"ONEDNN_MAX_CPU_ISA=AVX2", "MCINFER_MAX_ISA=avx2"}, &testing::CpuFeatures::avx2}};
 
 // From the CPU's flags, not from mcinfer: a capped path whose instructions the CPU has must run
 // (a guest may have avx512_vnni without avx_vnni, as one AMD Zen 4 VM here did).
@@ -91,16 +101,24 @@ void expect_int8_classifier(const std::string& model, const IsaCap& cap,
   EXPECT_TRUE(report["int8_plan"]["input_smoothing"].get<bool>());
   EXPECT_TRUE(report["int8_plan"]["kept"].empty()) << report["int8_plan"].dump(2);
   const std::string reason = report["precision_reason"];
-  if (cap.env.empty()) {
+  const bool vnni =
+      cap.env.empty() ? testing::cpu_features().native_int8() : std::string(cap.name) != "avx2";
+  if (!vnni) {
+    EXPECT_NE(reason.find("avx2: no VNNI, s8 products widened to 16 bits (ours)"),
+              std::string::npos)
+        << reason;
+  } else if (cap.env.empty()) {
     EXPECT_NE(reason.find("native: "), std::string::npos) << reason;
   } else {
     EXPECT_NE(reason.find(std::string("native: ") + cap.name), std::string::npos) << reason;
+  }
+  if (!cap.env.empty()) {
     EXPECT_NE(reason.find("attention in fp32"), std::string::npos) << reason;
   }
 }
 
 TEST_P(Int8Classifier, WithinTheGatesOfTransformersFp32) {
-  NEED_NATIVE_INT8();
+  NEED_INT8();
   const auto& [model, cap_index] = GetParam();
   const IsaCap& cap = kCaps[cap_index];
   if (!cap_runs_here(cap)) GTEST_SKIP() << "this CPU lacks the " << cap.name << " instructions";
@@ -112,7 +130,7 @@ TEST_P(Int8Classifier, WithinTheGatesOfTransformersFp32) {
 // observed on them (AMD Zen 4, avx512_vnni, 2026-12-04: |Δp| at most 0.0092 for probabilities,
 // gate 0.03; 0.024 for the regression's raw values, gate 0.05).
 TEST(Int8, WithinTheGatesOnRowsTheCalibrationDidNotSee) {
-  NEED_NATIVE_INT8();
+  NEED_INT8();
   for (const char* model :
        {"bert_cls_single", "bert_cls_multi", "bert_regression", "roberta_cls", "xlmr_cls",
         "distilbert_cls", "distilbert_cls_multi_relu", "tf5_mpnet_cls", "tf5_electra_cls",
@@ -152,7 +170,7 @@ TEST(Int8, WithinTheGatesOnRowsTheCalibrationDidNotSee) {
 // The test above catches a wrong int8 GEMM: with every int8 GEMM's last 16 output channels lost
 // (MCINFER_FAULT=int8-gemm-wrong), it must fail, on the gates, on the plan, or on the run itself.
 TEST(Int8, AWrongInt8GemmFailsTheFixtureTest) {
-  NEED_NATIVE_INT8();
+  NEED_INT8();
   ::testing::TestPartResultArray failures;
   {
     ::testing::ScopedFakeTestPartResultReporter quiet(
@@ -172,7 +190,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          "tf5_electra_cls", "tf5_camembert_cls", "tf5_deberta_cls",
                                          "tf5_deberta_multi", "tf5_deberta_regression",
                                          "tf5_modernbert_cls", "tf5_modernbert_mean_biases"),
-                       ::testing::Values(0, 1, 2)),
+                       ::testing::Values(0, 1, 2, 3)),
     [](const auto& info) {
       return std::get<0>(info.param) + "_" + kCaps[std::get<1>(info.param)].name;
     });
@@ -181,7 +199,7 @@ INSTANTIATE_TEST_SUITE_P(
 class Int8TextClassifier : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Int8TextClassifier, WithinTheGatesOfTransformersFp32) {
-  NEED_NATIVE_INT8();
+  NEED_INT8();
   const fs::path dir = testing::fixture("text/" + GetParam());
   Json meta = read_json_file(dir / "reference.json");
   auto want_table = testing::read_table(dir / "expected.csv");
@@ -210,7 +228,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, Int8TextClassifier,
 
 // A bf16 checkpoint is quantized from its own bits; its fp32 twin's reference bounds it.
 TEST(Int8Checkpoint, Bf16CheckpointWithinTheGates) {
-  NEED_NATIVE_INT8();
+  NEED_INT8();
   auto dir = testing::scratch_dir("int8_bf16_checkpoint");
   Json report =
       run_int8_fixture("bert_bf16", dir, kCaps[0], {"--task", "embed", "--pooling", "mean"});
@@ -223,7 +241,7 @@ TEST(Int8Checkpoint, Bf16CheckpointWithinTheGates) {
 // Real weights on every line of the multilingual corpus: every GEMM in int8 (nothing kept).
 TEST(Int8MiniLM, EveryCorpusLineWithinTheGates) {
   MCINFER_NEED_MINILM();
-  NEED_NATIVE_INT8();
+  NEED_INT8();
   auto dir = testing::scratch_dir("int8_minilm_corpus");
   auto input = testing::write_corpus_jsonl(dir);
   auto output = dir / "out.csv";
@@ -240,18 +258,18 @@ TEST(Int8MiniLM, EveryCorpusLineWithinTheGates) {
                                  kInt8Embedding);
 }
 
-// Without VNNI the library sums u8·s8 pairs in saturating 16-bit lanes: int8 is refused, naming
-// the instructions it needs, before anything is written.
-TEST(Int8, RefusedWithoutVnni) {
-  auto dir = testing::scratch_dir("int8_no_vnni");
+// Below AVX2 (the GEMM library capped to SSE4.1, our kernels to generic) there is no int8 GEMM:
+// int8 is refused, naming what it needs and the caps, before anything is written.
+TEST(Int8, RefusedBelowAvx2) {
+  auto dir = testing::scratch_dir("int8_no_avx2");
   auto input = testing::write_fixture_rows(dir, "bert_cls_single");
   auto output = dir / "out.csv";
   auto r = run_cli({"run", testing::fixture("models/bert_cls_single").string(), "--input",
                     input.string(), "--output", output.string(), "--precision", "int8"},
-                   "", {"ONEDNN_MAX_CPU_ISA=AVX512_CORE"});
+                   "", {"ONEDNN_MAX_CPU_ISA=SSE41", "MCINFER_MAX_ISA=generic"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  for (const char* isa : {"avx512_vnni", "avx_vnni", "amx_int8", "ONEDNN_MAX_CPU_ISA"})
-    EXPECT_NE(r.err.find(isa), std::string::npos) << isa << ": " << r.err;
+  for (const char* what : {"--precision int8", "AVX2", "ONEDNN_MAX_CPU_ISA", "MCINFER_MAX_ISA"})
+    EXPECT_NE(r.err.find(what), std::string::npos) << what << ": " << r.err;
   EXPECT_FALSE(fs::exists(output));
 }
 
@@ -269,7 +287,7 @@ TEST(Int8, AutoNeverPicksInt8) {
 // --int8-keep forces the kept GEMMs (named in the report, part of the resume fingerprint); a bad
 // list and the flag without int8 are usage errors.
 TEST(Int8, KeepListIsForcedAndReported) {
-  NEED_NATIVE_INT8();
+  NEED_INT8();
   auto dir = testing::scratch_dir("int8_keep");
   Json all = run_int8_fixture("bert_cls_single", dir / "all", kCaps[0], {"--int8-keep", "none"});
   Json kept =
@@ -304,7 +322,7 @@ TEST(Int8, KeepListIsForcedAndReported) {
 // Targets the all-int8 model misses make the check keep the GEMMs with the largest measured
 // errors until they hold; a target no plan can meet stops the run (exit 4) before any output.
 TEST(Int8, ChoosesKeptGemmsOnTheCheckRows) {
-  NEED_NATIVE_INT8();
+  NEED_INT8();
   auto dir = testing::scratch_dir("int8_choose");
   Json all = run_int8_fixture("bert_embed", dir / "all", kCaps[0],
                               {"--int8-keep", "none", "--task", "embed"});

@@ -74,7 +74,7 @@ TEST(BenchCli, ReportsThroughputGemmSpeedAndOpShares) {
 // `bench --calibrate-on FILE` times the int8 model a run over FILE would use: calibrated on its
 // check rows, with the kept GEMMs the check chooses (issue 30: speed and accuracy of one model).
 TEST(BenchCli, Int8CalibratedOnAnInputIsTheRunsModel) {
-  NEED_CPU(native_int8(), "native int8 dot products");
+  NEED_CPU(int8(), "AVX2 (int8 GEMMs)");
   auto dir = testing::scratch_dir("bench_calibrate");
   const std::string model = testing::fixture("models/bert_cls_multi").string();
   const auto rows = testing::write_fixture_rows(dir, "bert_cls_multi");

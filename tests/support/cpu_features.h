@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,16 @@ struct CpuFeatures {
   // What mcinfer runs natively: bf16 dot products (its bf16 path), int8 dot products (int8).
   bool native_bf16() const { return (avx512 && avx512_bf16) || amx_bf16; }
   bool native_int8() const { return (avx512 && avx512_vnni) || avx_vnni || amx_int8; }
+  // Where --precision int8 runs at all: natively, or on our AVX2 kernels.
+  bool int8() const { return avx2; }
 
   // The precision paths and instruction sets this CPU cannot exercise, in words.
   std::vector<std::string> not_exercised() const {
     std::vector<std::string> out;
     if (!native_bf16()) out.push_back("bf16 (no avx512_bf16, no AMX-BF16)");
     if (!amx_bf16) out.push_back("AMX-BF16");
-    if (!native_int8()) out.push_back("int8 (no avx512_vnni, avx_vnni or AMX-INT8)");
+    if (!int8()) out.push_back("int8 (no AVX2)");
+    if (!native_int8()) out.push_back("int8 on VNNI (no avx512_vnni, avx_vnni or AMX-INT8)");
     if (!amx_int8) out.push_back("AMX-INT8");
     if (!avx_vnni) out.push_back("avx2_vnni (no avx_vnni)");
     if (!avx512) out.push_back("avx512 kernels");
@@ -59,6 +63,12 @@ inline CpuFeatures read_cpu_features() {
   f.amx_bf16 = tiles && bit(d7, 24) && bit(d7, 22);
   f.amx_int8 = tiles && bit(d7, 24) && bit(d7, 25);
   return f;
+}
+
+// MCINFER_REQUIRE_<what>=1: a test that needs <what> fails rather than skips (CI sets them).
+inline bool required(const char* what) {
+  const char* env = std::getenv((std::string("MCINFER_REQUIRE_") + what).c_str());
+  return env != nullptr && std::string(env) == "1";
 }
 
 inline const CpuFeatures& cpu_features() {

@@ -9,7 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cpu/gemm_avx2.h"
 #include "backends/cpu/gemm_engine.h"
+#include "backends/cpu/isa.h"
 #include "core/error.h"
 #include "core/fault.h"
 
@@ -31,21 +33,29 @@ constexpr std::int64_t kRowQuantum = 16;
 constexpr std::int64_t kS8BlockBytes = 768 * 1024;
 
 // Below AVX-512, oneDNN 2.6 has no f32 matmul kernel on blocked weights: its matmul is
-// "gemm:jit", the sgemm, which picks its kernel by the row count (a no-copy kernel below ~300
-// rows, one that packs panels above, and narrower ones for the rows past a multiple of its
-// unroll), each grouping a row's sums its own way. A row's outputs then changed with the batch it
-// was in: 2.2e-7 on MiniLM's embeddings, 1.2e-7 on a probability (Zen 3, 2026-12-06), so that
-// replica counts, schedules, resumes and two dynamic runs gave different bytes. Calls of a
-// multiple of 48 rows and at most 240 always take the no-copy kernel (its rule: 1/m + 1/n >=
-// 0.0038) with no partial unroll, and a row's sums no longer depend on the other rows (row
-// counts rounded to 16s in calls of up to 256 still differed; F32RowOutputsDoNotDependOnTheRowCount
-// in gemm_test). It costs 9% of MiniLM's fp32 speed there (0.913x, same machine; bench/RESULTS.md).
+// "gemm:jit", the sgemm, which picks its kernel by the row count, each grouping a row's sums its
+// own way, so a row's outputs changed with the batch it was in (2.2e-7 on MiniLM, Zen 3). Our
+// AVX2 GEMM (gemm_avx2.h) runs there instead. Where it cannot (MCINFER_MAX_ISA=generic, or a CPU
+// without AVX2) the sgemm still runs, on calls of a multiple of 48 rows and at most 240, which
+// always take its no-copy kernel with no partial unroll (its rule: 1/m + 1/n >= 0.0038), so that
+// a row's sums do not depend on the other rows (F32RowOutputsDoNotDependOnTheRowCount).
 constexpr std::int64_t kSgemmRowQuantum = 48;
 constexpr std::int64_t kSgemmCallRows = 240;
 
-bool row_count_picks_sgemm_kernel() {
-  return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core;
+bool library_has_avx512() {
+  return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
 }
+
+bool own_kernels_have_avx2() { return best_isa() >= Isa::kAvx2; }
+
+// f32 GEMMs on our AVX2 kernels where the library has no AVX-512 (its sgemm reached ~63% of a
+// Zen 3 core's FMA peak, ours ~90%: bench/RESULTS.md).
+bool own_f32() { return !library_has_avx512() && own_kernels_have_avx2(); }
+
+// s8 GEMMs on our AVX2 kernels where the library has no VNNI (its u8·s8 pair sums saturate).
+bool own_s8() { return native_int8_isa().empty() && own_kernels_have_avx2(); }
+
+bool row_count_picks_sgemm_kernel() { return !library_has_avx512() && !own_f32(); }
 
 std::int64_t row_quantum() {
   return row_count_picks_sgemm_kernel() ? kSgemmRowQuantum : kRowQuantum;
@@ -100,6 +110,7 @@ float weight_value(const void* weight, DType weight_type, std::int64_t i) {
 // q [out, in] and one scale per output channel.
 void quantize_weights(const void* weight, DType weight_type, std::int64_t out, std::int64_t in,
                       const float* smooth, std::int8_t* q, float* scales) {
+  constexpr float levels = 127.0f;
   auto value = [&](std::int64_t o, std::int64_t i) {
     const float w = weight_value(weight, weight_type, o * in + i);
     return smooth ? w * smooth[i] : w;
@@ -108,17 +119,22 @@ void quantize_weights(const void* weight, DType weight_type, std::int64_t out, s
     float amax = 0;
     for (std::int64_t i = 0; i < in; ++i) amax = std::max(amax, std::fabs(value(o, i)));
     if (!std::isfinite(amax)) fail("a weight row of a {}x{} layer is not finite", out, in);
-    scales[o] = amax / 127.0f;
-    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    scales[o] = amax / levels;
+    const float inv = amax > 0 ? levels / amax : 0.0f;
     for (std::int64_t i = 0; i < in; ++i) {
       const float v = std::nearbyint(value(o, i) * inv);
-      q[o * in + i] = static_cast<std::int8_t>(std::clamp(v, -127.0f, 127.0f));
+      q[o * in + i] = static_cast<std::int8_t>(std::clamp(v, -levels, levels));
     }
   }
 }
 
 // SmoothQuant's factors with α = 0.5: s[i] = sqrt(input_max[i] / max_o |W[o, i]|), 1 where
-// either is 0 (a channel never seen, or a dead weight column), within [1e-4, 1e4].
+// either is 0 (a channel never seen, or a dead weight column), within [1, 1e4]. Below 1 a channel
+// whose calibrated range was smaller than its weights' would be amplified by 1/s; a row with a
+// value there that the calibration rows never showed then set the row's scale and crushed its
+// other channels (MiniLM's corpus row 2462, "！？\t[PAD],": cosine 0.946 to fp32, every other row
+// ≥ 0.992; with s ≥ 1 that row is 0.993 and the corpus mean unchanged, 0.99804, Zen 3). So
+// smoothing only moves range out of the activations, never into them.
 std::vector<float> smoothing(const void* weight, DType weight_type, std::int64_t out,
                              std::int64_t in, const float* input_max) {
   std::vector<float> column_max(static_cast<std::size_t>(in), 0.0f);
@@ -129,7 +145,7 @@ std::vector<float> smoothing(const void* weight, DType weight_type, std::int64_t
   std::vector<float> s(static_cast<std::size_t>(in), 1.0f);
   for (std::int64_t i = 0; i < in; ++i) {
     if (!(input_max[i] > 0) || !(column_max[i] > 0) || !std::isfinite(input_max[i])) continue;
-    s[i] = std::clamp(std::sqrt(input_max[i] / column_max[i]), 1e-4f, 1e4f);
+    s[i] = std::clamp(std::sqrt(input_max[i] / column_max[i]), 1.0f, 1e4f);
   }
   return s;
 }
@@ -186,6 +202,12 @@ std::string native_int8_isa() {
   return "";
 }
 
+std::string int8_isa() {
+  std::string native = native_int8_isa();
+  if (!native.empty()) return native;
+  return own_s8() ? "avx2" : "";
+}
+
 std::string gemm_isa_name() {
   switch (dnnl_get_effective_cpu_isa()) {
     case dnnl_cpu_isa_avx512_core_amx:
@@ -220,7 +242,57 @@ struct PackedLinear::Impl {
   AlignedBuffer<float> input_multiplier;  // s8 weights with smoothing only
   bool has_bias = false;
   const dnnl::engine* engine = nullptr;
+  // Where our AVX2 kernels run this layer (own_f32, own_s8): their panels (gemm_avx2.h) instead
+  // of the library's layout.
+  bool own = false;
+  AlignedBuffer<float> own_f32;
+  AlignedBuffer<std::int8_t> own_s8;
+
+  // Packs `weight` (of the compute type, or f32/bf16 widened for f32) in the library's layout.
+  void pack_for_library(const dnnl::engine& eng, const void* weight, DType weight_type,
+                        std::int64_t out, std::int64_t in, DType compute, bool with_bias);
+  void pack_own(const void* weight, DType weight_type, std::int64_t out, std::int64_t in);
 };
+
+void PackedLinear::Impl::pack_for_library(const dnnl::engine& eng, const void* weight,
+                                          DType weight_type, std::int64_t out, std::int64_t in,
+                                          DType compute, bool with_bias) {
+  // The library chooses the blocked layout; it does not depend on the row count, so one packing
+  // serves every batch (checked when each row count's kernel is created).
+  dnnl::memory::desc any({in, out}, library_type(compute), tag::any);
+  const bool s8 = compute == DType::kS8;
+  // An s8 GEMM writes s32 and takes its bias in our epilogue.
+  auto pd =
+      make_pd(eng, 128, in, out, any, with_bias && !s8, Activation::kNone, s8 ? dt::s32 : dt::f32);
+  packed_desc = pd.weights_desc();
+  packed = dnnl::memory(packed_desc, eng);
+  // Wᵀ as [in, out] is W [out, in] read with strides (1, in): the 'ba' layout. The reorder also
+  // converts f32 to bf16 (rounding to nearest even) when the types differ.
+  dnnl::memory plain({{in, out}, library_type(weight_type), tag::ba}, eng,
+                     const_cast<void*>(weight));
+  dnnl::stream stream(eng);
+  dnnl::reorder(plain, packed).execute(stream, plain, packed);
+  stream.wait();
+}
+
+void PackedLinear::Impl::pack_own(const void* weight, DType weight_type, std::int64_t out,
+                                  std::int64_t in) {
+  own = true;
+  if (weight_type == DType::kS8) {
+    own_s8.resize(static_cast<std::size_t>(avx2::packed_s8_size(out, in)));
+    avx2::pack_s8(static_cast<const std::int8_t*>(weight), out, in, own_s8.data());
+    return;
+  }
+  std::vector<float> widened;
+  const float* w = static_cast<const float*>(weight);
+  if (weight_type == DType::kBf16) {  // a bf16 checkpoint run in fp32
+    widened.resize(static_cast<std::size_t>(out * in));
+    for (std::int64_t i = 0; i < out * in; ++i) widened[i] = weight_value(weight, weight_type, i);
+    w = widened.data();
+  }
+  own_f32.resize(static_cast<std::size_t>(avx2::packed_f32_size(out, in)));
+  avx2::pack_f32(w, out, in, own_f32.data());
+}
 
 PackedLinear::PackedLinear(const GemmEngine& engine, const void* weight, DType weight_type,
                            const float* bias, std::int64_t out, std::int64_t in, DType compute)
@@ -237,17 +309,8 @@ PackedLinear::PackedLinear(const GemmEngine& engine, const void* weight, DType w
     : in_(in), out_(out), compute_(compute), impl_(std::make_unique<Impl>()) {
   const dnnl::engine& eng = engine.impl().engine;
   impl_->engine = &eng;
-  // The library chooses the blocked layout; it does not depend on the row count, so one packing
-  // serves every batch (checked when each row count's kernel is created).
-  dnnl::memory::desc any({in, out}, library_type(compute), tag::any);
-  const bool s8 = compute == DType::kS8;
-  // An s8 GEMM writes s32 and takes its bias in our epilogue.
-  auto pd = make_pd(eng, 128, in, out, any, bias != nullptr && !s8, Activation::kNone,
-                    s8 ? dt::s32 : dt::f32);
-  impl_->packed_desc = pd.weights_desc();
-  impl_->packed = dnnl::memory(impl_->packed_desc, eng);
   AlignedBuffer<std::int8_t> quantized;
-  if (s8) {
+  if (compute == DType::kS8) {
     quantized.resize(static_cast<std::size_t>(out * in));
     impl_->weight_scales.resize(static_cast<std::size_t>(out));
     std::vector<float> smooth;
@@ -261,13 +324,11 @@ PackedLinear::PackedLinear(const GemmEngine& engine, const void* weight, DType w
     weight = quantized.data();
     weight_type = DType::kS8;
   }
-  // Wᵀ as [in, out] is W [out, in] read with strides (1, in): the 'ba' layout. The reorder also
-  // converts f32 to bf16 (rounding to nearest even) when the types differ.
-  dnnl::memory plain({{in, out}, library_type(weight_type), tag::ba}, eng,
-                     const_cast<void*>(weight));
-  dnnl::stream stream(eng);
-  dnnl::reorder(plain, impl_->packed).execute(stream, plain, impl_->packed);
-  stream.wait();
+  if ((compute == DType::kF32 && own_f32()) || (compute == DType::kS8 && own_s8())) {
+    impl_->pack_own(weight, weight_type, out, in);
+  } else {
+    impl_->pack_for_library(eng, weight, weight_type, out, in, compute, bias != nullptr);
+  }
   if (bias != nullptr) {
     impl_->has_bias = true;
     impl_->bias.resize(static_cast<std::size_t>(out));
@@ -289,8 +350,10 @@ const float* PackedLinear::input_multiplier() const {
 }
 
 std::size_t PackedLinear::packed_bytes() const {
-  return impl_->packed_desc.get_size() + impl_->bias.capacity_bytes() +
-         impl_->weight_scales.capacity_bytes() + impl_->input_multiplier.capacity_bytes();
+  return (impl_->own ? impl_->own_f32.capacity_bytes() + impl_->own_s8.capacity_bytes()
+                     : impl_->packed_desc.get_size()) +
+         impl_->bias.capacity_bytes() + impl_->weight_scales.capacity_bytes() +
+         impl_->input_multiplier.capacity_bytes();
 }
 
 struct GemmRunner::Impl {
@@ -325,13 +388,33 @@ struct GemmRunner::Impl {
   std::unordered_map<Key, Kernel, KeyHash> kernels;
   AlignedBuffer<std::uint8_t> scratch;
   AlignedBuffer<std::int32_t> s32;  // one block of an s8 GEMM's products
+  AlignedBuffer<std::int16_t> s16;  // our s8 kernels' inputs widened (gemm_avx2.h)
 
   // The kernel for `rows` (already rounded) of w, compiled on first use.
   const Kernel& kernel(const PackedLinear& w, std::int64_t rows, Activation act, bool bias,
                        DType y_type);
   void run(const Kernel& kernel, const PackedLinear& w, const void* x, std::int64_t rows, void* y,
            dt y_type, bool bias);
+  // y[rows, out] = x · Wᵀ in s32 for s8 weights, on our kernels or the library's.
+  void run_s8(const PackedLinear& w, const std::int8_t* x, std::int64_t rows, std::int32_t* y,
+              int threads);
 };
+
+void GemmRunner::Impl::run_s8(const PackedLinear& w, const std::int8_t* x, std::int64_t rows,
+                              std::int32_t* y, int threads) {
+  const PackedLinear::Impl& wi = w.impl();
+  if (wi.own) {
+    const std::size_t need = static_cast<std::size_t>(avx2::s8_scratch_size(rows, w.in_features()));
+    if (s16.size() < need) s16.resize(need);
+    avx2::gemm_s8(wi.own_s8.data(), x, rows, w.in_features(), w.out_features(), y, s16.data(),
+                  threads);
+    return;
+  }
+  // The library's kernels take whole steps of rows (x and y have room for them).
+  const std::int64_t padded = round_rows(rows);
+  const Kernel& k = kernel(w, padded, Activation::kNone, false, DType::kS8);
+  run(k, w, x, padded, y, dt::s32, false);
+}
 
 const GemmRunner::Impl::Kernel& GemmRunner::Impl::kernel(const PackedLinear& w, std::int64_t rows,
                                                          Activation act, bool bias, DType y_type) {
@@ -403,6 +486,12 @@ void GemmRunner::linear(const PackedLinear& w, const void* x, std::int64_t rows,
   // The OpenMP team size is per calling thread: each replica thread sets its own.
   if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
   const bool bias = w.impl().has_bias && with_bias;
+  if (w.impl().own) {
+    avx2::gemm_f32(w.impl().own_f32.data(), static_cast<const float*>(x), rows, w.in_features(),
+                   w.out_features(), bias ? w.impl().bias.data() : nullptr, act, avx2_kernels(),
+                   static_cast<float*>(y), threads_);
+    return;
+  }
   const std::int64_t block = row_count_picks_sgemm_kernel() ? kSgemmCallRows : rows;
   const dt out_type = library_type(y_type);
   const std::size_t x_row_bytes =
@@ -425,9 +514,7 @@ void GemmRunner::library_s8(const PackedLinear& w, const std::int8_t* x, std::in
   if (rows <= 0) return;
   if (w.compute_type() != DType::kS8) fail("internal: library_s8 needs s8 weights");
   if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
-  const std::int64_t padded = round_rows(rows);
-  const Impl::Kernel& kernel = impl_->kernel(w, padded, Activation::kNone, false, DType::kS8);
-  impl_->run(kernel, w, x, padded, y, dt::s32, false);
+  impl_->run_s8(w, x, rows, y, threads_);
 }
 
 void GemmRunner::linear_s8(const PackedLinear& w, const std::int8_t* x, const float* x_scales,
@@ -446,9 +533,7 @@ void GemmRunner::linear_s8(const PackedLinear& w, const std::int8_t* x, const fl
   // rounded row count stays inside the caller's padded_rows(rows) rows.
   for (std::int64_t begin = 0; begin < rows; begin += block) {
     const std::int64_t count = std::min(block, rows - begin);
-    const std::int64_t padded = round_rows(count);
-    const Impl::Kernel& kernel = impl_->kernel(w, padded, Activation::kNone, false, DType::kS8);
-    impl_->run(kernel, w, x + begin * k, padded, impl_->s32.data(), dt::s32, false);
+    impl_->run_s8(w, x + begin * k, count, impl_->s32.data(), threads_);
     if (fault_active("int8-gemm-wrong")) {
       // A broken kernel for the tests that must catch one: the last 16 output channels lost.
       for (std::int64_t r = 0; r < count; ++r)

@@ -27,9 +27,11 @@ std::string native_bf16_isa();
 std::string emulated_bf16_isa();
 // Which native int8 dot-product instructions the GEMM library will run on this CPU (after any
 // ONEDNN_MAX_CPU_ISA cap): "amx_int8", "avx512_vnni", "avx2_vnni", or empty when there are none.
-// Without VNNI the library multiplies u8·s8 pairs with 16-bit saturating adds (vpmaddubsw), the
-// saturation ONNX Runtime's reduce_range works around; int8 is refused there.
 std::string native_int8_isa();
+// The instructions an int8 GEMM runs on here: native_int8_isa(), else "avx2" (our kernels: s8
+// widened to s16 for vpmaddwd, exact; without VNNI the library sums u8·s8 pairs in saturating
+// 16-bit lanes, vpmaddubsw), or empty where neither runs (int8 is refused).
+std::string int8_isa();
 // What the GEMM library dispatches to at most on this CPU (its effective ISA), for reports.
 std::string gemm_isa_name();
 

@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 namespace mcinfer::cpu {
@@ -54,7 +57,8 @@ TEST(Gemm, PackedLinearMatchesReferenceForEveryRowCount) {
       }
     }
   }
-  EXPECT_GT(runner.compiled_kernels(), 0u);
+  // Below AVX-512 our AVX2 GEMM runs f32 and compiles nothing.
+  EXPECT_EQ(runner.compiled_kernels() > 0u, testing::cpu_features().avx512);
 }
 
 // A runner outlives the weights it has run: weights freed and new ones of another shape made
@@ -108,7 +112,7 @@ TEST(Gemm, SameShapeLayersShareKernelsAndKeepTheirOwnWeights) {
       }
     }
   }
-  EXPECT_EQ(runner.compiled_kernels(), 1u);
+  EXPECT_EQ(runner.compiled_kernels(), testing::cpu_features().avx512 ? 1u : 0u);
 }
 
 // bf16 layers: weights (from f32 or from bf16 bits) and inputs are rounded to bf16, products
@@ -171,10 +175,50 @@ void reference_quantize(const float* x, std::int64_t cols, std::int8_t* q, doubl
     q[c] = amax == 0 ? 0 : static_cast<std::int8_t>(std::nearbyint(x[c] * (127.0f / amax)));
 }
 
+// int8 runs on every AVX2 CPU: natively with VNNI, else on our kernels.
+TEST(Gemm, Int8RunsWhereverAvx2Does) {
+  const auto& cpu = ::mcinfer::testing::cpu_features();
+  if (cpu.avx2) {
+    EXPECT_FALSE(int8_isa().empty());
+  }
+  if (cpu.native_int8()) {
+    EXPECT_EQ(int8_isa(), native_int8_isa());
+  } else if (cpu.avx2) {
+    EXPECT_EQ(int8_isa(), "avx2");
+  }
+}
+
+// The worst case for 16-bit pair sums: inputs at ±127 (255 or 1 once shifted to u8, as the
+// library does) against 8-bit weights at ±127 in runs of one sign, so that many pairs of products
+// reach 2·255·127 = 64,770; the s32 products must equal the exact integer sums. Through oneDNN
+// 2.6 without VNNI (vpmaddubsw, saturating at 32,767) every output here is wrong (Zen 3).
+TEST(Gemm, S8ProductsAreExactAtSaturatingInputs) {
+  NEED_CPU(int8(), "AVX2 (int8 GEMMs)");
+  GemmEngine engine;
+  GemmRunner runner(engine, 1);
+  for (auto [in, out] : {std::pair<std::int64_t, std::int64_t>{64, 16}, {768, 96}, {3072, 48}}) {
+    std::vector<float> w(static_cast<std::size_t>(in * out));
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = (i / 5) % 3 == 0 ? -1.0f : 1.0f;
+    PackedLinear linear(engine, w.data(), DType::kF32, nullptr, out, in, DType::kS8);
+    const std::int64_t rows = 50, padded = GemmRunner::round_rows(rows);
+    std::vector<std::int8_t> x(static_cast<std::size_t>(padded * in));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = (i / 7) % 4 == 0 ? -127 : 127;
+    std::vector<std::int32_t> y(static_cast<std::size_t>(padded * out));
+    runner.library_s8(linear, x.data(), rows, y.data());
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t o = 0; o < out; ++o) {
+        std::int64_t dot = 0;
+        for (std::int64_t i = 0; i < in; ++i)
+          dot += std::int64_t{x[r * in + i]} * (w[o * in + i] < 0 ? -127 : 127);
+        ASSERT_EQ(y[r * out + o], dot) << in << "x" << out << " r " << r << " o " << o;
+      }
+  }
+}
+
 // s8 weights and inputs: exact integer products scaled back, against the same quantization done
 // independently in double; every output type, row counts across the block size, 1 and 2 threads.
 TEST(Gemm, S8LinearMatchesIntegerReference) {
-  NEED_CPU(native_int8(), "native int8 dot products");
+  NEED_CPU(int8(), "AVX2 (int8 GEMMs)");
   GemmEngine engine;
   const KernelTable& k = kernels_for(best_isa());
   for (int threads : {1, 2}) {
@@ -254,7 +298,7 @@ TEST(Gemm, S8LinearMatchesIntegerReference) {
 // they are quantized, inputs by 1 / s; the products equal an integer reference built that way,
 // and on inputs with a few outlier channels (as a LayerNorm's output has) the error drops.
 TEST(Gemm, S8SmoothingMatchesItsDefinitionAndHelpsOutlierChannels) {
-  NEED_CPU(native_int8(), "native int8 dot products");
+  NEED_CPU(int8(), "AVX2 (int8 GEMMs)");
   GemmEngine engine;
   GemmRunner runner(engine, 1);
   const KernelTable& k = kernels_for(best_isa());
@@ -280,7 +324,7 @@ TEST(Gemm, S8SmoothingMatchesItsDefinitionAndHelpsOutlierChannels) {
   for (std::int64_t i = 0; i < in; ++i) {
     float column = 0;
     for (std::int64_t o = 0; o < out; ++o) column = std::max(column, std::fabs(w[o * in + i]));
-    s[i] = std::sqrt(input_max[i] / column);
+    s[i] = std::max(1.0f, std::sqrt(input_max[i] / column));
     ASSERT_NEAR(smoothed.input_multiplier()[i], 1.0 / s[i], 1e-6 / s[i]);
     for (std::int64_t o = 0; o < out; ++o) ws[o * in + i] = w[o * in + i] * s[i];
   }
@@ -345,8 +389,8 @@ TEST(Gemm, F32LayerRefusesABf16Output) {
 }
 
 TEST(Gemm, RowCountsAreRoundedToFewKernels) {
-  // Below AVX-512 (cpuid, not the library) the f32 kernel is the sgemm: rounded to 48s.
-  const bool sgemm = !testing::cpu_features().avx512;
+  // Below AVX-512 and AVX2 (cpuid, not the library) the f32 kernel is the sgemm: rounded to 48s.
+  const bool sgemm = !testing::cpu_features().avx512 && !testing::cpu_features().avx2;
   EXPECT_EQ(GemmRunner::round_rows(3), sgemm ? 48 : 3);
   EXPECT_EQ(GemmRunner::round_rows(17), sgemm ? 48 : 32);
   EXPECT_EQ(GemmRunner::round_rows(32), sgemm ? 48 : 32);
@@ -355,10 +399,16 @@ TEST(Gemm, RowCountsAreRoundedToFewKernels) {
 
 // fp32 promises the same bytes whatever the batch composition (schedules, replica counts,
 // resumes): a row's outputs must not depend on how many rows share its call. The shapes are
-// MiniLM's four (the sgemm switches kernels at a few hundred rows for these).
-TEST(Gemm, F32RowOutputsDoNotDependOnTheRowCount) {
+// MiniLM's four (the sgemm switches kernels at a few hundred rows for these). Every f32 path of
+// this CPU: the best (the library's brgemm with AVX-512, else our AVX2 GEMM on 1 and 2 threads),
+// and with our kernels capped to generic (the library alone: its sgemm below AVX-512).
+class F32RowOutputs : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+
+TEST_P(F32RowOutputs, DoNotDependOnTheRowCount) {
+  const auto [cap, threads] = GetParam();
+  if (*cap != '\0') setenv("MCINFER_MAX_ISA", cap, 1);
   GemmEngine engine;
-  GemmRunner runner(engine, 1);
+  GemmRunner runner(engine, threads);
   for (auto [in, out] :
        {std::pair<std::int64_t, std::int64_t>{384, 1152}, {384, 384}, {384, 1536}, {1536, 384}}) {
     auto w = random_vector(static_cast<std::size_t>(in * out), 4);
@@ -379,7 +429,16 @@ TEST(Gemm, F32RowOutputsDoNotDependOnTheRowCount) {
         ASSERT_EQ(y[i], alone[i]) << in << "x" << out << ", " << rows << " rows, value " << i;
     }
   }
+  unsetenv("MCINFER_MAX_ISA");
 }
+
+INSTANTIATE_TEST_SUITE_P(Gemm, F32RowOutputs,
+                         ::testing::Values(std::make_tuple("", 1), std::make_tuple("", 2),
+                                           std::make_tuple("generic", 1)),
+                         [](const auto& info) {
+                           return std::string(*std::get<0>(info.param) ? "generic" : "best") + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "_threads";
+                         });
 
 }  // namespace
 }  // namespace mcinfer::cpu

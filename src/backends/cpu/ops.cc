@@ -66,19 +66,24 @@ Precision int8_fallback_precision() {
 
 namespace {
 PrecisionChoice resolve_int8() {
-  const std::string native = cpu::native_int8_isa();
-  if (native.empty()) {
+  const std::string isa = cpu::int8_isa();
+  if (isa.empty()) {
     fail_usage(
-        "--precision int8: this CPU has no native int8 dot products (none of avx512_vnni, "
-        "avx_vnni, amx_int8{}); without them u8·s8 products are summed in saturating 16-bit "
-        "lanes, which can change results. Use --precision bf16 or fp32",
-        std::getenv("ONEDNN_MAX_CPU_ISA") ? ", or ONEDNN_MAX_CPU_ISA caps them" : "");
+        "--precision int8: this CPU has no AVX2, the least int8 GEMMs run on{}; use --precision "
+        "fp32",
+        std::getenv("MCINFER_MAX_ISA") || std::getenv("ONEDNN_MAX_CPU_ISA")
+            ? " (or MCINFER_MAX_ISA / ONEDNN_MAX_CPU_ISA caps it)"
+            : "");
   }
+  const std::string native = cpu::native_int8_isa();
   PrecisionChoice choice;
   choice.precision = Precision::kInt8;
-  choice.native_isa = native;
-  choice.reason = fmt::format("precision int8 (requested; native: {}; attention in {})", native,
-                              precision_name(int8_fallback_precision()));
+  choice.native_isa = isa;
+  // Without VNNI the GEMMs are ours (gemm_avx2.h): exact s8 products, as VNNI's.
+  choice.reason = fmt::format(
+      "precision int8 (requested; {}; attention in {})",
+      native.empty() ? "avx2: no VNNI, s8 products widened to 16 bits (ours)" : "native: " + native,
+      precision_name(int8_fallback_precision()));
   return choice;
 }
 }  // namespace
@@ -127,7 +132,13 @@ PrecisionChoice resolve_precision(Precision requested) {
       break;
   }
   if (native.empty()) {
-    choice.reason = "precision fp32 (auto: no native bf16 dot products on this CPU)";
+    // int8 is never chosen for the user (it changes the numbers more); say that it runs here.
+    const std::string int8 = cpu::int8_isa();
+    choice.reason = int8.empty() ? "precision fp32 (auto: no native bf16 dot products on this CPU)"
+                                 : fmt::format(
+                                       "precision fp32 (auto: no native bf16 dot products "
+                                       "on this CPU; --precision int8 runs here on {})",
+                                       int8);
     return choice;
   }
   choice.precision = Precision::kBf16;

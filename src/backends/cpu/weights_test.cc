@@ -328,7 +328,7 @@ TEST(Bf16Weights, PackedBytesAreAtMostHalfOfFp32Plus5Percent) {
 
 // int8 weights: a quarter of the fp32 packing plus the scales (issue 13: at most 0.3), shared.
 TEST(Int8Weights, PackedBytesAreAtMostThreeTenthsOfFp32) {
-  NEED_CPU(native_int8(), "native int8 dot products");
+  NEED_CPU(int8(), "AVX2 (int8 GEMMs)");
   const double ratio = packed_ratio_to_fp32(ops::Precision::kInt8, ops::DType::kS8);
   EXPECT_LE(ratio, 0.30);
   EXPECT_GE(ratio, 0.24);
@@ -336,7 +336,7 @@ TEST(Int8Weights, PackedBytesAreAtMostThreeTenthsOfFp32) {
 
 // Kept GEMMs are prepared in the fallback precision; a keep list outside int8 is an error.
 TEST(Int8Weights, KeptGemmsUseTheFallbackPrecision) {
-  NEED_CPU(native_int8(), "native int8 dot products");
+  NEED_CPU(int8(), "AVX2 (int8 GEMMs)");
   auto device = ops::Device::cpu();
   const auto model = testing::fixture("models/bert_cls_single");
   const std::vector<GemmId> keep = {{1, GemmSlot::kFfnIn}, {0, GemmSlot::kQkv}};
