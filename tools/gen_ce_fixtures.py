@@ -9,8 +9,9 @@ The layouts, one per reference stack (each run writes only its own stack's fixtu
           Transformer whose sentence_bert_config.json says transformer_task
           "sequence-classification"; the activation in config_sentence_transformers.json.
           Regenerate: tools/venv.sh && .venv/bin/python tools/gen_ce_fixtures.py
-- ce53_*: sentence-transformers 4.0 to 5.3 (5.3.0, tools/requirements-st53.txt): a plain
-          transformers directory; config.json's sentence_transformers.activation_fn.
+- ce53_*: sentence-transformers 4.0 to 5.3 (5.3.0 with transformers 4.57.6,
+          tools/requirements-st53.txt): a plain transformers directory; config.json's
+          sentence_transformers.activation_fn.
           Regenerate: tools/venv.sh --st53 && .venv-st53/bin/python tools/gen_ce_fixtures.py
 - ce33_*: sentence-transformers before 4.0 (3.3.1, tools/requirements-legacy.txt): a plain
           transformers directory; config.json's sbert_ce_default_activation_function, which 2.x
