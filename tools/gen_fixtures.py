@@ -18,7 +18,6 @@ Idempotent: deletes and rewrites the fixtures of the stack it runs under (README
 stack, README_tf5.md for the current one). Deterministic: same bytes on every run.
 """
 import json
-import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,8 @@ from transformers import (BertConfig, BertForSequenceClassification, BertModel, 
                           MPNetForSequenceClassification, MPNetModel, RobertaConfig,
                           RobertaForSequenceClassification, RobertaModel, XLMRobertaConfig,
                           XLMRobertaForSequenceClassification, XLMRobertaModel)
+
+from fixture_weights import randomize  # noqa: E402  (one weight recipe for all model fixtures)
 
 torch.set_num_threads(1)
 
@@ -254,34 +255,6 @@ SPECS = [
          notes=["base model (tensors without the model. prefix), head dim 16, window +-3, rotary bases 1000 and "
                 "500 through rope_parameters"]),
 ]
-
-
-def is_sinusoidal(model, name):
-    cfg = model.config
-    return getattr(cfg, "sinusoidal_pos_embds", False) and name.endswith("embeddings.position_embeddings.weight")
-
-
-def randomize(model, gen):
-    """Re-draws every parameter so that each one visibly matters in the output."""
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if is_sinusoidal(model, name):
-                continue  # keep the fixed table HF computed: it is what gets saved
-            r = torch.randn(p.shape, generator=gen, dtype=torch.float32)
-            if "LayerNorm" in name or "layer_norm" in name or name.rsplit(".", 2)[-2].endswith("norm"):
-                p.copy_(1.0 + 0.2 * r if name.endswith("weight") else 0.2 * r)
-            elif name.endswith("bias"):
-                p.copy_(0.2 * r)
-            elif "relative_attention_bias" in name:  # [buckets, heads]: a visible bias per bucket
-                p.copy_(0.5 * r)
-            elif "word_embeddings" in name:
-                p.copy_(r)
-            elif "embeddings" in name and "embeddings_project" not in name:  # position / token type
-                p.copy_(0.5 * r)
-            elif p.dim() == 2:  # Linear: [out, in]
-                p.copy_(r / math.sqrt(p.shape[1]))
-            else:
-                raise RuntimeError(f"unexpected parameter {name} {tuple(p.shape)}")
 
 
 def make_inputs(spec, cfg, gen):

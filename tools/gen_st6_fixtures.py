@@ -44,7 +44,7 @@ from transformers import (AutoTokenizer, BertConfig, BertModel, ModernBertConfig
                           XLMRobertaModel)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_fixtures import randomize  # noqa: E402  (one weight recipe for all model fixtures)
+from fixture_weights import randomize  # noqa: E402  (one weight recipe for all model fixtures)
 # The same folders, texts and recipe as the legacy stack's generator (which sets one thread).
 from gen_st_fixtures import (OUT, TEXTS, TOK, TOKDIR_TEXTS, TOKDIRS, make_all,  # noqa: E402
                              randomize_dense, write_csv)

@@ -36,7 +36,7 @@ from transformers import (AutoTokenizer, BertConfig, BertForSequenceClassificati
                           XLMRobertaConfig, XLMRobertaForSequenceClassification, XLMRobertaModel)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_fixtures import randomize  # noqa: E402  (one weight recipe for all model fixtures)
+from fixture_weights import randomize  # noqa: E402  (one weight recipe for all model fixtures)
 
 torch.set_num_threads(1)
 

@@ -1,4 +1,4 @@
-"""``mcinfer.Model``: a model directory loaded once, then ``encode`` and ``predict``."""
+"""``mcinfer.Model``: a model directory loaded once, then ``encode``, ``predict`` and ``rank``."""
 
 from __future__ import annotations
 
@@ -240,8 +240,11 @@ class Model:
         output: Output = "numpy",
         batch_tokens: int = 4096,
     ) -> Any:
-        """Classifier probabilities (the directory's activation: softmax, or sigmoid for
-        multi-label), float32 [N, labels] in the order of ``labels``.
+        """Classifier scores, float32 [N, labels] in the order of ``labels``, with the
+        directory's activation as ``mcinfer run`` applies it: for a sentence-transformers
+        cross-encoder ``CrossEncoder.predict``'s (Sigmoid for one label, the logits for more,
+        unless its files name another); for a plain transformers classifier its problem_type's
+        (softmax, sigmoid for multi-label, none for regression).
 
         ``sentences``: texts (as for ``encode``), or pairs: a list of (text, text) tuples or a
         tuple of two columns ``(texts, pairs)``. ``output="arrow"``: a pyarrow Table with one
@@ -261,6 +264,49 @@ class Model:
             output=output,
         )
         return _columns_to_arrow(values, self.labels) if output == "arrow" else values
+
+
+    def rank(
+        self,
+        query: str,
+        passages: Sequence[str],
+        top_k: int | None = None,
+        return_documents: bool = False,
+        batch_size: int | None = None,
+        show_progress_bar: bool = False,
+        *,
+        batch_tokens: int = 4096,
+    ) -> list[dict[str, Any]]:
+        """The passages ranked by the score of (``query``, passage), as
+        ``CrossEncoder.rank`` returns them: a list of ``{"corpus_id": index in passages,
+        "score": float}`` (with ``"text"``: the passage, when ``return_documents``), highest
+        score first (equal scores in passage order), the first ``top_k`` when given. Needs a
+        model with one label (a cross-encoder's relevance score).
+        """
+        if not isinstance(query, str):
+            raise TypeError("query: expected one str")
+        if isinstance(passages, str):
+            raise TypeError("passages: one str; give a list of str")
+        if len(self.labels) != 1:
+            raise ValueError(
+                f"{self.model_dir}: rank needs one score per pair, but the model has "
+                f"{len(self.labels)} labels ({', '.join(self.labels)})"
+            )
+        passages = list(passages)
+        scores = self.predict(
+            ([query] * len(passages), passages),
+            batch_size=batch_size,
+            show_progress_bar=show_progress_bar,
+            batch_tokens=batch_tokens,
+        )[:, 0]
+        results: list[dict[str, Any]] = []
+        for i, score in enumerate(scores.tolist()):
+            results.append({"corpus_id": i, "score": score})
+            if return_documents:
+                results[-1]["text"] = passages[i]
+        # sorted() is stable: equal scores keep the passages' order, as in sentence-transformers.
+        results.sort(key=lambda r: r["score"], reverse=True)
+        return results[:top_k]
 
 
 def _split_pairs(sentences: Any) -> tuple[Any, Any]:

@@ -84,6 +84,53 @@ def test_predict_pairs_matches_transformers() -> None:
     assert np.array_equal(columns, probs)
 
 
+CROSS_ENCODERS = [
+    "ce6_bert_sigmoid",
+    "ce6_bert_nli3",
+    "ce53_bert_sigmoid",
+    "ce53_bert_nli3",
+    "ce33_bert_sigmoid",
+    "ce33_bert_nli3",
+]
+
+
+@pytest.mark.parametrize("name", CROSS_ENCODERS)
+def test_predict_pairs_matches_cross_encoder_predict(name: str) -> None:
+    """Each layout sentence-transformers saved a CrossEncoder in (tools/gen_ce_fixtures.py):
+    CrossEncoder(dir).predict(pairs), the Sigmoid of one label or the logits of three."""
+    directory = FIXTURES / "ce" / name
+    rows = read_csv_rows(directory / "input.csv")
+    want = read_safetensors(directory / "reference.safetensors")["scores"]
+    model = mcinfer.Model(directory, precision="fp32")
+    assert model.task == "classify"
+    got = model.predict([(r["text"], r["pair"]) for r in rows])
+    assert got.shape == want.shape
+    assert np.abs(got - want).max() <= 1e-5
+
+
+@pytest.mark.parametrize("name", ["ce6_bert_sigmoid", "ce53_bert_sigmoid", "ce33_bert_sigmoid"])
+def test_rank_matches_cross_encoder_rank(name: str) -> None:
+    directory = FIXTURES / "ce" / name
+    ranked = json.loads((directory / "reference.json").read_text(encoding="utf-8"))["rank"]
+    model = mcinfer.Model(directory, precision="fp32")
+    got = model.rank(ranked["query"], ranked["passages"])
+    want = ranked["result"]
+    assert [r["corpus_id"] for r in got] == [r["corpus_id"] for r in want]
+    assert max(abs(g["score"] - w["score"]) for g, w in zip(got, want)) <= 1e-5
+    assert set(got[0]) == {"corpus_id", "score"} and isinstance(got[0]["score"], float)
+    top = model.rank(ranked["query"], ranked["passages"], top_k=2, return_documents=True)
+    assert [r["corpus_id"] for r in top] == [r["corpus_id"] for r in want[:2]]
+    assert [r["text"] for r in top] == [ranked["passages"][r["corpus_id"]] for r in want[:2]]
+
+
+def test_rank_needs_one_label() -> None:
+    model = mcinfer.Model(FIXTURES / "ce" / "ce6_bert_nli3", precision="fp32")
+    with pytest.raises(ValueError, match="3 labels"):
+        model.rank("q", ["a", "b"])
+    with pytest.raises(TypeError, match="passages"):
+        mcinfer.Model(FIXTURES / "ce" / "ce6_bert_sigmoid").rank("q", "a")
+
+
 def test_encode_refuses_a_classifier_and_predict_checks_pairs() -> None:
     model = mcinfer.Model(FIXTURES / "text" / "bert_cls", precision="fp32", max_len=64)
     with pytest.raises(ValueError, match="classifier"):

@@ -52,8 +52,12 @@ ModelDir ModelDir::open(const fs::path& dir, Use use) {
   }
   m.st_ = StFiles::read(dir, use == Use::kRun);
   m.has_modules_ = file_exists(dir / "modules.json");
+  if (m.config_) {
+    m.cross_encoder_ = CrossEncoderFiles::read(dir, m.st_, m.has_modules_, m.config_->num_labels);
+  }
   const auto& st = m.st_.modules;
-  if (st && m.config_ && st->pooling.embedding_dimension != m.config_->hidden_size) {
+  if (st && !st->classifier && m.config_ &&
+      st->pooling.embedding_dimension != m.config_->hidden_size) {
     fail("{}: field '{}': {} differs from the model's hidden size {}",
          (dir / st->pooling.source).string(), st->pooling.dimension_field,
          st->pooling.embedding_dimension, m.config_->hidden_size);
@@ -153,16 +157,31 @@ Json EmbeddingPlan::to_json() const {
 }
 
 Sourced<TaskKind> ModelDir::default_task() const {
+  if (cross_encoder_) {
+    return {TaskKind::kClassify,
+            fmt::format("{}: a sentence-transformers CrossEncoder", cross_encoder_->marker)};
+  }
   if (st_.modules) return {TaskKind::kEmbed, "modules.json"};
   if (config().head == Head::kSequenceClassification)
     return {TaskKind::kClassify, "config.json: architectures"};
   return {TaskKind::kEmbed, "config.json: no classification head"};
 }
 
+Sourced<OutputActivation> ModelDir::activation(OutputActivation requested) const {
+  if (requested != OutputActivation::kAuto) return {requested, "--activation"};
+  if (cross_encoder_) {
+    if (!cross_encoder_->unsupported.empty()) fail("{}", cross_encoder_->unsupported);
+    return {cross_encoder_->activation, cross_encoder_->source};
+  }
+  const ModelConfig& c = config();
+  return {resolve_activation(c, requested),
+          fmt::format("config.json: problem_type {}", problem_type_name(c.problem_type))};
+}
+
 EmbeddingPlan ModelDir::embedding_plan(std::optional<PoolingModes> pooling,
                                        std::optional<bool> normalize) const {
   EmbeddingPlan plan;
-  if (const auto& st = st_.modules) {
+  if (const auto& st = st_.modules; st && !st->classifier) {
     plan.pooling = {st->pooling.modes, st->pooling.source};
     if (st->normalize) plan.normalize = {true, *st->normalize};
     plan.dense = st->dense;

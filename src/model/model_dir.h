@@ -16,6 +16,7 @@
 
 #include "core/json.h"
 #include "model/config.h"
+#include "model/cross_encoder.h"
 #include "model/pooling.h"
 #include "model/st_modules.h"
 #include "model/task.h"
@@ -68,9 +69,15 @@ class ModelDir {
   const std::optional<StModules>& sentence_transformers() const { return st_.modules; }
   // What the sentence-transformers version that saved the directory does (see StBehaviour).
   const StBehaviour& st_behaviour() const { return st_.behaviour; }
-  // A sentence-transformers model saved before 5.4: its Transformer.tokenize strips every text
-  // (Python's str.strip) before the tokenizer.
-  bool strips_text() const { return has_modules_ && st_.behaviour.strips_text; }
+  // A sentence-transformers model saved before 5.4 (its Transformer.tokenize), or a
+  // CrossEncoder saved before 4.0 (its predict), strips every text (Python's str.strip) before
+  // the tokenizer.
+  bool strips_text() const {
+    return (has_modules_ && st_.behaviour.strips_text) ||
+           (cross_encoder_ && cross_encoder_->strips_text);
+  }
+  // Present when the directory is a sentence-transformers CrossEncoder (cross_encoder.h).
+  const std::optional<CrossEncoderFiles>& cross_encoder() const { return cross_encoder_; }
   // The prompt prepended to every text: `text` (--prompt), else the prompt named `name`
   // (--prompt-name), else config_sentence_transformers.json's default_prompt_name, else none
   // (value ""). An empty prompt is no prompt, as in encode(). Throws UsageError for both flags
@@ -90,8 +97,16 @@ class ModelDir {
   Sourced<std::size_t> max_len(std::optional<std::size_t> tokenizer_limit,
                                std::optional<std::size_t> requested) const;
 
-  // embed for a sentence-transformers model, classify for a checkpoint with a head, else embed.
+  // classify for a cross-encoder, embed for another sentence-transformers model, classify for a
+  // checkpoint with a head, else embed.
   Sourced<TaskKind> default_task() const;
+
+  // What turns a classifier's logits into its values: `requested` (--activation) unless auto;
+  // for a cross-encoder the activation CrossEncoder.predict applies (its files, else
+  // sentence-transformers' default for its labels); for a plain transformers classifier
+  // config.json's problem_type. The one place a directory's activation is decided. Throws
+  // Error naming the file and field for an activation class mcinfer does not implement.
+  Sourced<OutputActivation> activation(OutputActivation requested) const;
 
   // Pooling, Dense and normalisation for embeddings: the flags when given, else the modules,
   // else mean pooling without normalisation. Throws Error naming the module when the Dense
@@ -110,6 +125,7 @@ class ModelDir {
   std::vector<std::string> tokenizer_files_;
   StFiles st_;
   bool has_modules_ = false;
+  std::optional<CrossEncoderFiles> cross_encoder_;
 };
 
 // Python's str.strip() on UTF-8 text (the characters for which str.isspace() is true).

@@ -1,5 +1,6 @@
 // What ModelDir reads from a model directory and where each fact comes from: sentence-transformers
-// modules as SentenceTransformer.save writes them (tests/fixtures/st), plain checkpoints
+// modules as SentenceTransformer.save writes them (tests/fixtures/st), cross-encoders in each
+// layout CrossEncoder.save has written (tests/fixtures/ce), plain checkpoints
 // (tests/fixtures/models), tokenizer-only directories as AutoTokenizer.save_pretrained writes them
 // (tests/fixtures/tokenizer_dirs), and every refusal naming its file and field.
 #include "model/model_dir.h"
@@ -146,9 +147,11 @@ TEST(ModelDir, TokenizerDirectoriesNeedNoDimensions) {
 }
 
 // A copy of an st fixture to break in one place.
-fs::path copy_fixture(const std::string& name, const std::string& scratch) {
+// A copy of tests/fixtures/<folder>/<name> to change.
+fs::path copy_fixture(const std::string& name, const std::string& scratch,
+                      const std::string& folder = "st") {
   fs::path dir = testing::scratch_dir(scratch) / name;
-  fs::copy(testing::fixture("st/" + name), dir, fs::copy_options::recursive);
+  fs::copy(testing::fixture(folder + "/" + name), dir, fs::copy_options::recursive);
   return dir;
 }
 
@@ -371,6 +374,164 @@ TEST(StripPythonWhitespace, LikeStrStrip) {
   EXPECT_EQ(strip_python_whitespace("\u200bx\ufeff"), "\u200bx\ufeff");
   EXPECT_EQ(strip_python_whitespace(" \xff x \xc3"), "\xff x \xc3");
   EXPECT_EQ(strip_python_whitespace("é "), "é");
+}
+
+// Each layout's marker and activation, as CrossEncoder(dir) reads them (reference.json's
+// `activation` is the class its predict applied).
+TEST(ModelDir, CrossEncoderInEveryLayout) {
+  struct Case {
+    std::string name, marker, source;
+    OutputActivation activation;
+    bool strips;
+  };
+  const std::vector<Case> cases = {
+      {"ce6_bert_sigmoid", "sentence_bert_config.json: transformer_task 'sequence-classification'",
+       "config_sentence_transformers.json: activation_fn torch.nn.modules.activation.Sigmoid",
+       OutputActivation::kSigmoid, false},
+      {"ce6_bert_nli3", "sentence_bert_config.json: transformer_task 'sequence-classification'",
+       "config_sentence_transformers.json: activation_fn torch.nn.modules.linear.Identity",
+       OutputActivation::kNone, false},
+      {"ce53_bert_sigmoid", "config.json: sentence_transformers.activation_fn",
+       "config.json: sentence_transformers.activation_fn torch.nn.modules.activation.Sigmoid",
+       OutputActivation::kSigmoid, false},
+      {"ce53_bert_nli3", "config.json: sentence_transformers.activation_fn",
+       "config.json: sentence_transformers.activation_fn torch.nn.modules.linear.Identity",
+       OutputActivation::kNone, false},
+      {"ce33_bert_sigmoid", "config.json: sbert_ce_default_activation_function",
+       "config.json: sbert_ce_default_activation_function torch.nn.modules.activation.Sigmoid",
+       OutputActivation::kSigmoid, true},
+      {"ce33_bert_nli3", "config.json: sbert_ce_default_activation_function",
+       "config.json: sbert_ce_default_activation_function torch.nn.modules.linear.Identity",
+       OutputActivation::kNone, true},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const ModelDir m = ModelDir::open(testing::fixture("ce/" + c.name));
+    ASSERT_TRUE(m.cross_encoder().has_value());
+    EXPECT_EQ(m.cross_encoder()->marker, c.marker);
+    EXPECT_EQ(m.default_task().value, TaskKind::kClassify);
+    EXPECT_EQ(m.default_task().source, c.marker + ": a sentence-transformers CrossEncoder");
+    const auto a = m.activation(OutputActivation::kAuto);
+    EXPECT_EQ(a.value, c.activation);
+    EXPECT_EQ(a.source, c.source);
+    EXPECT_EQ(m.strips_text(), c.strips);
+    // --activation wins.
+    EXPECT_EQ(m.activation(OutputActivation::kSoftmax).value, OutputActivation::kSoftmax);
+    EXPECT_EQ(m.activation(OutputActivation::kSoftmax).source, "--activation");
+    EXPECT_TRUE(m.module_dirs().empty());
+  }
+  // 5.4 and later: one module, no Pooling; an embedding plan (--task embed) is the default one.
+  const ModelDir ce6 = ModelDir::open(testing::fixture("ce/ce6_bert_sigmoid"));
+  ASSERT_TRUE(ce6.sentence_transformers().has_value());
+  EXPECT_TRUE(ce6.sentence_transformers()->classifier);
+  EXPECT_EQ(ce6.sentence_transformers()->modules.size(), 1u);
+  EXPECT_EQ(ce6.embedding_plan(std::nullopt, std::nullopt).pooling.source, "default");
+}
+
+// No marker: a plain transformers classifier, whatever CrossEncoder.predict would apply.
+TEST(ModelDir, ClassifierWithoutMarkerKeepsItsProblemType) {
+  const ModelDir m = ModelDir::open(testing::fixture("ce/ce33_bert_no_marker"));
+  EXPECT_FALSE(m.cross_encoder().has_value());
+  EXPECT_EQ(m.default_task().source, "config.json: architectures");
+  EXPECT_EQ(m.activation(OutputActivation::kAuto).value, OutputActivation::kNone);
+  EXPECT_EQ(m.activation(OutputActivation::kAuto).source, "config.json: problem_type regression");
+  const ModelDir cls = ModelDir::open(testing::fixture("models/bert_cls_single"));
+  EXPECT_FALSE(cls.cross_encoder().has_value());
+  EXPECT_EQ(cls.activation(OutputActivation::kAuto).value,
+            resolve_activation(cls.config(), OutputActivation::kAuto));
+}
+
+// The fields in sentence-transformers' order, a null one being none, and its default after them.
+TEST(ModelDir, CrossEncoderActivationFieldsInOrder) {
+  fs::path d = copy_fixture("ce6_bert_sigmoid", "model_dir_ce_default", "ce");
+  replace_in(d / "config_sentence_transformers.json", "\"torch.nn.modules.activation.Sigmoid\"",
+             "null");
+  EXPECT_EQ(ModelDir::open(d).activation(OutputActivation::kAuto).source,
+            "sentence-transformers' default for 1 label (Sigmoid)");
+  // config.json's field after a null activation_fn.
+  replace_in(d / "config.json", "\"architectures\"",
+             "\"sentence_transformers\": {\"activation_fn\": \"torch.nn.Identity\"},\n"
+             "  \"architectures\"");
+  auto a = ModelDir::open(d).activation(OutputActivation::kAuto);
+  EXPECT_EQ(a.value, OutputActivation::kNone);
+  EXPECT_EQ(a.source, "config.json: sentence_transformers.activation_fn torch.nn.Identity");
+
+  d = copy_fixture("ce6_bert_nli3", "model_dir_ce_default3", "ce");
+  replace_in(d / "config_sentence_transformers.json",
+             "\"activation_fn\": \"torch.nn.modules.linear.Identity\",", "");
+  a = ModelDir::open(d).activation(OutputActivation::kAuto);
+  EXPECT_EQ(a.value, OutputActivation::kNone);
+  EXPECT_EQ(a.source, "sentence-transformers' default for 3 labels (Identity)");
+  // Softmax takes dim 1 of the [rows, labels] logits.
+  replace_in(d / "config.json", "\"architectures\"",
+             "\"sbert_ce_default_activation_function\": \"torch.nn.modules.activation.Softmax\",\n"
+             "  \"architectures\"");
+  EXPECT_EQ(ModelDir::open(d).activation(OutputActivation::kAuto).value,
+            OutputActivation::kSoftmax);
+
+  // Before 4.0 a null field is no marker.
+  d = copy_fixture("ce33_bert_sigmoid", "model_dir_ce_null", "ce");
+  replace_in(d / "config.json", "\"torch.nn.modules.activation.Sigmoid\"", "null");
+  EXPECT_FALSE(ModelDir::open(d).cross_encoder().has_value());
+}
+
+TEST(ModelDir, CrossEncoderActivationClasses) {
+  EXPECT_EQ(cross_encoder_activation("torch.nn.modules.activation.Sigmoid"),
+            OutputActivation::kSigmoid);
+  EXPECT_EQ(cross_encoder_activation("torch.nn.Sigmoid"), OutputActivation::kSigmoid);
+  EXPECT_EQ(cross_encoder_activation("torch.nn.modules.linear.Identity"), OutputActivation::kNone);
+  EXPECT_EQ(cross_encoder_activation("torch.nn.modules.activation.Softmax"),
+            OutputActivation::kSoftmax);
+  EXPECT_FALSE(cross_encoder_activation("torch.nn.modules.activation.Tanh").has_value());
+  EXPECT_FALSE(cross_encoder_activation("my_package.Sigmoid").has_value());
+}
+
+// An activation class mcinfer does not implement: refused by file, field and class when the
+// directory's activation is asked for, not when --activation replaces it or when tokenizing.
+TEST(ModelDir, UnknownCrossEncoderActivationIsRefusedByName) {
+  struct Case {
+    std::string name, file, from, field;
+  };
+  const std::vector<Case> cases = {
+      {"ce6_bert_sigmoid", "config_sentence_transformers.json", "activation.Sigmoid",
+       "activation_fn"},
+      {"ce53_bert_sigmoid", "config.json", "activation.Sigmoid",
+       "sentence_transformers.activation_fn"},
+      {"ce33_bert_sigmoid", "config.json", "activation.Sigmoid",
+       "sbert_ce_default_activation_function"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path d = copy_fixture(c.name, "model_dir_ce_unknown", "ce");
+    replace_in(d / c.file, c.from, "activation.Softsign");
+    const ModelDir m = ModelDir::open(d);
+    const std::string err = error_of([&] { m.activation(OutputActivation::kAuto); });
+    for (const std::string& part :
+         {(d / c.file).string() + ": field '" + c.field + "'",
+          std::string("'torch.nn.modules.activation.Softsign'"), std::string("--activation")})
+      EXPECT_NE(err.find(part), std::string::npos) << err;
+    EXPECT_EQ(m.activation(OutputActivation::kNone).value, OutputActivation::kNone);
+    EXPECT_NO_THROW(ModelDir::open(d, ModelDir::Use::kTokenize));
+  }
+}
+
+// A sequence-classification Transformer hands on its logits as scores, alone.
+TEST(ModelDir, CrossEncoderModulesRefusalsNameTheFileAndField) {
+  fs::path d = copy_fixture("ce6_bert_sigmoid", "model_dir_ce_modules", "ce");
+  replace_in(d / "sentence_bert_config.json", "\"scores\"", "\"token_embeddings\"");
+  std::string err = error_of([&] { ModelDir::open(d); });
+  EXPECT_NE(err.find("sentence_bert_config.json: field 'module_output_name': 'token_embeddings'"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("scores for sequence-classification"), std::string::npos) << err;
+
+  d = copy_fixture("ce6_bert_sigmoid", "model_dir_ce_pooling", "ce");
+  replace_in(d / "modules.json", "\n]",
+             ",\n  {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": "
+             "\"sentence_transformers.sentence_transformer.modules.pooling.Pooling\"}\n]");
+  err = error_of([&] { ModelDir::open(d); });
+  EXPECT_NE(err.find("modules.json: module 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("a sequence-classification Transformer alone"), std::string::npos) << err;
 }
 
 }  // namespace

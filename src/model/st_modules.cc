@@ -218,9 +218,11 @@ void check_normalize(const fs::path& dir, const std::string& folder) {
   check_feature_names(JsonObject(json, file.string()), "Normalize");
 }
 
-// The only order encode() can run them in that mcinfer implements.
+// The only order encode() can run them in that mcinfer implements; a CrossEncoder's
+// Transformer is its only module.
 bool in_order(const StModules& st, StModule::Kind kind) {
   if (st.modules.empty()) return kind == StModule::Kind::kTransformer;
+  if (st.classifier) return false;
   const StModule::Kind last = st.modules.back().kind;
   switch (kind) {
     case StModule::Kind::kTransformer:
@@ -234,12 +236,13 @@ bool in_order(const StModules& st, StModule::Kind kind) {
   return false;
 }
 
-StModules read_modules(const fs::path& dir) {
+StModules read_modules(const fs::path& dir, const StFiles& files) {
   const fs::path file = dir / "modules.json";
   Json json = read_json_file(file, 1u << 20);
   if (!json.is_array() || json.empty())
     fail("{}: expected a non-empty list of modules", file.string());
   StModules st;
+  st.classifier = files.transformer_task == "sequence-classification";
   for (std::size_t i = 0; i < json.size(); ++i) {
     JsonObject module(json[i], fmt::format("{}: module {}", file.string(), i));
     StModule m;
@@ -258,10 +261,13 @@ StModules read_modules(const fs::path& dir) {
     }
     m.kind = *kind;
     if (!in_order(st, m.kind)) {
-      module.fail_field("type", fmt::format("module '{}' ({}) is out of place: mcinfer runs "
-                                            "Transformer, Pooling, then Dense modules, then "
-                                            "Normalize",
-                                            m.name, kind_name(m.kind)));
+      module.fail_field(
+          "type", fmt::format("module '{}' ({}) is out of place: mcinfer runs {}", m.name,
+                              kind_name(m.kind),
+                              st.classifier ? "a sequence-classification Transformer alone (a "
+                                              "CrossEncoder's scores are its logits)"
+                                            : "Transformer, Pooling, then Dense modules, then "
+                                              "Normalize"));
     }
     switch (m.kind) {
       case StModule::Kind::kTransformer:
@@ -285,7 +291,7 @@ StModules read_modules(const fs::path& dir) {
     }
     st.modules.push_back(std::move(m));
   }
-  if (st.pooling.source.empty())
+  if (st.pooling.source.empty() && !st.classifier)
     fail("{}: no Pooling module (encode() would have no sentence embedding)", file.string());
   return st;
 }
@@ -346,6 +352,15 @@ StPrompts read_prompts(const JsonObject& obj) {
   return p;
 }
 
+// The Transformer's tasks mcinfer runs, with what each hands on: the module's output feature and
+// the forward's output it is read from.
+struct TransformerTask {
+  std::string_view name, module_output, method_output;
+};
+constexpr TransformerTask kTransformerTasks[] = {
+    {"feature-extraction", "token_embeddings", "last_hidden_state"},
+    {"sequence-classification", "scores", "logits"}};
+
 // sentence_bert_config.json: the Transformer module's settings.
 void read_transformer_settings(const JsonObject& obj, StFiles& files) {
   // Below 2 there is no room for the special tokens: ignored, as mcinfer always did.
@@ -356,14 +371,22 @@ void read_transformer_settings(const JsonObject& obj, StFiles& files) {
                    "the tokenizer)");
   }
   // 6.x: what the Transformer computes and hands on. mcinfer runs a text encoder's forward and
-  // pools its last hidden state.
-  if (auto task = obj.opt_string("transformer_task"); task && *task != "feature-extraction") {
-    obj.fail_field("transformer_task",
-                   fmt::format("'{}' is not supported (feature-extraction)", *task));
+  // pools its last hidden state (feature-extraction), or takes its classifier's logits as a
+  // CrossEncoder's scores (sequence-classification).
+  const TransformerTask* task = &kTransformerTasks[0];
+  if (auto given = obj.opt_string("transformer_task")) {
+    task = std::find_if(std::begin(kTransformerTasks), std::end(kTransformerTasks),
+                        [&](const TransformerTask& t) { return t.name == *given; });
+    if (task == std::end(kTransformerTasks)) {
+      obj.fail_field("transformer_task", fmt::format("'{}' is not supported (feature-extraction, "
+                                                     "sequence-classification)",
+                                                     *given));
+    }
   }
-  if (auto out = obj.opt_string("module_output_name"); out && *out != "token_embeddings") {
-    obj.fail_field("module_output_name",
-                   fmt::format("'{}' is not supported (token_embeddings)", *out));
+  files.transformer_task = task->name;
+  if (auto out = obj.opt_string("module_output_name"); out && *out != task->module_output) {
+    obj.fail_field("module_output_name", fmt::format("'{}' is not supported ({} for {})", *out,
+                                                     task->module_output, task->name));
   }
   if (!obj.has("modality_config")) return;
   const Json& modalities = obj.raw("modality_config");
@@ -377,9 +400,9 @@ void read_transformer_settings(const JsonObject& obj, StFiles& files) {
     JsonObject text(it.value(), obj.origin() + ": modality_config.text");
     if (auto m = text.opt_string("method"); m && *m != "forward")
       text.fail_field("method", fmt::format("'{}' is not supported (forward)", *m));
-    if (auto o = text.opt_string("method_output_name"); o && *o != "last_hidden_state") {
-      text.fail_field("method_output_name",
-                      fmt::format("'{}' is not supported (last_hidden_state)", *o));
+    if (auto o = text.opt_string("method_output_name"); o && *o != task->method_output) {
+      text.fail_field("method_output_name", fmt::format("'{}' is not supported ({} for {})", *o,
+                                                        task->method_output, task->name));
     }
   }
 }
@@ -406,7 +429,7 @@ StFiles StFiles::read(const fs::path& dir, bool with_modules) {
     files.behaviour = read_behaviour(obj);
     files.prompts = read_prompts(obj);
   }
-  if (with_modules && file_exists(dir / "modules.json")) files.modules = read_modules(dir);
+  if (with_modules && file_exists(dir / "modules.json")) files.modules = read_modules(dir, files);
   return files;
 }
 

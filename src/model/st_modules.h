@@ -47,6 +47,9 @@ struct StDense {
 // What SentenceTransformer(dir) loads and encode() runs after the transformer.
 struct StModules {
   std::vector<StModule> modules;  // in modules.json order
+  // A CrossEncoder (sentence-transformers 5.4 and later): one Transformer with transformer_task
+  // "sequence-classification", whose logits are the scores; no Pooling (`pooling` is unset).
+  bool classifier = false;
   StPooling pooling;
   std::vector<StDense> dense;            // applied in order after pooling
   std::optional<std::string> normalize;  // "modules.json: 2_Normalize" when listed
@@ -76,6 +79,8 @@ struct StPrompts {
 struct StFiles {
   std::string config_name;  // "sentence_bert_config.json" or another name ST reads; "" if none
   std::optional<std::int64_t> max_seq_length;  // absent: the model's or the tokenizer's limit
+  // 6.x's transformer_task: "feature-extraction" (also when absent) or "sequence-classification".
+  std::string transformer_task = "feature-extraction";
   StBehaviour behaviour;
   StPrompts prompts;
   std::optional<StModules> modules;  // when modules.json exists and it was asked for

@@ -29,7 +29,8 @@ inline constexpr EnumNames<TaskKind, 2> kTaskNames{{{
 inline std::string_view task_name(TaskKind kind) { return kTaskNames.name(kind); }
 inline std::optional<TaskKind> parse_task(std::string_view name) { return kTaskNames.parse(name); }
 
-// What turns a classifier's logits into the written values; kAuto follows problem_type.
+// What turns a classifier's logits into the written values; kAuto: the model's own (see
+// ModelDir::activation).
 enum class OutputActivation { kAuto, kSoftmax, kSigmoid, kNone };
 inline constexpr EnumNames<OutputActivation, 4> kOutputActivationNames{{{
     {OutputActivation::kAuto, "auto"},
@@ -94,7 +95,10 @@ struct TaskSpec {
   bool cls_after_skip = true;
 };
 
-// The activation `auto` means for this model (from problem_type).
+// The activation `auto` means from config.json's problem_type alone: a plain transformers
+// classifier's, and what a TaskSpec built without a model directory (benchmarks, tests) gets.
+// Plans resolve `auto` from the directory instead (ModelDir::activation, which also knows
+// cross-encoders), so a planned TaskSpec never holds kAuto.
 OutputActivation resolve_activation(const ModelConfig& config, OutputActivation requested);
 
 // `activation` (resolved: not kAuto) on `rows` rows of `dim` logits, in place; softmax by row.

@@ -213,7 +213,10 @@ TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
     fail_usage("{}: {} has no classification head; use --task embed", dir.path().string(),
                config.architecture.empty() ? config.family_name() : config.architecture);
   }
-  task.activation = request.activation;
+  if (task.kind == model::TaskKind::kClassify) {
+    plan.activation = dir.activation(request.activation);
+    task.activation = plan.activation->value;
+  }
   if (task.kind == model::TaskKind::kEmbed) {
     plan.embedding = dir.embedding_plan(request.pooling, request.normalize);
     task.pooling = plan.embedding->pooling.value;

@@ -26,6 +26,8 @@ struct TaskPlan {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null: inputs must be token ids
   model::Sourced<tokenizer::Compat> tokenizer_compat{tokenizer::Compat::kFile, "default"};
   model::Sourced<std::string> prompt{"", "none"};  // "" : no prompt
+  // classify: the activation of the values, as task.activation holds it (never kAuto).
+  std::optional<model::Sourced<model::OutputActivation>> activation;
   bool strip_text = false;        // sentence-transformers before 5.4 (ModelDir::strips_text)
   data::PredictionSchema schema;  // the output columns
   std::int64_t dim = 0;           // values per output row
@@ -76,9 +78,11 @@ std::string describe_text_plan(const TaskPlan& plan);
 std::int64_t prompt_token_count(const tokenizer::Tokenizer& tokenizer, const std::string& prompt,
                                 bool strip);
 
-// Defaults: embed for a sentence-transformers model, else classify when the model has a head,
-// else embed; pooling and normalize from the sentence-transformers modules, else mean pooling
-// without normalisation. Throws UsageError for a task the model cannot do.
+// Defaults: classify for a cross-encoder, embed for another sentence-transformers model, else
+// classify when the model has a head, else embed; a classifier's activation as
+// ModelDir::activation decides it; pooling and normalize from the sentence-transformers modules,
+// else mean pooling without normalisation. Throws UsageError for a task the model cannot do, and
+// Error for an activation class it does not implement.
 TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request);
 
 struct RunPlan : TaskPlan {

@@ -150,6 +150,10 @@ int run_inspect(const InspectOptions& o) {
   };
   if (c.head == model::Head::kSequenceClassification)
     report["problem_type"] = std::string(model::problem_type_name(c.problem_type));
+  if (const auto& a = text_plan.activation) {
+    report["activation"] = {{"value", model::output_activation_name(a->value)},
+                            {"source", a->source}};
+  }
   if (o.json) {
     fmt::print("{}\n", report.dump(2));
     return kExitOk;
@@ -171,6 +175,9 @@ int run_inspect(const InspectOptions& o) {
   fmt::print("\n");
   print_head(c);
   fmt::print("task             {} ({})\n", model::task_name(task.value), task.source);
+  if (const auto& a = text_plan.activation) {
+    fmt::print("activation       {} ({})\n", model::output_activation_name(a->value), a->source);
+  }
   fmt::print("pooling          {} ({})\n", plan.pooling.value.name(), plan.pooling.source);
   for (const auto& d : plan.dense) {
     fmt::print("dense            {}: {} -> {}, {}{} ({})\n", d.module, d.in_features,

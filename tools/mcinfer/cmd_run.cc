@@ -115,7 +115,8 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                 "modules list Normalize); --normalize=false works too")
       ->check(CLI::IsMember({"true", "false"}));
   sub->add_option("--activation", f->options.activation,
-                  "Classifier outputs (auto: from problem_type)")
+                  "Classifier outputs (auto: a sentence-transformers cross-encoder's as "
+                  "CrossEncoder.predict applies it, else from problem_type)")
       ->check(CLI::IsMember(run_flag_choices("--activation")))
       ->capture_default_str();
   sub->add_option("--outputs", f->options.outputs,
