@@ -23,8 +23,17 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_cli;
 
-constexpr testing::ClassifierGate kInt8Classifier{0.05, 0.05};
+// The gates sit between what int8 achieves and the targets the pre-run check keeps GEMMs out of
+// int8 for (|Δp| ≤ 0.05, cosine ≥ 0.99): a test as loose as the target would pass whatever the
+// check let through. Observed |Δp|: at most 0.018 on the fixtures (raw regression values; ≤ 0.017
+// on Zen 4's check rows), 0.0085 from text (Zen 3, AVX2 kernels, 2026-12-07).
+constexpr testing::ClassifierGate kInt8Classifier{0.04, 0.05};
+constexpr testing::ClassifierGate kInt8TextClassifier{0.03, 0.05};
+// Real MiniLM over 5,283 corpus rows, of which the check saw 32: every row ≥ 0.99 (lowest 0.9914
+// on Zen 3, 0.9926 on Zen 4).
 constexpr testing::EmbeddingGate kInt8Embedding{0.99, 0.995};
+// The bf16 checkpoint's few rows: lowest cosine 0.99994 (Zen 3).
+constexpr testing::EmbeddingGate kInt8Checkpoint{0.999, 0.9995};
 
 // From cpuid, not from a run: if int8 broke here, the int8 tests fail instead of skipping. Every
 // AVX2 CPU runs int8 (without VNNI on our kernels).
@@ -217,7 +226,7 @@ TEST_P(Int8TextClassifier, WithinTheGatesOfTransformersFp32) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto got = testing::read_table(output);
     ASSERT_EQ(got.ids, want_table.ids);
-    testing::expect_classifier_gate(got, want, GetParam() + " " + schedule, kInt8Classifier);
+    testing::expect_classifier_gate(got, want, GetParam() + " " + schedule, kInt8TextClassifier);
   }
 }
 
@@ -235,7 +244,7 @@ TEST(Int8Checkpoint, Bf16CheckpointWithinTheGates) {
   ASSERT_TRUE(report.is_object());
   testing::Reference ref(testing::fixture("models/bert_bf16/reference.safetensors"));
   testing::expect_embedding_gate(testing::read_table(dir / "out.csv"), ref.floats("pooled_mean"),
-                                 "bert_bf16 int8", kInt8Embedding);
+                                 "bert_bf16 int8", kInt8Checkpoint);
 }
 
 // Real weights on every line of the multilingual corpus: every GEMM in int8 (nothing kept).

@@ -57,7 +57,10 @@ inline void expect_classifier_gate(const Table& got, const std::vector<float>& w
     EXPECT_EQ(got_arg, want_arg) << what << " row " << i;
   }
   EXPECT_LE(worst, gate.max_abs_diff) << what;
-  EXPECT_GT(worst, 0.0) << what << ": exactly fp32's values: did the reduced precision run?";
+  // fp32 is within 1e-5 of these references (the fp32 tests): a reduced precision that ran moves
+  // some value further, a silent fall back to fp32 does not.
+  EXPECT_GT(worst, 1e-5) << what << ": within fp32's distance: did the reduced precision run?";
+  ::testing::Test::RecordProperty("max_abs_diff", std::to_string(worst));
   if (dim >= 2) {
     EXPECT_GT(checked_argmax, 0) << what;
   }
@@ -83,7 +86,8 @@ inline void expect_embedding_gate(const Table& got, const std::vector<float>& wa
   }
   const double mean = sum / static_cast<double>(got.values.size());
   EXPECT_GE(mean, gate.mean_cosine) << what;
-  EXPECT_LT(lowest, 1.0 - 1e-9) << what << ": identical to fp32: did the reduced precision run?";
+  // fp32 (values within 1e-5) keeps every cosine above 1 − 1e-7; a reduced precision does not.
+  EXPECT_LT(lowest, 1.0 - 1e-7) << what << ": as close as fp32: did the reduced precision run?";
   ::testing::Test::RecordProperty("min_cosine", std::to_string(lowest));
   ::testing::Test::RecordProperty("mean_cosine", std::to_string(mean));
 }
