@@ -227,6 +227,16 @@ std::string gemm_isa_name() {
   }
 }
 
+std::string gemm_description() {
+  std::string ours;
+  if (own_f32())
+    ours = own_s8() ? "f32 and s8" : "f32";
+  else if (own_s8())
+    ours = "s8";
+  if (ours.empty()) return "oneDNN GEMM up to " + gemm_isa_name();
+  return "GEMMs: " + ours + " ours (avx2), others oneDNN up to " + gemm_isa_name();
+}
+
 GemmEngine::GemmEngine() : impl_(std::make_unique<Impl>()) {
   // Each GemmRunner caches its compiled kernels itself. oneDNN 2.6's own process-wide cache is
   // turned off: ThreadSanitizer reports races in it when replicas create kernels at once.

@@ -34,6 +34,9 @@ std::string native_int8_isa();
 std::string int8_isa();
 // What the GEMM library dispatches to at most on this CPU (its effective ISA), for reports.
 std::string gemm_isa_name();
+// Who runs the model's GEMMs here, for reports: "oneDNN GEMM up to avx512_core_amx", or with our
+// AVX2 kernels where they run "GEMMs: f32 and s8 ours (avx2), others oneDNN up to avx2".
+std::string gemm_description();
 
 // Process-wide GEMM state (the library's CPU engine). Create once, pass by reference.
 class GemmEngine {

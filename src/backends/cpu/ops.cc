@@ -56,8 +56,8 @@ std::string Device::description() const {
     case cpu::FusedAttention::kNone:
       break;
   }
-  return fmt::format("cpu ({} kernels, oneDNN GEMM up to {}{})", cpu::isa_name(isa()),
-                     cpu::gemm_isa_name(), fused);
+  return fmt::format("cpu ({} kernels, {}{})", cpu::isa_name(isa()), cpu::gemm_description(),
+                     fused);
 }
 
 Precision int8_fallback_precision() {
