@@ -15,7 +15,8 @@ namespace mcinfer {
 
 // Every choice spelled as the CLI's flag spells it; each is checked when the run starts.
 struct RunOptions : RunSettings {
-  std::optional<std::string> task;  // classify or embed; default from the model directory
+  // classify, embed or sparse; default from the model directory
+  std::optional<std::string> task;
   // embed: mean, cls, max, mean_sqrt_len, weightedmean or lasttoken; default from the
   // sentence-transformers modules, else mean
   std::optional<std::string> pooling;

@@ -32,6 +32,9 @@ struct RunSettings {
   // classify: probs, logits, cls, mean; embed: mean, cls, max, normalized); nullopt: the one
   // output of the task.
   std::optional<std::string> outputs;
+  // --task sparse: keep each row's K largest token weights (sentence-transformers'
+  // max_active_dims); nullopt: the model's max_active_dims, else every nonzero.
+  std::optional<std::int64_t> sparse_top_k;
   std::string backend = "cpu";  // one of the build's (`mcinfer inspect` lists them)
   // --backend pjrt: the plugin (a .so file, or cpu, cuda, tpu) and the devices to use (0: all;
   // a CPU plugin makes that many).

@@ -54,6 +54,12 @@ std::unique_ptr<PredictionWriter> PredictionWriter::open(const std::filesystem::
                                                          OutputFormat format,
                                                          const PredictionSchema& schema,
                                                          const TableFacts& facts) {
+  if (schema.sparse && format != OutputFormat::kJsonl) {
+    fail_usage(
+        "{}: sparse rows (--task sparse) are written as JSONL only, not {} (Parquet list "
+        "columns are planned); name a .jsonl output",
+        path.string(), format_name(format));
+  }
   switch (format) {
     case OutputFormat::kCsv:
       return std::make_unique<LineWriter>(path, LineFormat::kCsv, schema);

@@ -31,6 +31,30 @@ void append_array(std::span<const T> values, std::string& out) {
   out.push_back(']');
 }
 
+// JSONL fields of a sparse row: ,"indices":[3,17],"values":[0.25,1.5] (the nonzeros, as float32).
+template <typename T>
+void append_sparse(std::span<const T> values, std::string& out) {
+  out.append(",\"indices\":[");
+  bool first = true;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i] == 0) continue;
+    if (!first) out.push_back(',');
+    first = false;
+    char buf[24];
+    char* end = fmt::format_to(buf, FMT_COMPILE("{}"), i);
+    out.append(buf, end);
+  }
+  out.append("],\"values\":[");
+  first = true;
+  for (T v : values) {
+    if (v == 0) continue;
+    if (!first) out.push_back(',');
+    first = false;
+    append_number(static_cast<float>(v), LineFormat::kJsonl, out);
+  }
+  out.push_back(']');
+}
+
 // JSONL fields of the output groups: "probs":{"neg":0.1,"pos":0.9},"cls":[...]
 template <typename T>
 void append_groups(const PredictionSchema& schema, std::span<const T> values, std::string& out) {
@@ -78,6 +102,11 @@ void append_row(const PredictionSchema& schema, LineFormat format, std::string_v
   }
   if (!schema.groups.empty()) {
     append_groups(schema, values, out);
+    out.append("}\n");
+    return;
+  }
+  if (schema.sparse) {
+    append_sparse(values, out);
     out.append("}\n");
     return;
   }

@@ -1,6 +1,7 @@
 #pragma once
 // Prediction tables: what `run` writes (shards and output) and `merge` reads and writes.
-// CSV: header `id,<col>,...`, one row per prediction. JSONL: {"id": ..., "<col>": v, ...}, or
+// CSV: header `id,<col>,...`, one row per prediction. Sparse rows: JSONL only (see
+// PredictionSchema::sparse). JSONL: {"id": ..., "<col>": v, ...}, or
 // for embeddings {"id": ..., "embedding": [v, ...]} (CSV then names the columns e0..e{d-1}).
 // Several outputs of one pass (`run --outputs probs,cls`) are groups of columns: CSV names them
 // `<output>.<label>` or `<output>.e<i>` (`probs.neg,probs.pos,cls.e0,...`), JSONL gives each
@@ -41,7 +42,11 @@ bool is_embedding_columns(const std::vector<std::string>& columns);
 struct PredictionSchema {
   std::vector<std::string> columns;  // value columns in order (labels, or e0..e{d-1})
   bool embedding = false;            // JSONL uses one "embedding" array instead of columns
-  std::vector<OutputGroup> groups;   // empty, or covering `columns` exactly (then !embedding)
+  // Sparse token weights (--task sparse; with `embedding`): JSONL writes the nonzero values,
+  // {"id": ..., "indices": [i, ...], "values": [v, ...]}, indices ascending, values as float32.
+  // No other format holds it yet.
+  bool sparse = false;
+  std::vector<OutputGroup> groups;  // empty, or covering `columns` exactly (then !embedding)
 };
 
 // The groups that CSV columns named as above form ("probs.neg", "probs.pos", "cls.e0", ...), or

@@ -187,6 +187,7 @@ class Merger {
       case data::OutputFormat::kParquet:
         break;
     }
+    schema.sparse = options_.sparse_output;
     std::vector<std::uint32_t> order = output_order();
     // Parquet types the id column before the first row: int64 when every id allows it.
     const data::TableFacts facts{.integer_ids = format == data::OutputFormat::kParquet &&

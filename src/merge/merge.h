@@ -67,6 +67,9 @@ struct Options {
   bool allow_missing = false;
   std::optional<data::OutputFormat> output_format;  // default: from the output's extension
   data::ReaderOptions reader;                       // row size limit and read size for the inputs
+  // The inputs are dense token weights (a sparse run's shards): written as sparse rows
+  // (data::PredictionSchema::sparse), which only JSONL holds.
+  bool sparse_output = false;
 };
 
 struct Report {

@@ -322,7 +322,28 @@ std::vector<std::string> EncoderDesc::summary() const {
         linear_summary(head->dense), head->norm.present() ? ", LayerNorm" : "",
         linear_summary(head->out)));
   }
+  if (mlm_head) {
+    lines.push_back(fmt::format(
+        "MLM head: transform {}, LayerNorm, decoder tied to the word embeddings [{} x {}] + {}",
+        linear_summary(mlm_head->transform), mlm_head->vocab, hidden, mlm_head->decoder_bias));
+  }
   return lines;
+}
+
+MlmHeadDesc describe_mlm_head(const ModelConfig& c) {
+  if (c.family != Family::kBert) {
+    fail(
+        "config.json: field 'model_type': a masked-LM head on {} is not supported yet (BERT's "
+        "cls.predictions only)",
+        c.family_name());
+  }
+  MlmHeadDesc m;
+  m.transform = linear({"cls.predictions.transform.dense"}, c.hidden_size, c.hidden_size,
+                       c.hidden_act, false);
+  m.norm = {"cls.predictions.transform.LayerNorm", c.hidden_size, c.layer_norm_eps};
+  m.decoder_bias = "cls.predictions.bias";
+  m.vocab = c.vocab_size;
+  return m;
 }
 
 float EncoderDesc::score_scale() const {

@@ -149,6 +149,16 @@ struct HeadDesc {
   bool mean_pooling = false;
 };
 
+// The masked-LM head a SparseEncoder's logits come from (BERT's cls.predictions): per token,
+// `transform` (dense + hidden_act) and its LayerNorm, then the projection onto the vocabulary,
+// whose weight is the word embeddings (tied) and whose bias is `decoder_bias` [vocab].
+struct MlmHeadDesc {
+  LinearDesc transform;
+  NormDesc norm;
+  std::string decoder_bias;  // tensor name, at the checkpoint's top
+  std::int64_t vocab = 0;
+};
+
 struct EncoderDesc {
   std::string family;  // "BERT", "MPNet", ...
   std::int64_t hidden = 0;
@@ -164,6 +174,8 @@ struct EncoderDesc {
   std::vector<LayerDesc> layers;
   NormDesc final_norm;  // after the last layer (pre-norm encoders); absent otherwise
   std::optional<HeadDesc> head;
+  // Set only for a sparse task (a SparseEncoder's directory: model_dir.h describe_model).
+  std::optional<MlmHeadDesc> mlm_head;
 
   std::int64_t head_dim() const { return hidden / heads; }
   // The factor of the attention scores: 1 / √(head_dim · score_terms).
@@ -174,6 +186,10 @@ struct EncoderDesc {
 
 // The description of the network config.json describes (one builder per family).
 EncoderDesc describe_encoder(const ModelConfig& config);
+
+// The MLM head of `config` (BERT: cls.predictions, decoder tied to the word embeddings). Throws
+// Error naming config.json for another family or untied embeddings.
+MlmHeadDesc describe_mlm_head(const ModelConfig& config);
 
 // MPNet's bucket of relative distance `relative` = key position − query position, computed as
 // transformers does (float32 log, truncated).

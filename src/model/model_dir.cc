@@ -19,6 +19,20 @@ bool file_exists(const fs::path& p) {
   return fs::exists(p, ec);
 }
 
+// SpladePooling weighs every vocabulary token: its width is the MLM head's, which only BERT's
+// (cls.predictions) is described so far.
+void check_sparse_encoder(const fs::path& dir, const StSplade& splade, const ModelConfig& config) {
+  if (splade.embedding_dimension && *splade.embedding_dimension != config.vocab_size) {
+    fail("{}: field '{}': {} differs from the model's vocab_size {}",
+         (dir / splade.source).string(), splade.dimension_field, *splade.embedding_dimension,
+         config.vocab_size);
+  }
+  if (config.family != Family::kBert) {
+    fail("{}: a SparseEncoder on {} is not supported yet (its MLM head: BERT's only)",
+         (dir / "modules.json").string(), config.family_name());
+  }
+}
+
 }  // namespace
 
 ModelDir ModelDir::open(const fs::path& dir, Use use) {
@@ -56,7 +70,8 @@ ModelDir ModelDir::open(const fs::path& dir, Use use) {
     m.cross_encoder_ = CrossEncoderFiles::read(dir, m.st_, m.has_modules_, m.config_->num_labels);
   }
   const auto& st = m.st_.modules;
-  if (st && !st->classifier && m.config_ &&
+  if (st && st->splade && m.config_) check_sparse_encoder(dir, *st->splade, *m.config_);
+  if (st && !st->classifier && !st->fill_mask && m.config_ &&
       st->pooling.embedding_dimension != m.config_->hidden_size) {
     fail("{}: field '{}': {} differs from the model's hidden size {}",
          (dir / st->pooling.source).string(), st->pooling.dimension_field,
@@ -75,7 +90,8 @@ std::vector<fs::path> ModelDir::module_dirs() const {
   if (!st_.modules) return out;
   for (const auto& m : st_.modules->modules) {
     // Normalize has no files (its folder may not exist: git keeps no empty folders).
-    if (m.kind == StModule::Kind::kPooling || m.kind == StModule::Kind::kDense)
+    if (m.kind == StModule::Kind::kPooling || m.kind == StModule::Kind::kDense ||
+        m.kind == StModule::Kind::kSpladePooling)
       out.push_back(dir_ / m.path);
   }
   return out;
@@ -161,6 +177,11 @@ Sourced<TaskKind> ModelDir::default_task() const {
     return {TaskKind::kClassify,
             fmt::format("{}: a sentence-transformers CrossEncoder", cross_encoder_->marker)};
   }
+  if (st_.modules && st_.modules->splade) {
+    return {TaskKind::kSparse,
+            fmt::format("modules.json: a sentence-transformers SparseEncoder ({})",
+                        st_.modules->splade->source)};
+  }
   if (st_.modules) return {TaskKind::kEmbed, "modules.json"};
   if (config().head == Head::kSequenceClassification)
     return {TaskKind::kClassify, "config.json: architectures"};
@@ -181,7 +202,7 @@ Sourced<OutputActivation> ModelDir::activation(OutputActivation requested) const
 EmbeddingPlan ModelDir::embedding_plan(std::optional<PoolingModes> pooling,
                                        std::optional<bool> normalize) const {
   EmbeddingPlan plan;
-  if (const auto& st = st_.modules; st && !st->classifier) {
+  if (const auto& st = st_.modules; st && !st->classifier && !st->fill_mask) {
     plan.pooling = {st->pooling.modes, st->pooling.source};
     if (st->normalize) plan.normalize = {true, *st->normalize};
     plan.dense = st->dense;
@@ -240,6 +261,12 @@ std::shared_ptr<const std::vector<DenseLayer>> ModelDir::load_dense(
     layers->push_back(std::move(layer));
   }
   return layers;
+}
+
+EncoderDesc describe_model(const ModelDir& dir) {
+  EncoderDesc d = describe_encoder(dir.config());
+  if (dir.splade()) d.mlm_head = describe_mlm_head(dir.config());
+  return d;
 }
 
 std::string_view strip_python_whitespace(std::string_view text) {

@@ -17,6 +17,7 @@
 #include "core/json.h"
 #include "model/config.h"
 #include "model/cross_encoder.h"
+#include "model/encoder_desc.h"
 #include "model/pooling.h"
 #include "model/st_modules.h"
 #include "model/task.h"
@@ -78,6 +79,12 @@ class ModelDir {
   }
   // Present when the directory is a sentence-transformers CrossEncoder (cross_encoder.h).
   const std::optional<CrossEncoderFiles>& cross_encoder() const { return cross_encoder_; }
+  // Present when the directory is a sentence-transformers SparseEncoder (SpladePooling).
+  const StSplade* splade() const {
+    return st_.modules && st_.modules->splade ? &*st_.modules->splade : nullptr;
+  }
+  // config_sentence_transformers.json's max_active_dims: a SparseEncoder's default top-k.
+  std::optional<std::int64_t> max_active_dims() const { return st_.max_active_dims; }
   // The prompt prepended to every text: `text` (--prompt), else the prompt named `name`
   // (--prompt-name), else config_sentence_transformers.json's default_prompt_name, else none
   // (value ""). An empty prompt is no prompt, as in encode(). Throws UsageError for both flags
@@ -97,8 +104,8 @@ class ModelDir {
   Sourced<std::size_t> max_len(std::optional<std::size_t> tokenizer_limit,
                                std::optional<std::size_t> requested) const;
 
-  // classify for a cross-encoder, embed for another sentence-transformers model, classify for a
-  // checkpoint with a head, else embed.
+  // sparse for a SparseEncoder, classify for a cross-encoder, embed for another
+  // sentence-transformers model, classify for a checkpoint with a head, else embed.
   Sourced<TaskKind> default_task() const;
 
   // What turns a classifier's logits into its values: `requested` (--activation) unless auto;
@@ -127,6 +134,10 @@ class ModelDir {
   bool has_modules_ = false;
   std::optional<CrossEncoderFiles> cross_encoder_;
 };
+
+// The network a run of `dir` computes: describe_encoder(config), with the MLM head for a
+// SparseEncoder (whose sparse task reads its logits).
+EncoderDesc describe_model(const ModelDir& dir);
 
 // Python's str.strip() on UTF-8 text (the characters for which str.isspace() is true).
 std::string_view strip_python_whitespace(std::string_view text);

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/json.h"
@@ -291,8 +293,8 @@ TEST(ModelDir, SentenceTransformers6RefusalsNameTheFileAndField) {
       {"another Transformer task",
        "sentence_bert_config.json",
        "\"feature-extraction\"",
-       "\"fill-mask\"",
-       {"sentence_bert_config.json: field 'transformer_task'", "'fill-mask'"}},
+       "\"text-generation\"",
+       {"sentence_bert_config.json: field 'transformer_task'", "'text-generation'"}},
       {"an unknown pooling mode in the list",
        "1_Pooling/config.json",
        "\"mean\"",
@@ -532,6 +534,68 @@ TEST(ModelDir, CrossEncoderModulesRefusalsNameTheFileAndField) {
   err = error_of([&] { ModelDir::open(d); });
   EXPECT_NE(err.find("modules.json: module 1"), std::string::npos) << err;
   EXPECT_NE(err.find("a sequence-classification Transformer alone"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace mcinfer::model
+
+namespace mcinfer::model {
+namespace {
+
+// A SparseEncoder: SpladePooling's fields, the default task, max_active_dims and the MLM head.
+TEST(ModelDir, SparseEncoderParsed) {
+  const ModelDir m = ModelDir::open(testing::fixture("sparse/sparse6_bert_max_active8"));
+  ASSERT_NE(m.splade(), nullptr);
+  EXPECT_EQ(m.splade()->pooling, SpladePooling::kMax);
+  EXPECT_EQ(m.splade()->activation, SpladeActivation::kLog1pRelu);
+  EXPECT_EQ(m.splade()->embedding_dimension, m.config().vocab_size);
+  EXPECT_EQ(m.splade()->source, "1_SpladePooling/config.json");
+  EXPECT_EQ(m.default_task().value, TaskKind::kSparse);
+  EXPECT_EQ(m.max_active_dims(), 8);
+  const EncoderDesc d = describe_model(m);
+  ASSERT_TRUE(d.mlm_head.has_value());
+  EXPECT_EQ(d.mlm_head->decoder_bias, "cls.predictions.bias");
+  EXPECT_EQ(d.mlm_head->vocab, m.config().vocab_size);
+  EXPECT_FALSE(describe_encoder(m.config()).mlm_head.has_value());
+
+  const ModelDir sum = ModelDir::open(testing::fixture("sparse/sparse6_bert_sum_relu"));
+  EXPECT_EQ(sum.splade()->pooling, SpladePooling::kSum);
+  EXPECT_EQ(sum.splade()->activation, SpladeActivation::kRelu);
+  EXPECT_FALSE(sum.max_active_dims().has_value());
+}
+
+TEST(ModelDir, SparseEncoderRefusalsNameFileAndField) {
+  const std::tuple<std::string, std::string, std::string, std::string> cases[] = {
+      {"1_SpladePooling/config.json", "\"max\"", "\"mean\"", "pooling_strategy"},
+      {"1_SpladePooling/config.json", "\"log1p_relu\"", "\"softplus\"", "activation_function"},
+      {"1_SpladePooling/config.json", "162", "163", "embedding_dimension"},
+      {"config_sentence_transformers.json", "\"max_active_dims\": 8", "\"max_active_dims\": 0",
+       "max_active_dims"},
+      {"sentence_bert_config.json", "\"fill-mask\"", "\"text-generation\"", "transformer_task"},
+      {"modules.json", "splade_pooling.SpladePooling", "splade_pooling.Pooling", "type"}};
+  int n = 0;
+  for (const auto& [file, from, to, field] : cases) {
+    const fs::path d = copy_fixture("sparse6_bert_max_active8",
+                                    "model_dir_sparse_" + std::to_string(n++), "sparse");
+    replace_in(d / file, from, to);
+    try {
+      ModelDir::open(d);
+      ADD_FAILURE() << file << " " << to << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Task, KeepTopKKeepsTheLargestLowerIndexFirst) {
+  std::vector<float> v = {0.5f, 2.0f, 0.0f, 2.0f, 1.0f, 2.0f};
+  keep_top_k(v.data(), 1, 6, 2);
+  EXPECT_EQ(v, (std::vector<float>{0, 2, 0, 2, 0, 0}));
+  EXPECT_FLOAT_EQ(splade_activation(SpladeActivation::kRelu, 1.0f), std::log1p(1.0f));
+  EXPECT_FLOAT_EQ(splade_activation(SpladeActivation::kLog1pRelu, 1.0f),
+                  std::log1p(std::log1p(1.0f)));
+  EXPECT_EQ(splade_activation(SpladeActivation::kRelu, -3.0f), 0.0f);
 }
 
 }  // namespace

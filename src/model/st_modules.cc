@@ -34,15 +34,22 @@ constexpr const char* kStConfigNames[] = {
 // the file and the class, "sentence_transformers.base.modules.dense.Dense" or
 // "sentence_transformers.sentence_transformer.modules.pooling.Pooling". sentence-transformers
 // 6 still loads every one of them.
+// A SparseEncoder's modules are under sparse_encoder.models (5.x) or sparse_encoder.modules
+// (6.x, whose files are snake case: splade_pooling.SpladePooling).
 constexpr std::string_view kModulePackages[] = {
     "sentence_transformers.models.", "sentence_transformers.base.modules.",
-    "sentence_transformers.sentence_transformer.modules."};
+    "sentence_transformers.sentence_transformer.modules.",
+    "sentence_transformers.sparse_encoder.models.",
+    "sentence_transformers.sparse_encoder.modules."};
 
+// MLMTransformer (5.x's SparseEncoder) is a Transformer whose task is fill-mask.
 constexpr std::pair<std::string_view, StModule::Kind> kModuleClasses[] = {
     {"Transformer", StModule::Kind::kTransformer},
     {"Pooling", StModule::Kind::kPooling},
     {"Dense", StModule::Kind::kDense},
-    {"Normalize", StModule::Kind::kNormalize}};
+    {"Normalize", StModule::Kind::kNormalize},
+    {"SpladePooling", StModule::Kind::kSpladePooling},
+    {"MLMTransformer", StModule::Kind::kTransformer}};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -58,7 +65,11 @@ std::optional<StModule::Kind> module_kind(std::string_view type) {
     const std::string_view rest = type.substr(package.size());
     const std::size_t dot = rest.find('.');
     const std::string_view cls = dot == std::string_view::npos ? rest : rest.substr(dot + 1);
-    if (dot != std::string_view::npos && rest.substr(0, dot) != lower(cls)) return std::nullopt;
+    if (dot != std::string_view::npos) {
+      std::string file(rest.substr(0, dot));
+      std::erase(file, '_');
+      if (file != lower(cls)) return std::nullopt;
+    }
     for (const auto& [name, kind] : kModuleClasses) {
       if (cls == name) return kind;
     }
@@ -210,6 +221,49 @@ StDense read_dense(const fs::path& dir, const std::string& folder) {
   return d;
 }
 
+StSplade read_splade(const fs::path& dir, const std::string& folder) {
+  StSplade sp;
+  sp.source = folder + "/config.json";
+  const fs::path file = dir / sp.source;
+  if (!file_exists(file))
+    fail("{}: missing (the SpladePooling module's configuration)", file.string());
+  Json json = read_json_file(file, 1u << 20);
+  JsonObject obj(json, file.string());
+  // SpladePooling's constructor defaults: max, relu.
+  const std::string pooling = obj.opt_string("pooling_strategy").value_or("max");
+  auto strategy = kSpladePoolingNames.parse(pooling);
+  if (!strategy)
+    obj.fail_field("pooling_strategy", fmt::format("'{}' is not supported (max, sum)", pooling));
+  sp.pooling = *strategy;
+  const std::string activation = obj.opt_string("activation_function").value_or("relu");
+  auto act = kSpladeActivationNames.parse(activation);
+  if (!act) {
+    obj.fail_field("activation_function",
+                   fmt::format("'{}' is not supported (relu, log1p_relu)", activation));
+  }
+  sp.activation = *act;
+  // 6.x renamed word_embedding_dimension to embedding_dimension (and reads either); null until
+  // the module has run once.
+  for (const char* key : {"embedding_dimension", "word_embedding_dimension"}) {
+    if (!obj.has(key) || obj.raw(key).is_null()) continue;
+    sp.embedding_dimension = obj.get_int(key);
+    sp.dimension_field = key;
+    if (*sp.embedding_dimension < 1) obj.fail_field(key, "must be positive");
+    break;
+  }
+  for (auto it = json.begin(); it != json.end(); ++it) {
+    static constexpr std::string_view kKnown[] = {"pooling_strategy", "activation_function",
+                                                  "embedding_dimension", "word_embedding_dimension",
+                                                  "chunk_size"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), it.key()) == std::end(kKnown)) {
+      obj.fail_field(it.key(),
+                     "is not a SpladePooling setting mcinfer knows (pooling_strategy, "
+                     "activation_function, embedding_dimension, chunk_size)");
+    }
+  }
+  return sp;
+}
+
 // Normalize has had no files until 6.x, which writes the feature names it reads and writes.
 void check_normalize(const fs::path& dir, const std::string& folder) {
   const fs::path file = dir / folder / "config.json";
@@ -227,8 +281,10 @@ bool in_order(const StModules& st, StModule::Kind kind) {
   switch (kind) {
     case StModule::Kind::kTransformer:
       return false;
+    case StModule::Kind::kSpladePooling:
+      return last == StModule::Kind::kTransformer && st.fill_mask;
     case StModule::Kind::kPooling:
-      return last == StModule::Kind::kTransformer;
+      return last == StModule::Kind::kTransformer && !st.fill_mask;
     case StModule::Kind::kDense:
     case StModule::Kind::kNormalize:
       return last == StModule::Kind::kPooling || last == StModule::Kind::kDense;
@@ -243,6 +299,7 @@ StModules read_modules(const fs::path& dir, const StFiles& files) {
     fail("{}: expected a non-empty list of modules", file.string());
   StModules st;
   st.classifier = files.transformer_task == "sequence-classification";
+  st.fill_mask = files.transformer_task == "fill-mask";
   for (std::size_t i = 0; i < json.size(); ++i) {
     JsonObject module(json[i], fmt::format("{}: module {}", file.string(), i));
     StModule m;
@@ -260,14 +317,17 @@ StModules read_modules(const fs::path& dir, const StFiles& files) {
                               m.name, m.path.empty() ? "the directory" : m.path, m.type));
     }
     m.kind = *kind;
+    if (m.type.ends_with(".MLMTransformer")) st.fill_mask = true;
     if (!in_order(st, m.kind)) {
       module.fail_field(
           "type", fmt::format("module '{}' ({}) is out of place: mcinfer runs {}", m.name,
                               kind_name(m.kind),
-                              st.classifier ? "a sequence-classification Transformer alone (a "
-                                              "CrossEncoder's scores are its logits)"
-                                            : "Transformer, Pooling, then Dense modules, then "
-                                              "Normalize"));
+                              st.classifier  ? "a sequence-classification Transformer alone (a "
+                                               "CrossEncoder's scores are its logits)"
+                              : st.fill_mask ? "a fill-mask Transformer, then SpladePooling (a "
+                                               "SparseEncoder)"
+                                             : "Transformer, Pooling, then Dense modules, then "
+                                               "Normalize"));
     }
     switch (m.kind) {
       case StModule::Kind::kTransformer:
@@ -281,6 +341,9 @@ StModules read_modules(const fs::path& dir, const StFiles& files) {
       case StModule::Kind::kPooling:
         st.pooling = read_pooling(dir, m.path);
         break;
+      case StModule::Kind::kSpladePooling:
+        st.splade = read_splade(dir, m.path);
+        break;
       case StModule::Kind::kDense:
         st.dense.push_back(read_dense(dir, m.path));
         break;
@@ -291,7 +354,13 @@ StModules read_modules(const fs::path& dir, const StFiles& files) {
     }
     st.modules.push_back(std::move(m));
   }
-  if (st.pooling.source.empty() && !st.classifier)
+  if (st.fill_mask && !st.splade) {
+    fail(
+        "{}: a fill-mask Transformer without SpladePooling after it (mcinfer runs a "
+        "SparseEncoder's MLM logits through SpladePooling only)",
+        file.string());
+  }
+  if (st.pooling.source.empty() && !st.classifier && !st.fill_mask)
     fail("{}: no Pooling module (encode() would have no sentence embedding)", file.string());
   return st;
 }
@@ -359,7 +428,8 @@ struct TransformerTask {
 };
 constexpr TransformerTask kTransformerTasks[] = {
     {"feature-extraction", "token_embeddings", "last_hidden_state"},
-    {"sequence-classification", "scores", "logits"}};
+    {"sequence-classification", "scores", "logits"},
+    {"fill-mask", "token_embeddings", "logits"}};
 
 // sentence_bert_config.json: the Transformer module's settings.
 void read_transformer_settings(const JsonObject& obj, StFiles& files) {
@@ -379,7 +449,7 @@ void read_transformer_settings(const JsonObject& obj, StFiles& files) {
                         [&](const TransformerTask& t) { return t.name == *given; });
     if (task == std::end(kTransformerTasks)) {
       obj.fail_field("transformer_task", fmt::format("'{}' is not supported (feature-extraction, "
-                                                     "sequence-classification)",
+                                                     "sequence-classification, fill-mask)",
                                                      *given));
     }
   }
@@ -428,6 +498,10 @@ StFiles StFiles::read(const fs::path& dir, bool with_modules) {
     JsonObject obj(json, config.string());
     files.behaviour = read_behaviour(obj);
     files.prompts = read_prompts(obj);
+    if (obj.has("max_active_dims") && !obj.raw("max_active_dims").is_null()) {
+      files.max_active_dims = obj.get_int("max_active_dims");
+      if (*files.max_active_dims < 1) obj.fail_field("max_active_dims", "must be positive");
+    }
   }
   if (with_modules && file_exists(dir / "modules.json")) files.modules = read_modules(dir, files);
   return files;

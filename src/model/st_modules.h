@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "model/pooling.h"
+#include "model/task.h"
 
 namespace mcinfer::model {
 
 struct StModule {
-  enum class Kind { kTransformer, kPooling, kDense, kNormalize };
+  enum class Kind { kTransformer, kPooling, kDense, kNormalize, kSpladePooling };
   Kind kind = Kind::kTransformer;
   std::string name;  // modules.json "name"
   std::string path;  // its folder, "" for the directory itself
@@ -44,12 +45,25 @@ struct StDense {
   std::string source;   // "2_Dense/config.json"
 };
 
+// A SparseEncoder's SpladePooling module (its config.json).
+struct StSplade {
+  SpladePooling pooling = SpladePooling::kMax;
+  SpladeActivation activation = SpladeActivation::kRelu;
+  std::optional<std::int64_t> embedding_dimension;  // the vocabulary, when written
+  std::string dimension_field;  // 6.x "embedding_dimension", before "word_embedding_dimension"
+  std::string source;           // "1_SpladePooling/config.json"
+};
+
 // What SentenceTransformer(dir) loads and encode() runs after the transformer.
 struct StModules {
   std::vector<StModule> modules;  // in modules.json order
   // A CrossEncoder (sentence-transformers 5.4 and later): one Transformer with transformer_task
   // "sequence-classification", whose logits are the scores; no Pooling (`pooling` is unset).
   bool classifier = false;
+  // A SparseEncoder: a fill-mask Transformer (or 5.x's MLMTransformer) whose MLM logits
+  // SpladePooling pools; no Pooling (`pooling` is unset).
+  bool fill_mask = false;
+  std::optional<StSplade> splade;
   StPooling pooling;
   std::vector<StDense> dense;            // applied in order after pooling
   std::optional<std::string> normalize;  // "modules.json: 2_Normalize" when listed
@@ -79,10 +93,13 @@ struct StPrompts {
 struct StFiles {
   std::string config_name;  // "sentence_bert_config.json" or another name ST reads; "" if none
   std::optional<std::int64_t> max_seq_length;  // absent: the model's or the tokenizer's limit
-  // 6.x's transformer_task: "feature-extraction" (also when absent) or "sequence-classification".
+  // 6.x's transformer_task: "feature-extraction" (also when absent), "sequence-classification"
+  // or "fill-mask".
   std::string transformer_task = "feature-extraction";
   StBehaviour behaviour;
   StPrompts prompts;
+  // config_sentence_transformers.json's max_active_dims (a SparseEncoder's top-k by default).
+  std::optional<std::int64_t> max_active_dims;
   std::optional<StModules> modules;  // when modules.json exists and it was asked for
 
   static StFiles read(const std::filesystem::path& dir, bool with_modules);

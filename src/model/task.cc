@@ -23,13 +23,37 @@ OutputActivation resolve_activation(const ModelConfig& config, OutputActivation 
   return OutputActivation::kNone;
 }
 
+float splade_activation(SpladeActivation activation, float logit) {
+  if (logit <= 0.0f) return 0.0f;
+  const float once = std::log1p(logit);
+  return activation == SpladeActivation::kRelu ? once : std::log1p(once);
+}
+
+void keep_top_k(float* values, std::int64_t rows, std::int64_t dim, std::int64_t k) {
+  if (k <= 0 || k >= dim) return;
+  std::vector<std::int32_t> order(static_cast<std::size_t>(dim));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* row = values + r * dim;
+    for (std::int64_t i = 0; i < dim; ++i)
+      order[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+    // The k-th largest by (value descending, index ascending): everything after it is dropped.
+    std::nth_element(
+        order.begin(), order.begin() + k - 1, order.end(),
+        [&](std::int32_t a, std::int32_t b) { return row[a] != row[b] ? row[a] > row[b] : a < b; });
+    for (auto it = order.begin() + k; it != order.end(); ++it) row[*it] = 0.0f;
+  }
+}
+
 std::vector<OutputKind> outputs_for(TaskKind kind) {
+  if (kind == TaskKind::kSparse) return {};
   if (kind == TaskKind::kClassify)
     return {OutputKind::kProbs, OutputKind::kLogits, OutputKind::kCls, OutputKind::kMean};
   return {OutputKind::kMean, OutputKind::kCls, OutputKind::kMax, OutputKind::kNormalized};
 }
 
 std::vector<OutputKind> parse_outputs(std::string_view list, TaskKind task) {
+  if (task == TaskKind::kSparse)
+    fail_usage("--outputs: --task sparse has one output, its token weights (no --outputs)");
   const std::vector<OutputKind> offered = outputs_for(task);
   std::vector<std::string_view> names;
   for (OutputKind k : offered) names.push_back(output_kind_name(k));
@@ -69,6 +93,7 @@ std::int64_t output_width(const ModelConfig& config, const TaskSpec& task, Outpu
 }
 
 std::int64_t output_dim(const ModelConfig& config, const TaskSpec& task) {
+  if (task.kind == TaskKind::kSparse) return config.vocab_size;
   if (!task.outputs.empty()) {
     std::int64_t dim = 0;
     for (OutputKind kind : task.outputs) dim += output_width(config, task, kind);

@@ -21,10 +21,13 @@ struct SequenceInput {
   std::span<const std::int32_t> attention_mask;  // [length] or empty (all 1); 0 drops a token
 };
 
-enum class TaskKind { kClassify, kEmbed };
-inline constexpr EnumNames<TaskKind, 2> kTaskNames{{{
+// kSparse: a SPLADE sparse encoder's weight per vocabulary token (sentence-transformers'
+// SparseEncoder: the MLM head's logits through SpladePooling).
+enum class TaskKind { kClassify, kEmbed, kSparse };
+inline constexpr EnumNames<TaskKind, 3> kTaskNames{{{
     {TaskKind::kClassify, "classify"},
     {TaskKind::kEmbed, "embed"},
+    {TaskKind::kSparse, "sparse"},
 }}};
 inline std::string_view task_name(TaskKind kind) { return kTaskNames.name(kind); }
 inline std::optional<TaskKind> parse_task(std::string_view name) { return kTaskNames.parse(name); }
@@ -69,6 +72,36 @@ std::vector<OutputKind> outputs_for(TaskKind kind);
 // that `task` does not offer, a repeated one or an empty list.
 std::vector<OutputKind> parse_outputs(std::string_view list, TaskKind task);
 
+// SpladePooling's pooling_strategy over a sequence's tokens and its activation_function on each
+// MLM logit: relu is log1p(relu(x)), log1p_relu is log1p(log1p(relu(x))) (SpladePooling applies
+// the log1p in both, and a second one for log1p_relu).
+enum class SpladePooling { kMax, kSum };
+inline constexpr EnumNames<SpladePooling, 2> kSpladePoolingNames{{{
+    {SpladePooling::kMax, "max"},
+    {SpladePooling::kSum, "sum"},
+}}};
+enum class SpladeActivation { kRelu, kLog1pRelu };
+inline constexpr EnumNames<SpladeActivation, 2> kSpladeActivationNames{{{
+    {SpladeActivation::kRelu, "relu"},
+    {SpladeActivation::kLog1pRelu, "log1p_relu"},
+}}};
+
+// What a sparse task computes after the MLM head: the pooling and activation, then the `top_k`
+// largest values of each row kept (sentence-transformers' max_active_dims; 0: all).
+struct SparseSpec {
+  SpladePooling pooling = SpladePooling::kMax;
+  SpladeActivation activation = SpladeActivation::kRelu;
+  std::int64_t top_k = 0;
+};
+
+// SpladePooling's activation of one logit.
+float splade_activation(SpladeActivation activation, float logit);
+
+// Keeps the `k` largest values of each of `rows` rows of `dim` (ties: the lower index), the
+// others set to 0, as sentence-transformers' select_max_active_dims does (it ranks by |value|;
+// SPLADE values are never negative). k <= 0 or k >= dim: nothing changes.
+void keep_top_k(float* values, std::int64_t rows, std::int64_t dim, std::int64_t k);
+
 struct TaskSpec {
   TaskSpec() = default;
   TaskSpec(TaskKind task_kind, PoolingModes pooling_modes, bool l2_normalize = false,
@@ -93,6 +126,8 @@ struct TaskSpec {
   // `cls_after_skip` (sentence-transformers 5.5 and later), else token 0 all the same.
   std::int64_t pool_skip = 0;
   bool cls_after_skip = true;
+  // kSparse only.
+  SparseSpec sparse;
 };
 
 // The activation `auto` means from config.json's problem_type alone: a plain transformers
@@ -105,8 +140,9 @@ OutputActivation resolve_activation(const ModelConfig& config, OutputActivation 
 void apply_output_activation(OutputActivation activation, float* values, std::int64_t rows,
                              std::int64_t dim);
 
-// Values per sequence a task writes: labels for classify; for embed the pooled width (hidden size
-// per pooling mode), or the last Dense layer's out_features; with outputs, the sum of theirs.
+// Values per sequence a task writes: labels for classify; the vocabulary for sparse; for embed the
+// pooled width (hidden size per pooling mode), or the last Dense layer's out_features; with
+// outputs, the sum of theirs.
 std::int64_t output_dim(const ModelConfig& config, const TaskSpec& task);
 // Values of one of several outputs.
 std::int64_t output_width(const ModelConfig& config, const TaskSpec& task, OutputKind kind);

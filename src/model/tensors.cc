@@ -177,6 +177,17 @@ ModelTensors ModelTensors::open(const std::filesystem::path& dir, const ModelCon
     t.head_ = HeadTensors{f.gemm(d.head->dense).parts.front(), f.gemm(d.head->out).parts.front(),
                           f.norm(d.head->norm, false)};
   }
+  if (const auto& m = d.mlm_head) {
+    // An untied decoder would be another [vocab, hidden] matrix: not what this head describes.
+    if (t.checkpoint_.find("cls.predictions.decoder.weight") != nullptr) {
+      fail(
+          "{}: tensor 'cls.predictions.decoder.weight': an untied MLM decoder is not supported "
+          "(mcinfer projects onto the word embeddings, as tie_word_embeddings does)",
+          t.checkpoint_.find("cls.predictions.decoder.weight")->file->string());
+    }
+    t.mlm_head_ = MlmHeadTensors{f.gemm(m->transform), f.norm(m->norm, false),
+                                 &f.find(m->decoder_bias, {m->vocab}, false)};
+  }
   f.check_all_used(warnings);
   return t;
 }

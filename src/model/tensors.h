@@ -50,6 +50,13 @@ struct HeadTensors {
   NormTensors norm;  // HeadDesc::norm (ModernBERT); empty otherwise
 };
 
+// MlmHeadDesc's tensors; the decoder's weight is the word embeddings.
+struct MlmHeadTensors {
+  GemmTensors transform;
+  NormTensors norm;
+  const Tensor* decoder_bias = nullptr;  // [vocab]
+};
+
 struct TensorStats {
   std::int64_t parameters = 0;   // elements of every tensor the model uses
   std::uint64_t file_bytes = 0;  // bytes of all tensors in the checkpoint files
@@ -83,6 +90,7 @@ class ModelTensors {
   const std::vector<LayerTensors>& layers() const { return layers_; }
   const NormTensors& final_norm() const { return final_norm_; }  // empty when not pre-norm
   const std::optional<HeadTensors>& head() const { return head_; }
+  const std::optional<MlmHeadTensors>& mlm_head() const { return mlm_head_; }
   const TensorStats& stats() const { return stats_; }
 
   // After a backend has copied a tensor into its own form, its pages may leave memory.
@@ -104,6 +112,7 @@ class ModelTensors {
   std::vector<LayerTensors> layers_;
   NormTensors final_norm_;
   std::optional<HeadTensors> head_;
+  std::optional<MlmHeadTensors> mlm_head_;
   TensorStats stats_;
 };
 

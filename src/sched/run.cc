@@ -348,6 +348,7 @@ void merge_shards(const RunOptions& o, const RunPlan& plan,
   mo.reduce = merge::Reduce::kMean;
   mo.order = merge::Order::kInput;
   mo.output_format = plan.out_format;
+  mo.sparse_output = plan.task.kind == model::TaskKind::kSparse;
   mo.expected_ids = std::move(feeder.ids());
   try {
     tally.merged = merge::merge_files(shards, o.output, mo);

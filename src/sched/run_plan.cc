@@ -50,7 +50,8 @@ data::PredictionSchema make_schema(const model::ModelConfig& config, const model
     }
     return schema;
   }
-  if (task.kind == model::TaskKind::kEmbed) {
+  if (task.kind == model::TaskKind::kSparse) embedding_dim = config.vocab_size;
+  if (task.kind == model::TaskKind::kEmbed || task.kind == model::TaskKind::kSparse) {
     schema.embedding = true;
     for (std::int64_t i = 0; i < embedding_dim; ++i)
       schema.columns.push_back(fmt::format("e{}", i));
@@ -100,6 +101,22 @@ void check_chunking(const RunOptions& o, const TaskPlan& plan) {
         "tokens, and the stride must be smaller than that (Hugging Face refuses it too)",
         o.stride, plan.max_len, plan.max_len > specials ? plan.max_len - specials : 0, specials);
   }
+}
+
+// Sparse rows are JSONL only for now; refused before a weight is loaded or a row computed.
+void check_sparse_output(const RunOptions& o, const RunPlan& plan) {
+  if (plan.task.kind != model::TaskKind::kSparse) return;
+  if (plan.out_format != data::OutputFormat::kJsonl) {
+    fail_usage(
+        "--output {}: --task sparse writes JSONL rows {{\"id\", \"indices\", \"values\"}}; {} "
+        "cannot hold them ({}); name a .jsonl output",
+        o.output.string(), data::format_name(plan.out_format),
+        plan.out_format == data::OutputFormat::kCsv
+            ? "CSV has fixed columns; Parquet list columns are planned"
+            : "Parquet list columns are planned");
+  }
+  if (o.chunk.mode == LongInput::kChunk)
+    fail_usage("--long-input chunk does not apply to --task sparse yet; use --long-input truncate");
 }
 
 }  // namespace
@@ -193,6 +210,46 @@ void plan_prompt_pooling(const model::ModelDir& dir, const TaskPlan& plan,
 
 }  // namespace
 
+namespace {
+
+// A SparseEncoder runs --task sparse only, and --task sparse needs one: its SpladePooling, and
+// the top-k of --sparse-top-k, else the model's max_active_dims, else none.
+void plan_sparse(const model::ModelDir& dir, const TaskRequest& request, TaskPlan& plan) {
+  model::TaskSpec& task = plan.task;
+  const model::StSplade* splade = dir.splade();
+  if (task.kind != model::TaskKind::kSparse) {
+    if (splade) {
+      fail_usage(
+          "{}: a SparseEncoder computes token weights: --task sparse (its default), not "
+          "--task {}",
+          dir.path().string(), model::task_name(task.kind));
+    }
+    if (request.sparse_top_k) fail_usage("--sparse-top-k applies to --task sparse");
+    return;
+  }
+  if (!splade) {
+    fail_usage(
+        "{}: --task sparse needs a sentence-transformers SparseEncoder directory "
+        "(modules.json with a fill-mask Transformer and SpladePooling)",
+        dir.path().string());
+  }
+  task.sparse.pooling = splade->pooling;
+  task.sparse.activation = splade->activation;
+  if (request.sparse_top_k) {
+    if (*request.sparse_top_k < 1)
+      fail_usage("--sparse-top-k {} must be at least 1", *request.sparse_top_k);
+    plan.sparse_top_k = {*request.sparse_top_k, "--sparse-top-k"};
+  } else if (dir.max_active_dims()) {
+    plan.sparse_top_k = {*dir.max_active_dims(),
+                         "config_sentence_transformers.json: max_active_dims"};
+  } else {
+    plan.sparse_top_k = {0, "default: every nonzero"};
+  }
+  task.sparse.top_k = plan.sparse_top_k->value;
+}
+
+}  // namespace
+
 PromptedTask with_prompt(const model::ModelDir& dir, const TaskPlan& plan,
                          const std::optional<std::string>& text,
                          const std::optional<std::string>& name) {
@@ -213,6 +270,7 @@ TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
     fail_usage("{}: {} has no classification head; use --task embed", dir.path().string(),
                config.architecture.empty() ? config.family_name() : config.architecture);
   }
+  plan_sparse(dir, request, plan);
   if (task.kind == model::TaskKind::kClassify) {
     plan.activation = dir.activation(request.activation);
     task.activation = plan.activation->value;
@@ -245,8 +303,9 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
   check_flags(o);
   static_cast<TaskPlan&>(plan) =
       plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len, o.outputs, o.prompt,
-                      o.prompt_name, o.tokenizer_compat});
+                      o.prompt_name, o.tokenizer_compat, o.sparse_top_k});
   check_chunking(o, plan);
+  check_sparse_output(o, plan);
   const model::ModelConfig& config = dir.config();
   plan.window = window_task(plan.task, config, o.chunk);
   plan.feed = FeedOptions{.input = o.input,

@@ -28,9 +28,13 @@ struct TaskPlan {
   model::Sourced<std::string> prompt{"", "none"};  // "" : no prompt
   // classify: the activation of the values, as task.activation holds it (never kAuto).
   std::optional<model::Sourced<model::OutputActivation>> activation;
-  bool strip_text = false;        // sentence-transformers before 5.4 (ModelDir::strips_text)
-  data::PredictionSchema schema;  // the output columns
-  std::int64_t dim = 0;           // values per output row
+  bool strip_text = false;  // sentence-transformers before 5.4 (ModelDir::strips_text)
+  // sparse: the top-k in force (task.sparse.top_k; 0: every nonzero) and where it comes from.
+  std::optional<model::Sourced<std::int64_t>> sparse_top_k;
+  // The output columns. A sparse task's are its dense token weights (e0..e{vocab-1}), what its
+  // shards hold; the output writes them as sparse rows (data::PredictionSchema::sparse).
+  data::PredictionSchema schema;
+  std::int64_t dim = 0;  // values per output row
 };
 
 struct TaskRequest {
@@ -42,6 +46,7 @@ struct TaskRequest {
   std::optional<std::string> outputs;  // --outputs, unparsed (what it offers depends on the task)
   std::optional<std::string> prompt, prompt_name;     // --prompt, --prompt-name
   std::optional<tokenizer::Compat> tokenizer_compat;  // nullopt: auto
+  std::optional<std::int64_t> sparse_top_k;           // --sparse-top-k
 };
 
 // --tokenizer-compat's value: nullopt for auto; throws UsageError naming `flag` for another.

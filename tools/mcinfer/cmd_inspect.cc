@@ -68,6 +68,38 @@ void print_text_and_origin(const model::ModelDir& dir, const model::ModelConfig&
              c.torch_dtype.empty() ? "" : fmt::format("; dtype {}", c.torch_dtype));
 }
 
+void print_embedding(const model::ModelDir& dir, const model::EmbeddingPlan& plan) {
+  fmt::print("pooling          {} ({})\n", plan.pooling.value.name(), plan.pooling.source);
+  for (const auto& d : plan.dense) {
+    fmt::print("dense            {}: {} -> {}, {}{} ({})\n", d.module, d.in_features,
+               d.out_features, model::dense_activation_name(d.activation),
+               d.bias ? "" : ", no bias", d.source);
+  }
+  if (plan.dense.empty()) fmt::print("dense            none\n");
+  fmt::print("normalize        {} ({})\n", plan.normalize.value ? "yes" : "no",
+             plan.normalize.source);
+  fmt::print(
+      "embedding        {} values per row{}\n", plan.output_dim,
+      dir.strips_text() ? "; texts stripped of edge whitespace first (sentence-transformers)" : "");
+}
+
+// A SparseEncoder: what SpladePooling does with the MLM logits, and the top-k in force.
+void print_sparse(const model::ModelDir& dir, const model::StSplade& sp,
+                  const model::ModelConfig& c) {
+  fmt::print(
+      "sparse           SpladePooling {} of {} over the MLM logits ({})\n",
+      model::kSpladePoolingNames.name(sp.pooling),
+      sp.activation == model::SpladeActivation::kRelu ? "log1p(relu(x))" : "log1p(log1p(relu(x)))",
+      sp.source);
+  if (const auto k = dir.max_active_dims()) {
+    fmt::print("top-k            {} (config_sentence_transformers.json: max_active_dims)\n", *k);
+  } else {
+    fmt::print("top-k            every nonzero (no max_active_dims; --sparse-top-k K)\n");
+  }
+  fmt::print("output           JSONL rows {{\"id\", \"indices\", \"values\"}} over {} tokens\n",
+             c.vocab_size);
+}
+
 int run_inspect(const InspectOptions& o) {
   const auto backend = backend::make_backend(o.backend);
   std::vector<std::string> warnings;
@@ -104,7 +136,7 @@ int run_inspect(const InspectOptions& o) {
   Json labels = Json::array();
   for (const auto& l : c.labels) labels.push_back(l);
   // What every backend runs: the encoder description, line by line.
-  const std::vector<std::string> network = model::describe_encoder(c).summary();
+  const std::vector<std::string> network = model::describe_model(dir).summary();
   Json report = {
       {"model_dir", o.model_dir},
       {"model_type", c.model_type},
@@ -154,6 +186,13 @@ int run_inspect(const InspectOptions& o) {
     report["activation"] = {{"value", model::output_activation_name(a->value)},
                             {"source", a->source}};
   }
+  if (const model::StSplade* sp = dir.splade()) {
+    report["sparse"] = {{"pooling", model::kSpladePoolingNames.name(sp->pooling)},
+                        {"activation", model::kSpladeActivationNames.name(sp->activation)},
+                        {"source", sp->source},
+                        {"top_k", dir.max_active_dims().value_or(0)},
+                        {"values_per_row", c.vocab_size}};
+  }
   if (o.json) {
     fmt::print("{}\n", report.dump(2));
     return kExitOk;
@@ -178,18 +217,11 @@ int run_inspect(const InspectOptions& o) {
   if (const auto& a = text_plan.activation) {
     fmt::print("activation       {} ({})\n", model::output_activation_name(a->value), a->source);
   }
-  fmt::print("pooling          {} ({})\n", plan.pooling.value.name(), plan.pooling.source);
-  for (const auto& d : plan.dense) {
-    fmt::print("dense            {}: {} -> {}, {}{} ({})\n", d.module, d.in_features,
-               d.out_features, model::dense_activation_name(d.activation),
-               d.bias ? "" : ", no bias", d.source);
+  if (const model::StSplade* sp = dir.splade()) {
+    print_sparse(dir, *sp, c);
+  } else {
+    print_embedding(dir, plan);
   }
-  if (plan.dense.empty()) fmt::print("dense            none\n");
-  fmt::print("normalize        {} ({})\n", plan.normalize.value ? "yes" : "no",
-             plan.normalize.source);
-  fmt::print(
-      "embedding        {} values per row{}\n", plan.output_dim,
-      dir.strips_text() ? "; texts stripped of edge whitespace first (sentence-transformers)" : "");
   fmt::print("max length       {} tokens ({})\n", max_len.value, max_len.source);
   print_text_and_origin(dir, c, text_plan);
   fmt::print("backend          {}: {}\n", backend->name(), backend->description());

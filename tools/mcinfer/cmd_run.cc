@@ -103,7 +103,8 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("--text-col", f->options.text_col, "Text column")->capture_default_str();
   sub->add_option("--text-pair-col", f->text_pair_col, "Second text column, for sentence pairs");
   sub->add_option("--task", f->task,
-                  "classify or embed (default: classify when the model has a head)")
+                  "classify, embed or sparse (default: sparse for a SparseEncoder, classify for "
+                  "a model with a head, else embed)")
       ->check(CLI::IsMember(run_flag_choices("--task")));
   sub->add_option(
          "--pooling", f->pooling,
@@ -127,6 +128,10 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("--max-len", f->options.max_len,
                   "Tokens per sequence, special tokens included (default: the model's)")
       ->check(whole_number());
+  sub->add_option("--sparse-top-k", f->options.sparse_top_k,
+                  "sparse: keep each row's K largest token weights (sentence-transformers' "
+                  "max_active_dims; default: the model's, else every nonzero)")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--long-input", f->options.long_input,
                   "Rows longer than --max-len: truncate (counted in the report), or chunk: cut "
                   "into windows as Hugging Face's return_overflowing_tokens does, every window "

@@ -150,9 +150,10 @@ class CpuBackend final : public backend::Backend {
   std::shared_ptr<const backend::PreparedModel> prepare(
       const model::ModelDir& dir, const backend::PrepareOptions& options,
       std::vector<std::string>* warnings) const override {
+    const model::EncoderDesc desc =
+        options.description ? *options.description : model::describe_model(dir);
     return wrap(Weights::load(dir, *device_, warnings, options.precision, options.int8_keep,
-                              options.int8_ranges,
-                              options.description ? &*options.description : nullptr));
+                              options.int8_ranges, &desc));
   }
   std::shared_ptr<const backend::PreparedModel> synthetic(
       const model::ModelConfig& config, model::Precision precision) const override {

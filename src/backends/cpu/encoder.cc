@@ -415,9 +415,68 @@ void Encoder::classify(float* logits) {
   std::memcpy(logits, padded.data(), static_cast<std::size_t>(batch * labels) * sizeof(float));
 }
 
+namespace {
+
+// Token rows of MLM logits computed at a time: the vocabulary projection's output exists for
+// this many tokens only (30522 × 64 floats for BERT's vocabulary, 7.8 MB), never for a batch.
+constexpr std::int64_t kSparseBlock = 64;
+
+// One token's logits through SpladePooling's activation, folded into its sequence's row.
+void fold_splade(const model::SparseSpec& spec, const float* logits, float* row,
+                 std::int64_t vocab) {
+  if (spec.pooling == model::SpladePooling::kMax) {
+    for (std::int64_t v = 0; v < vocab; ++v)
+      row[v] = std::max(row[v], model::splade_activation(spec.activation, logits[v]));
+  } else {
+    for (std::int64_t v = 0; v < vocab; ++v)
+      row[v] += model::splade_activation(spec.activation, logits[v]);
+  }
+}
+
+}  // namespace
+
+// The MLM head on every kept token (padding is never packed, which is SpladePooling's attention
+// mask), then its logits a block of tokens at a time, each block folded into its sequences'
+// rows at once. The activation is never below 0, so a row starting at 0 is max pooling's -inf
+// start for any sequence with a token.
+void Encoder::sparse(const model::SparseSpec& spec, float* out) {
+  const auto& head = weights_->mlm_head();
+  if (!head) {
+    fail("{}: the model has no MLM head (not a SparseEncoder directory); --task sparse needs one",
+         weights_->directory().string());
+  }
+  const std::int64_t h = weights_->desc().hidden;
+  const std::int64_t vocab = head->decoder.out_features();
+  const std::int64_t t = tokens_;
+  const auto batch = static_cast<std::int64_t>(spans_.size());
+  // Room past the last token for the padded rows a block's GEMM reads.
+  ensure(mlm_in_, ops::padded_rows(t) + ops::padded_rows(kSparseBlock), h);
+  ensure(vocab_block_, ops::padded_rows(kSparseBlock), vocab);
+  ops::linear(ctx_, head->transform, x_.data(), t, mlm_in_.data(), head->transform_act);
+  const float* none = nullptr;
+  ops::residual_layer_norm(ctx_, mlm_in_.data(), none, t, h, head->norm.gamma, head->norm.beta,
+                           head->norm_eps);
+  std::fill(out, out + batch * vocab, 0.0f);
+  std::int64_t seq = 0;
+  for (std::int64_t first = 0; first < t; first += kSparseBlock) {
+    const std::int64_t rows = std::min(kSparseBlock, t - first);
+    ops::linear(ctx_, head->decoder, mlm_in_.data() + first * h, rows, vocab_block_.data());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      while (first + r >= spans_[seq].offset + spans_[seq].length) ++seq;
+      fold_splade(spec, vocab_block_.data() + r * vocab, out + seq * vocab, vocab);
+    }
+  }
+  model::keep_top_k(out, batch, vocab, spec.top_k);
+}
+
 void Encoder::predict(std::span<const SequenceInput> batch, const TaskSpec& task,
                       std::vector<float>& out) {
   forward(batch);
+  if (task.kind == model::TaskKind::kSparse) {
+    out.resize(batch.size() * static_cast<std::size_t>(weights_->config().vocab_size));
+    sparse(task.sparse, out.data());
+    return;
+  }
   const float* logits = nullptr;
   if (model::needs_logits(task)) {
     logits_.resize(batch.size() * static_cast<std::size_t>(weights_->config().num_labels));

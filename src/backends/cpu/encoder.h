@@ -77,6 +77,8 @@ class Encoder {
   void run_gemm(std::int64_t layer, const model::GemmDesc& g, const ops::Linear& w,
                 ops::ConstRows x, ops::Rows y, ops::Activation act);
   void classify(float* logits);
+  // --task sparse: [batch, vocab] SPLADE weights into `out` (see encoder.cc).
+  void sparse(const model::SparseSpec& spec, float* out);
 
   std::shared_ptr<const Weights> weights_;
   ops::Context ctx_;
@@ -96,6 +98,8 @@ class Encoder {
   AlignedBuffer<float> gate_;     // [tokens, 2·intermediate]: a gated FFN's [a | g]
   AlignedBuffer<float> head_in_, head_mid_;  // [batch, hidden]: first-token rows, head dense
   std::vector<float> logits_;                // [batch, labels]
+  AlignedBuffer<float> mlm_in_;              // [tokens, hidden]: the MLM head's transform output
+  AlignedBuffer<float> vocab_block_;  // [kSparseBlock, vocab]: one block of tokens' MLM logits
   AlignedBuffer<float> embedded_;     // [tokens, embedding width]: before the projection (ELECTRA)
   std::vector<float> relative_bias_;  // [heads, 2·longest − 1]: MPNet's bias by distance
   // DeBERTa-v2: the table row of each distance of this batch ([2·longest − 1], origin

@@ -363,6 +363,16 @@ std::shared_ptr<const Weights> Weights::load_with(
     head.mean_pooling = d.head->mean_pooling;
     w->classifier_ = std::move(head);
   }
+  if (const auto& m = t.mlm_head()) {
+    MlmHeadWeights head;
+    head.transform = L.linear(m->transform);
+    head.transform_act = d.mlm_head->transform.activation;
+    head.norm = L.norm(m->norm);
+    head.norm_eps = d.mlm_head->norm.eps;
+    // The decoder is tied: the word embeddings, packed once more as a GEMM's weight.
+    head.decoder = L.linear(model::GemmTensors{{{&t.word_embeddings(), m->decoder_bias}}});
+    w->mlm_head_ = std::move(head);
+  }
   return w;
 }
 

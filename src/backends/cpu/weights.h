@@ -69,6 +69,16 @@ struct ClassifierWeights {
   bool mean_pooling = false;  // the mean of the tokens, not the first token, goes in
 };
 
+// A SparseEncoder's MLM head (model::MlmHeadDesc), fp32: the transform, its LayerNorm, and the
+// projection onto the vocabulary packed from the word embeddings with the decoder bias.
+struct MlmHeadWeights {
+  ops::Linear transform;
+  ops::Activation transform_act = ops::Activation::kGeluErf;
+  Norm norm;
+  float norm_eps = 1e-12f;
+  ops::Linear decoder;  // [vocab, hidden]
+};
+
 using WeightStats = backend::WeightStats;
 
 class Weights {
@@ -105,6 +115,7 @@ class Weights {
   const EmbeddingWeights& embeddings() const { return embeddings_; }
   const std::vector<LayerWeights>& layers() const { return layers_; }
   const std::optional<ClassifierWeights>& classifier() const { return classifier_; }
+  const std::optional<MlmHeadWeights>& mlm_head() const { return mlm_head_; }
   const Norm& final_norm() const { return final_norm_; }  // absent unless pre-norm
   // One of the encoder layers' dense GEMMs by name, and the activation its output takes.
   const ops::Linear& linear(model::GemmId id) const;
@@ -139,6 +150,7 @@ class Weights {
   EmbeddingWeights embeddings_;
   std::vector<LayerWeights> layers_;
   std::optional<ClassifierWeights> classifier_;
+  std::optional<MlmHeadWeights> mlm_head_;
   Norm final_norm_;
   // One table per rotary base, up to the model's positions (unique_ptr: layers point into them).
   std::vector<std::unique_ptr<RotaryTable>> rotary_;

@@ -380,6 +380,12 @@ class PjrtBackend final : public backend::Backend {
   std::shared_ptr<const backend::PreparedModel> prepare(
       const model::ModelDir& dir, const backend::PrepareOptions& options,
       std::vector<std::string>* warnings) const override {
+    if (dir.splade()) {
+      fail(
+          "{}: a SparseEncoder (--task sparse) does not run on --backend pjrt yet; use "
+          "--backend cpu",
+          dir.path().string());
+    }
     const ModelConfig& config = dir.config();
     const model::ModelTensors tensors = model::ModelTensors::open(
         dir.path(), config, warnings, options.description ? &*options.description : nullptr);
