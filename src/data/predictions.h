@@ -42,11 +42,11 @@ bool is_embedding_columns(const std::vector<std::string>& columns);
 struct PredictionSchema {
   std::vector<std::string> columns;  // value columns in order (labels, or e0..e{d-1})
   bool embedding = false;            // JSONL uses one "embedding" array instead of columns
+  std::vector<OutputGroup> groups;   // empty, or covering `columns` exactly (then !embedding)
   // Sparse token weights (--task sparse; with `embedding`): JSONL writes the nonzero values,
   // {"id": ..., "indices": [i, ...], "values": [v, ...]}, indices ascending, values as float32.
-  // No other format holds it yet.
+  // No other format holds it yet. Last, so that {columns, embedding, groups} still reads.
   bool sparse = false;
-  std::vector<OutputGroup> groups;  // empty, or covering `columns` exactly (then !embedding)
 };
 
 // The groups that CSV columns named as above form ("probs.neg", "probs.pos", "cls.e0", ...), or

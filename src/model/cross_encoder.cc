@@ -5,17 +5,13 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/file_exists.h"
 #include "core/json.h"
 
 namespace mcinfer::model {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool file_exists(const fs::path& p) {
-  std::error_code ec;
-  return fs::exists(p, ec);
-}
 
 // A field that may name the activation: present (its value may still be null) and where.
 struct ActivationField {

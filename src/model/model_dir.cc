@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/file_exists.h"
 #include "core/json.h"
 #include "io/safetensors.h"
 
@@ -13,11 +14,6 @@ namespace mcinfer::model {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool file_exists(const fs::path& p) {
-  std::error_code ec;
-  return fs::exists(p, ec);
-}
 
 // SpladePooling weighs every vocabulary token: its width is the MLM head's, which only BERT's
 // (cls.predictions) is described so far.

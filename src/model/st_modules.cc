@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/file_exists.h"
 #include "core/json.h"
 
 namespace mcinfer::model {
@@ -15,11 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::int64_t kMaxDenseFeatures = 1'000'000;
-
-bool file_exists(const fs::path& p) {
-  std::error_code ec;
-  return fs::exists(p, ec);
-}
 
 // The file names sentence-transformers looks for, first found wins (SentenceTransformer
 // ._load_sbert_model).
