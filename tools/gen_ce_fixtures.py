@@ -136,11 +136,23 @@ SPECS = {
 }
 
 
-def build_hf(spec, gen, tmp):
-    """A random BertForSequenceClassification saved with save_pretrained next to its tokenizer."""
+def bert_tokenizer(tmp, model_max_length):
+    """The WordPiece tokenizer of vocabulary(). transformers 5 ignores vocab_file (its tokenizer then
+    holds the 5 special tokens alone and every word is [UNK]) and takes the vocabulary as a dict;
+    transformers 4 takes the file."""
     vocab_file = tmp / "vocab.txt"
     vocab_file.write_text("\n".join(vocabulary()) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast(vocab_file=str(vocab_file), do_lower_case=True, model_max_length=POSITIONS)
+    args = dict(vocab_file=str(vocab_file), do_lower_case=True, model_max_length=model_max_length)
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        args["vocab"] = {w: i for i, w in enumerate(vocabulary())}
+    tok = BertTokenizerFast(**args)
+    assert len(tok.get_vocab()) == len(vocabulary()), "the tokenizer lost its vocabulary"
+    return tok
+
+
+def build_hf(spec, gen, tmp):
+    """A random BertForSequenceClassification saved with save_pretrained next to its tokenizer."""
+    tok = bert_tokenizer(tmp, POSITIONS)
     cfg = BertConfig(vocab_size=len(vocabulary()), pad_token_id=0, max_position_embeddings=POSITIONS,
                      type_vocab_size=2, layer_norm_eps=1e-12, num_labels=len(spec.labels),
                      id2label=dict(enumerate(spec.labels)),

@@ -44,7 +44,7 @@ from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixture_weights import randomize  # noqa: E402  (one weight recipe for all model fixtures)
-from gen_ce_fixtures import vocabulary  # noqa: E402  (the cross-encoders' WordPiece vocabulary)
+from gen_ce_fixtures import bert_tokenizer, vocabulary  # noqa: E402  (the cross-encoders' WordPiece)
 from gen_st_fixtures import TEXTS, write_csv  # noqa: E402  (the embedding fixtures' texts)
 
 assert int(sentence_transformers.__version__.split(".")[0]) >= 6, "run with the current stack (.venv)"
@@ -68,9 +68,7 @@ SPECS = [
 
 
 def build(name, pooling, activation, max_active, gen, tmp):
-    vocab_file = tmp / "vocab.txt"
-    vocab_file.write_text("\n".join(vocabulary()) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast(vocab_file=str(vocab_file), do_lower_case=True, model_max_length=MAX_LEN)
+    tok = bert_tokenizer(tmp, MAX_LEN)
     cfg = BertConfig(vocab_size=len(vocabulary()), pad_token_id=0, max_position_embeddings=POSITIONS,
                      type_vocab_size=2, layer_norm_eps=1e-12, **SMALL)
     model = BertForMaskedLM(cfg)
