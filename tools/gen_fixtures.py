@@ -44,13 +44,16 @@ torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests/fixtures/models"
 TF5 = int(transformers.__version__.split(".")[0]) >= 5
-PREFIX = "tf5_" if TF5 else ""  # the current stack's fixtures sit beside the legacy ones
+PREFIX = "tf5_" if TF5 else ""
+if TF5:  # decoder families the legacy stack (4.46) does not have
+    from transformers import Qwen3Config, Qwen3ForSequenceClassification, Qwen3Model  # the current stack's fixtures sit beside the legacy ones
 # What the current stack saves too: a classifier of each tokenizer family, a base model.
 CURRENT_SPECS = ["bert_cls_single", "xlmr_cls", "roberta_embed", "distilbert_cls"]
 # Families only the current stack writes (tf5_<name> too).
 CURRENT_ONLY = ["mpnet_cls", "mpnet_embed", "electra_cls", "electra_embed", "camembert_cls",
                 "deberta_cls", "deberta_c2p_embed", "deberta_multi", "deberta_regression",
-                "modernbert_cls", "modernbert_mean_biases", "modernbert_embed"]
+                "modernbert_cls", "modernbert_mean_biases", "modernbert_embed", "qwen3_embed",
+                "qwen3_cls"]
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -121,6 +124,19 @@ def modernbert(**kw):
                 bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2)
     base.update(kw)
     return ModernBertConfig(**base)
+
+
+def qwen3(**kw):
+    # Qwen3 at sizes where every rule of its layer shows: 2 key-value heads for 4 query heads, a
+    # head size (16) that is not hidden / heads (8), q/k RMS norms, a causal mask with a sliding
+    # window (6 keys) shorter than the rows in the layers from max_window_layers on.
+    base = dict(vocab_size=120, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, intermediate_size=48, max_position_embeddings=128,
+                rms_norm_eps=1e-6, rope_parameters={"rope_type": "default", "rope_theta": 1000.0},
+                use_sliding_window=True, sliding_window=6, max_window_layers=1, pad_token_id=0,
+                bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+    base.update(kw)
+    return Qwen3Config(**base)
 
 
 def distilbert(**kw):
@@ -254,6 +270,16 @@ SPECS = [
          36, [36, 5, 20, 1],
          notes=["base model (tensors without the model. prefix), head dim 16, window +-3, rotary bases 1000 and "
                 "500 through rope_parameters"]),
+    # Decoders only the current stack writes (their classes are not in 4.46).
+    *([Spec("qwen3_embed", Qwen3Model, qwen3(), 30, [30, 4, 17, 1],
+            notes=["Qwen3 base model: GQA 4 query / 2 key-value heads, head size 16 != 32 / 4, q/k RMS norms, "
+                   "causal, layers 1 and 2 a sliding window of 6 keys, rotary base 1000, SwiGLU"]),
+       Spec("qwen3_cls", Qwen3ForSequenceClassification,
+            qwen3(num_labels=3, num_key_value_heads=1, head_dim=8, attention_bias=True, use_sliding_window=False,
+                  num_hidden_layers=2, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+            20, [20, 7, 1, 13, 9],
+            notes=["Qwen3 classifier: one key-value head, head size 8, q/k/v/o biases, no window; the score "
+                   "head on the last non-pad token"])] if TF5 else []),
 ]
 
 
@@ -346,7 +372,7 @@ def build(spec):
     ids, mask, types = make_inputs(spec, cfg, gen)
     is_distil = cfg.model_type == "distilbert"
     kwargs = {"input_ids": ids, "attention_mask": mask}
-    if not is_distil and cfg.model_type not in ("mpnet", "modernbert"):  # these take no token types
+    if not is_distil and cfg.model_type not in ("mpnet", "modernbert", "qwen3"):  # no token types
         kwargs["token_type_ids"] = types
     with torch.no_grad():
         base = ref_model.base_model
@@ -452,7 +478,7 @@ def build(spec):
     size = sum(f.stat().st_size for f in d.iterdir())
     head = {"bert": "hidden_act", "roberta": "hidden_act", "xlm-roberta": "hidden_act", "distilbert": "activation",
             "mpnet": "hidden_act", "electra": "hidden_act", "camembert": "hidden_act", "deberta-v2": "hidden_act",
-            "modernbert": "hidden_activation"}
+            "modernbert": "hidden_activation", "qwen3": "hidden_act"}
     row = dict(name=PREFIX + spec.name, cls=spec.cls.__name__, act=getattr(cfg, head[cfg.model_type]),
                H=ref["hidden_size"],
                heads=getattr(cfg, "num_attention_heads", None) or cfg.n_heads,

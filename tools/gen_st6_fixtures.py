@@ -40,8 +40,8 @@ from sentence_transformers.base.modules import Dense, Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 from tokenizers import Tokenizer
 from transformers import (AutoTokenizer, BertConfig, BertModel, ModernBertConfig, ModernBertModel,
-                          MPNetConfig, MPNetModel, RobertaConfig, RobertaModel, XLMRobertaConfig,
-                          XLMRobertaModel)
+                          MPNetConfig, MPNetModel, Qwen3Config, Qwen3Model, RobertaConfig, RobertaModel,
+                          XLMRobertaConfig, XLMRobertaModel)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixture_weights import randomize  # noqa: E402  (one weight recipe for all model fixtures)
@@ -112,10 +112,25 @@ SPECS = [
                 "each token in every other layer, GeGLU, no biases), mean pooling over the prompt "
                 "too, Normalize; search_query / search_document prompts",
                 "a ModernBERT-layout tokenizer.json (byte-level BPE, specials after the vocabulary)"]),
+    Spec("st6_qwen3_embedding", "qwen3", "qwen2_json", ["lasttoken"], include_prompt=True,
+         prompts={"query": "Instruct: Given a web search query, retrieve relevant passages that answer the "
+                           "query\nQuery:", "document": ""},
+         default_prompt=None, cases=[{}, {"prompt_name": "query"}, {"prompt": "Instruct: Find the topic\nQuery:"}],
+         normalize=True,
+         notes=["Qwen3-Embedding's layout: a Qwen3Model (grouped-query attention, head size 16, q/k RMS norms, "
+                "causal), last-token Pooling, Normalize; its query prompt; the tokenizer pads on the left and "
+                "appends <|endoftext|>, the token pooled"]),
 ]
 
 
 def base_model(spec, tok):
+    if spec.arch == "qwen3":
+        cfg = Qwen3Config(vocab_size=len(tok), pad_token_id=tok.pad_token_id, max_position_embeddings=POSITIONS,
+                          hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                          head_dim=16, intermediate_size=48, rms_norm_eps=1e-6,
+                          rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                          tie_word_embeddings=False)
+        return Qwen3Model(cfg)
     if spec.arch == "modernbert":
         cfg = ModernBertConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id,
                                cls_token_id=tok.cls_token_id, sep_token_id=tok.sep_token_id,

@@ -9,15 +9,17 @@
 
 namespace mcinfer::model {
 
-// kGeluErf is transformers' "gelu" (exact, erf-based); kGeluTanh its tanh approximation.
-enum class Activation { kNone, kGeluErf, kGeluTanh, kRelu, kTanh };
+// kGeluErf is transformers' "gelu" (exact, erf-based); kGeluTanh its tanh approximation; kSilu
+// x · sigmoid(x) ("silu", the gate of Qwen3's SwiGLU FFN).
+enum class Activation { kNone, kGeluErf, kGeluTanh, kRelu, kTanh, kSilu };
 
-inline constexpr EnumNames<Activation, 5> kActivationNames{{{
+inline constexpr EnumNames<Activation, 6> kActivationNames{{{
     {Activation::kNone, "none"},
     {Activation::kGeluErf, "gelu"},
     {Activation::kGeluTanh, "gelu_tanh"},
     {Activation::kRelu, "relu"},
     {Activation::kTanh, "tanh"},
+    {Activation::kSilu, "silu"},
 }}};
 inline std::string_view activation_name(Activation a) { return kActivationNames.name(a); }
 

@@ -8,23 +8,13 @@
 
 #include "core/error.h"
 #include "core/json.h"
+#include "model/config_fields.h"
 
 namespace mcinfer::model {
-namespace {
-
-// Bounds that keep every buffer size computation far from overflow while admitting any real
-// encoder (XLM-R XL has hidden 2560 and 250k vocab).
-constexpr std::int64_t kMaxVocab = 4'000'000;
-constexpr std::int64_t kMaxHidden = 32'768;
-constexpr std::int64_t kMaxLayers = 256;
-constexpr std::int64_t kMaxHeads = 1024;
-constexpr std::int64_t kMaxIntermediate = 262'144;
-constexpr std::int64_t kMaxPositions = 1'048'576;
-constexpr std::int64_t kMaxTypeVocab = 1024;
-constexpr std::int64_t kMaxLabels = 1'000'000;
+namespace config_fields {
 
 std::int64_t bounded(const JsonObject& obj, std::string_view key, std::int64_t lo, std::int64_t hi,
-                     std::optional<std::int64_t> fallback = std::nullopt) {
+                     std::optional<std::int64_t> fallback) {
   std::optional<std::int64_t> v = obj.opt_int(key);
   if (!v) {
     if (fallback) return *fallback;
@@ -40,10 +30,10 @@ Activation parse_activation(const JsonObject& obj, std::string_view key, const s
     return Activation::kGeluTanh;
   if (name == "relu") return Activation::kRelu;
   if (name == "tanh") return Activation::kTanh;
-  obj.fail_field(
-      key, fmt::format(
-               "activation '{}' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu, tanh)",
-               name));
+  if (name == "silu" || name == "swish") return Activation::kSilu;
+  obj.fail_field(key, fmt::format("activation '{}' is not supported (gelu, gelu_new, "
+                                  "gelu_pytorch_tanh, relu, tanh, silu)",
+                                  name));
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -51,7 +41,9 @@ bool ends_with(const std::string& s, std::string_view suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-}  // namespace
+}  // namespace config_fields
+
+using namespace config_fields;
 
 namespace {
 
@@ -75,6 +67,7 @@ constexpr ModelType kModelTypes[] = {
     {"electra", Family::kElectra, "electra", "ELECTRA", "Electra"},
     {"deberta-v2", Family::kDebertaV2, "deberta", "DeBERTa-v2", "DebertaV2"},
     {"modernbert", Family::kModernBert, "model", "ModernBERT", "ModernBert"},
+    {"qwen3", Family::kQwen3, "model", "Qwen3", "Qwen3"},
 };
 
 const ModelType* find_model_type(std::string_view model_type) {
@@ -504,6 +497,20 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
                     c.architecture));
   }
 
+  if (c.family == Family::kQwen3) {
+    read_qwen3(obj, c);
+  } else {
+    read_encoder(obj, c);
+  }
+  // transformers 5 writes "dtype"; 4.x wrote "torch_dtype" (and 5 still reads it).
+  c.torch_dtype = obj.opt_string("dtype").value_or(obj.opt_string("torch_dtype").value_or(""));
+  c.transformers_version = obj.opt_string("transformers_version");
+
+  if (c.head == Head::kSequenceClassification) read_labels(obj, c);
+  return c;
+}
+
+void read_encoder(const JsonObject& obj, ModelConfig& c) {
   read_sizes(obj, c);
   // transformers 5 writes both for every encoder; true makes the model a decoder (causal
   // self-attention) or adds cross-attention layers, which an encoder run does not compute.
@@ -529,12 +536,6 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
     obj.fail_field("max_position_embeddings",
                    fmt::format("{} leaves no room for a sequence", c.max_position_embeddings));
   }
-  // transformers 5 writes "dtype"; 4.x wrote "torch_dtype" (and 5 still reads it).
-  c.torch_dtype = obj.opt_string("dtype").value_or(obj.opt_string("torch_dtype").value_or(""));
-  c.transformers_version = obj.opt_string("transformers_version");
-
-  if (c.head == Head::kSequenceClassification) read_labels(obj, c);
-  return c;
 }
 
 }  // namespace mcinfer::model

@@ -13,9 +13,19 @@
 
 namespace mcinfer::model {
 
-// Families of encoders, each described once by model/encoder_desc.cc. CamemBERT and XLM-R are
-// RoBERTa bodies (their model_type is kept in ModelConfig::model_type).
-enum class Family { kBert, kRoberta, kDistilBert, kMpnet, kElectra, kDebertaV2, kModernBert };
+// Families of encoders, each described once by model/encoder_desc.cc (decoder-style ones by
+// model/decoder_desc.cc). CamemBERT and XLM-R are RoBERTa bodies (their model_type is kept in
+// ModelConfig::model_type).
+enum class Family {
+  kBert,
+  kRoberta,
+  kDistilBert,
+  kMpnet,
+  kElectra,
+  kDebertaV2,
+  kModernBert,
+  kQwen3,
+};
 enum class Head { kNone, kSequenceClassification };
 enum class ProblemType { kSingleLabel, kMultiLabel, kRegression };
 inline constexpr EnumNames<ProblemType, 3> kProblemTypeNames{{{
@@ -60,6 +70,21 @@ struct ModernBertConfig {
   bool mean_pooling = false;  // classifier_pooling "mean" (else "cls": the first token)
 };
 
+// A decoder-style model run as an embedder or classifier (Qwen3), as its config.json sets it up:
+// grouped-query attention with its own head size, RMS norms, rotary positions, a causal mask
+// with sliding windows in some layers, a gated FFN.
+struct DecoderConfig {
+  std::int64_t kv_heads = 0;    // num_key_value_heads (divides num_attention_heads)
+  std::int64_t head_dim = 0;    // head_dim (not always hidden / heads)
+  bool attention_bias = false;  // q/k/v/o projections
+  bool causal = true;
+  std::vector<bool> sliding;        // per layer: the sliding window (layer_types)
+  std::int64_t sliding_window = 0;  // keys i − j < sliding_window in sliding layers
+  double rope_theta = 10000.0;
+  // The pad id the classification head skips when it looks for the last token (none: null).
+  std::optional<std::int64_t> pad_id;
+};
+
 struct ModelConfig {
   std::string model_type;    // as written: "bert", "roberta", "xlm-roberta", "mpnet", ...
   std::string architecture;  // e.g. "BertForSequenceClassification"
@@ -93,6 +118,8 @@ struct ModelConfig {
   Activation pooler_act = Activation::kGeluErf;
   // ModernBERT: its attention kinds, rotary bases, biases and classifier head.
   std::optional<ModernBertConfig> modernbert;
+  // Qwen3: its attention, norms and positions (decoder_config.cc).
+  std::optional<DecoderConfig> decoder;
 
   // Sequence classification (num_labels == 0 without a classifier head).
   std::int64_t num_labels = 0;
@@ -110,7 +137,12 @@ struct ModelConfig {
   // "bert, roberta, xlm-roberta, camembert, distilbert, mpnet, electra": the accepted model_types.
   static std::string supported_model_types();
 
-  std::int64_t head_dim() const { return hidden_size / num_heads; }
+  std::int64_t head_dim() const { return decoder ? decoder->head_dim : hidden_size / num_heads; }
+  // Key-value heads (fewer than num_heads under grouped-query attention).
+  std::int64_t kv_heads() const { return decoder ? decoder->kv_heads : num_heads; }
+  // Widths of the QKV GEMM's output and of the attention's output.
+  std::int64_t qkv_width() const { return (num_heads + 2 * kv_heads()) * head_dim(); }
+  std::int64_t context_width() const { return num_heads * head_dim(); }
   // Longest sequence (special tokens included) the position table allows.
   std::int64_t max_sequence_length() const;
   // The tensor-name prefix of the base model inside a task checkpoint ("bert", "roberta", ...).

@@ -31,16 +31,20 @@ constexpr LayerNames kDebertaV2Layer{"encoder.layer.{}.",       "attention.self.
                                      "intermediate.dense",      "output.dense",
                                      "output.LayerNorm"};
 
+}  // namespace
+
 LinearDesc linear(std::vector<std::string> parts, std::int64_t in, std::int64_t part_out,
-                  Activation activation = Activation::kNone, bool in_base = true) {
+                  Activation activation, bool in_base) {
   LinearDesc l;
   l.parts = std::move(parts);
   l.in = in;
-  l.part_out = part_out;
+  l.part_outs.assign(l.parts.size(), part_out);
   l.activation = activation;
   l.in_base = in_base;
   return l;
 }
+
+namespace {
 
 // The post-norm layer of BERT and its descendants: fused QKV, attention, output projection,
 // residual + LayerNorm, FFN up (activation), FFN down, residual + LayerNorm.
@@ -48,7 +52,8 @@ LayerDesc post_norm_layer(const ModelConfig& c, const LayerNames& n, std::int64_
   const std::string p = fmt::format(fmt::runtime(n.prefix), index);
   const std::int64_t h = c.hidden_size;
   LayerDesc layer;
-  layer.heads = c.num_heads;
+  layer.heads = layer.kv_heads = c.num_heads;
+  layer.head_dim = c.head_dim();
   layer.gemms = {
       {GemmSlot::kQkv, linear({p + n.query, p + n.key, p + n.value}, h, h)},
       {GemmSlot::kAttnOut, linear({p + n.attn_out}, h, h)},
@@ -105,6 +110,7 @@ HeadDesc family_head(const ModelConfig& c) {
     case Family::kDistilBert:
       return head(c, "pre_classifier", false, Activation::kRelu, "classifier");
     case Family::kModernBert:  // describe_modernbert builds its head (norm, pooling) itself
+    case Family::kQwen3:       // and describe_decoder its own
       break;
   }
   throw Error(fmt::format("no classification head described for the {} family", c.family_name()));
@@ -118,7 +124,9 @@ LayerDesc modernbert_layer(const ModelConfig& c, std::int64_t index) {
   const std::string p = fmt::format("layers.{}.", index);
   const std::int64_t h = c.hidden_size, inter = c.intermediate_size;
   LayerDesc layer;
-  layer.heads = c.num_heads;
+  layer.norm_placement = NormPlacement::kPre;
+  layer.heads = layer.kv_heads = c.num_heads;
+  layer.head_dim = c.head_dim();
   auto biased = [](LinearDesc l, bool bias) {
     l.bias = bias;
     return l;
@@ -144,7 +152,6 @@ LayerDesc modernbert_layer(const ModelConfig& c, std::int64_t index) {
 void describe_modernbert(const ModelConfig& c, EncoderDesc& d) {
   const ModernBertConfig& m = *c.modernbert;
   const std::int64_t h = c.hidden_size;
-  d.norm_placement = NormPlacement::kPre;
   EmbeddingDesc& e = d.embeddings;
   e.word = "embeddings.tok_embeddings";
   e.vocab = c.vocab_size;
@@ -157,10 +164,10 @@ void describe_modernbert(const ModelConfig& c, EncoderDesc& d) {
   if (c.head != Head::kSequenceClassification) return;
   HeadDesc head;
   head.dense = linear({"head.dense"}, h, h, m.classifier_act, false);
-  head.dense.bias = m.classifier_bias;
+  head.dense->bias = m.classifier_bias;
   head.out = linear({"classifier"}, h, c.num_labels, Activation::kNone, false);
   head.norm = {"head.norm", h, c.layer_norm_eps, m.norm_bias};
-  head.mean_pooling = m.mean_pooling;
+  head.pooling = m.mean_pooling ? HeadPooling::kMean : HeadPooling::kFirst;
   d.head = head;
 }
 
@@ -193,6 +200,16 @@ void describe_disentangled(const ModelConfig& c, EncoderDesc& d) {
 
 }  // namespace
 
+std::int64_t LayerDesc::keys_before() const {
+  if (window <= 0) return -1;
+  return causal ? window - 1 : window / 2;
+}
+
+std::int64_t LayerDesc::keys_after() const {
+  if (causal) return 0;
+  return window > 0 ? window / 2 : -1;
+}
+
 const GemmDesc& LayerDesc::gemm(GemmSlot slot) const {
   for (const GemmDesc& g : gemms)
     if (g.slot == slot) return g;
@@ -207,6 +224,10 @@ EncoderDesc describe_encoder(const ModelConfig& c) {
   d.intermediate = c.intermediate_size;
   if (c.family == Family::kModernBert) {
     describe_modernbert(c, d);
+    return d;
+  }
+  if (c.decoder) {
+    describe_decoder(c, d);
     return d;
   }
   const LayerNames* names = &kBertLayer;
@@ -260,9 +281,17 @@ std::string attention_summary(const std::vector<LayerDesc>& layers) {
       window = layers[i].window;
     }
   }
-  std::string out = window == 0 ? "global in every layer"
-                                : fmt::format("global in layers {}, a window of ±{} in the others",
-                                              global.empty() ? "none" : global, window / 2);
+  const bool causal = !layers.empty() && layers.front().causal;
+  std::string out = causal ? "causal, " : "";
+  if (window == 0) {
+    out += "global in every layer";
+  } else if (causal) {
+    out += fmt::format("global in layers {}, the {} keys up to the query in the others",
+                       global.empty() ? "none" : global, window);
+  } else {
+    out += fmt::format("global in layers {}, a window of ±{} in the others",
+                       global.empty() ? "none" : global, window / 2);
+  }
   double global_theta = 0, local_theta = 0;
   for (const LayerDesc& l : layers) (l.window == 0 ? global_theta : local_theta) = l.rope_theta;
   if (global_theta > 0 || local_theta > 0) {
@@ -276,18 +305,25 @@ std::string attention_summary(const std::vector<LayerDesc>& layers) {
 
 std::vector<std::string> EncoderDesc::summary() const {
   std::vector<std::string> lines;
-  lines.push_back(fmt::format("{}: hidden {}, {} layers, {} heads × {}, FFN {}, {}-norm", family,
-                              hidden, layers.size(), heads, head_dim(), intermediate,
-                              kNormPlacementNames.name(norm_placement)));
-  const EmbeddingDesc& e = embeddings;
+  const LayerDesc first = layers.empty() ? LayerDesc{} : layers.front();
+  const NormKind norm_kind = first.ffn_norm.kind;
   lines.push_back(fmt::format(
-      "embeddings: word [{}, {}], positions {}{}, token types {}{}", e.vocab, e.width,
-      kPositionSchemeNames.name(e.positions),
-      e.positions == PositionScheme::kNone || e.positions == PositionScheme::kRotary
-          ? ""
-          : fmt::format(" [{}, {}]", e.max_positions, e.width),
-      e.token_type.empty() ? "none" : fmt::format("[{}, {}]", e.type_vocab, e.width),
-      e.projection ? fmt::format(", projection {}", linear_summary(*e.projection)) : ""));
+      "{}: hidden {}, {} layers, {} heads × {}{}, FFN {}, {}-norm{}", family, hidden, layers.size(),
+      heads, head_dim(),
+      first.kv_heads != first.heads ? fmt::format(" ({} key-value heads)", first.kv_heads) : "",
+      intermediate, kNormPlacementNames.name(first.norm_placement),
+      norm_kind == NormKind::kLayerNorm ? ""
+                                        : fmt::format(" ({})", kNormKindNames.name(norm_kind))));
+  const EmbeddingDesc& e = embeddings;
+  lines.push_back(
+      fmt::format("embeddings: word [{}, {}], positions {}{}, token types {}{}{}", e.vocab, e.width,
+                  kPositionSchemeNames.name(e.positions),
+                  e.positions == PositionScheme::kNone || e.positions == PositionScheme::kRotary
+                      ? ""
+                      : fmt::format(" [{}, {}]", e.max_positions, e.width),
+                  e.token_type.empty() ? "none" : fmt::format("[{}, {}]", e.type_vocab, e.width),
+                  e.projection ? fmt::format(", projection {}", linear_summary(*e.projection)) : "",
+                  e.scale != 1 ? fmt::format(", scaled by {}", e.scale) : ""));
   if (relative_bias) {
     lines.push_back(fmt::format(
         "relative attention bias: {} buckets ({} per direction, exact below {}, log-spaced to {}), "
@@ -313,14 +349,18 @@ std::vector<std::string> EncoderDesc::summary() const {
                            linear_summary(g.linear));
     lines.push_back(
         fmt::format("layer ×{}: {} heads; GEMMs: {}", layers.size(), layers.front().heads, gemms));
-    lines.push_back("attention: " + attention_summary(layers));
+    std::string extras;
+    if (first.query_norm.present()) extras += "; q/k RMSNorm per head";
+    if (first.post_attention_norm.present()) extras += "; norms after each block too";
+    if (first.score_scale > 0) extras += fmt::format("; scores × {}", first.score_scale);
+    lines.push_back("attention: " + attention_summary(layers) + extras);
   }
   if (final_norm.present()) lines.push_back(fmt::format("final norm: {}", final_norm.name));
   if (head) {
-    lines.push_back(fmt::format(
-        "head: {}, dense {}{}, out {}", head->mean_pooling ? "mean of the tokens" : "first token",
-        linear_summary(head->dense), head->norm.present() ? ", LayerNorm" : "",
-        linear_summary(head->out)));
+    lines.push_back(
+        fmt::format("head: {}, {}{}out {}", kHeadPoolingNames.name(head->pooling),
+                    head->dense ? fmt::format("dense {}, ", linear_summary(*head->dense)) : "",
+                    head->norm.present() ? "LayerNorm, " : "", linear_summary(head->out)));
   }
   if (mlm_head) {
     lines.push_back(fmt::format(
@@ -346,8 +386,9 @@ MlmHeadDesc describe_mlm_head(const ModelConfig& c) {
   return m;
 }
 
-float EncoderDesc::score_scale() const {
-  return 1.0f / std::sqrt(static_cast<float>(head_dim() * score_terms));
+float EncoderDesc::score_scale(const LayerDesc& layer) const {
+  if (layer.score_scale > 0) return layer.score_scale;
+  return 1.0f / std::sqrt(static_cast<float>(layer.head_dim * score_terms));
 }
 
 std::int64_t relative_index(std::int64_t delta, const DisentangledDesc& desc) {

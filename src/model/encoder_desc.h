@@ -47,29 +47,44 @@ inline constexpr EnumNames<NormPlacement, 2> kNormPlacementNames{{{
     {NormPlacement::kPre, "pre"},
 }}};
 
-// A LayerNorm: its tensors' name (".weight"/".bias" or ".gamma"/".beta" follow), width, eps.
+// How a norm scales its rows: LayerNorm (mean and variance, then weight and shift), RMSNorm
+// (x / rms(x) · weight: Qwen3, T5) or Gemma's RMSNorm that scales by (1 + weight).
+enum class NormKind { kLayerNorm, kRms, kRmsOffset };
+inline constexpr EnumNames<NormKind, 3> kNormKindNames{{{
+    {NormKind::kLayerNorm, "LayerNorm"},
+    {NormKind::kRms, "RMSNorm"},
+    {NormKind::kRmsOffset, "RMSNorm (1 + w)"},
+}}};
+
+// A norm: its tensors' name (".weight"/".bias" or ".gamma"/".beta" follow), width, eps, kind.
 // An empty name is no norm at all (ModernBERT's first layer takes the embeddings as they are).
 struct NormDesc {
   std::string name;
   std::int64_t width = 0;
   float eps = 1e-12f;
-  bool bias = true;  // has a shift (ModernBERT's norm_bias false: scale only)
+  bool bias = true;  // has a shift (ModernBERT's norm_bias false: scale only; RMS norms never)
+  NormKind kind = NormKind::kLayerNorm;
   bool present() const { return !name.empty(); }
 };
 
 // A dense projection y = act(x · Wᵀ + b): the checkpoint's Linear layers that make it, stacked
-// along the output (query, key and value become one GEMM), each [part_out, in].
+// along the output (query, key and value become one GEMM), part i [part_outs[i], in] (grouped-
+// query attention's key and value parts are narrower than its query part).
 struct LinearDesc {
   std::vector<std::string> parts;  // tensor names without ".weight"
   std::int64_t in = 0;
-  std::int64_t part_out = 0;  // output width of each part
+  std::vector<std::int64_t> part_outs;  // output width of each part
   bool bias = true;
   Activation activation = Activation::kNone;
   bool in_base = true;  // names under the base model's prefix (else at the checkpoint's top)
   // A gated unit (ModernBERT's GeGLU): the GEMM's output is [a | g], each half wide, and the
   // layer's output is activation(a) · g.
   bool gated = false;
-  std::int64_t out() const { return part_out * static_cast<std::int64_t>(parts.size()); }
+  std::int64_t out() const {
+    std::int64_t sum = 0;
+    for (std::int64_t w : part_outs) sum += w;
+    return sum;
+  }
   // The width the next op reads: out(), or half of it when gated.
   std::int64_t out_after() const { return gated ? out() / 2 : out(); }
 };
@@ -79,6 +94,14 @@ struct GemmDesc {
   LinearDesc linear;
 };
 
+// One layer as the steps it runs, each saying what it needs:
+//   attention block: [pre: norm] → QKV GEMM → [q/k norms per head] → attention (heads, key-value
+//     heads, head size, mask, positions, score scale) → output GEMM → [post-block norm] →
+//     residual add → [post: norm];
+//   FFN block: [pre: norm] → FFN in (plain, or gated: [a | g] → act(a) · g) → FFN out →
+//     [post-block norm] → residual add → [post: norm].
+// Every backend runs a layer from these fields alone and refuses (by the step's name) any it
+// cannot run.
 struct LayerDesc {
   std::vector<GemmDesc> gemms;  // in the order the layer runs them
   // DeBERTa-v2: the projections of the relative-position table into position keys (c2p) and
@@ -87,14 +110,37 @@ struct LayerDesc {
   // on the input, so a backend projects it once per layer.
   std::optional<LinearDesc> position_key;
   std::optional<LinearDesc> position_query;
+  // post: x = norm(x + f(x)) (BERT); pre: x = x + f(norm(x)) (ModernBERT, Qwen3, Gemma).
+  NormPlacement norm_placement = NormPlacement::kPost;
   NormDesc attention_norm;  // after the attention block (pre-norm: before it)
   NormDesc ffn_norm;        // after the FFN block (pre-norm: before it)
+  // Gemma's sandwich norms: on a block's output before its residual add (absent elsewhere).
+  NormDesc post_attention_norm;
+  NormDesc post_ffn_norm;
+  // Attention: query heads, key-value heads (fewer under grouped-query attention: query head h
+  // reads key-value head h / (heads / kv_heads)), the size of every head (not always
+  // hidden / heads). The QKV GEMM writes [queries | keys | values]: heads·head_dim, then
+  // kv_heads·head_dim twice.
   std::int64_t heads = 0;
-  // A query sees only the keys within ±window / 2 of it (ModernBERT's sliding-window layers);
-  // 0: every key of its sequence.
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  // RMS norms over each head's queries and keys (Qwen3's q_norm / k_norm), width head_dim.
+  NormDesc query_norm;
+  NormDesc key_norm;
+  // Which keys query i sees: with causal, j ≤ i only (decoders); a window bounds the distance:
+  // bidirectional, |i − j| ≤ window / 2 (ModernBERT's local layers); causal, i − j < window
+  // (transformers' sliding_window). 0: no bound.
+  bool causal = false;
   std::int64_t window = 0;
   // Rotary positions: the base of this layer's frequencies (0 without rotary positions).
   double rope_theta = 0;
+  // The factor of the scores; 0: 1 / √(head_dim · EncoderDesc::score_terms).
+  float score_scale = 0;
+  // Keys before and after query i that it may see (−1: unbounded), from causal and window.
+  std::int64_t keys_before() const;
+  std::int64_t keys_after() const;
+  std::int64_t query_width() const { return heads * head_dim; }
+  std::int64_t kv_width() const { return kv_heads * head_dim; }
   // The GEMM of a role; throws Error when the layer has none.
   const GemmDesc& gemm(GemmSlot slot) const;
 };
@@ -110,6 +156,7 @@ struct EmbeddingDesc {
   std::int64_t type_vocab = 0;
   NormDesc norm;
   std::optional<LinearDesc> projection;  // width → hidden (ELECTRA with embedding_size ≠ hidden)
+  float scale = 1;  // the token embeddings times this (Gemma: √hidden, rounded as its dtype)
 };
 
 // A bias added to every layer's attention scores, per head and relative distance j − i bucketed
@@ -138,15 +185,25 @@ struct DisentangledDesc {
   std::int64_t rows() const { return 2 * span; }
 };
 
-// The sequence-classification head on the first token: dense + activation, then the projection
-// to the labels.
+// Which token(s) a classification head reads: the first, the mean over the sequence
+// (ModernBERT's classifier_pooling "mean"), or the last whose id is not the pad id (decoders'
+// ForSequenceClassification, as transformers picks it).
+enum class HeadPooling { kFirst, kMean, kLastNonPad };
+inline constexpr EnumNames<HeadPooling, 3> kHeadPoolingNames{{{
+    {HeadPooling::kFirst, "first token"},
+    {HeadPooling::kMean, "mean of the tokens"},
+    {HeadPooling::kLastNonPad, "last non-pad token"},
+}}};
+
+// The sequence-classification head: dense + activation (absent in decoders' heads), then the
+// projection to the labels.
 struct HeadDesc {
-  LinearDesc dense;
+  std::optional<LinearDesc> dense;
   LinearDesc out;
-  // ModernBERT: a LayerNorm after the dense layer's activation, and the mean over the tokens in
-  // place of the first token (classifier_pooling "mean").
+  // ModernBERT: a LayerNorm after the dense layer's activation.
   NormDesc norm;
-  bool mean_pooling = false;
+  HeadPooling pooling = HeadPooling::kFirst;
+  std::int64_t pad_id = -1;  // kLastNonPad: the id it skips (−1: none, the last token)
 };
 
 // The masked-LM head a SparseEncoder's logits come from (BERT's cls.predictions): per token,
@@ -164,7 +221,6 @@ struct EncoderDesc {
   std::int64_t hidden = 0;
   std::int64_t heads = 0;
   std::int64_t intermediate = 0;
-  NormPlacement norm_placement = NormPlacement::kPost;
   EmbeddingDesc embeddings;
   std::optional<RelativeBiasDesc> relative_bias;
   std::optional<DisentangledDesc> disentangled;
@@ -177,15 +233,24 @@ struct EncoderDesc {
   // Set only for a sparse task (a SparseEncoder's directory: model_dir.h describe_model).
   std::optional<MlmHeadDesc> mlm_head;
 
-  std::int64_t head_dim() const { return hidden / heads; }
-  // The factor of the attention scores: 1 / √(head_dim · score_terms).
-  float score_scale() const;
+  // The head size of the first layer (every family has one head size throughout).
+  std::int64_t head_dim() const {
+    return layers.empty() ? hidden / heads : layers.front().head_dim;
+  }
+  // The factor of layer's attention scores: its own, else 1 / √(head_dim · score_terms).
+  float score_scale(const LayerDesc& layer) const;
   // The description as lines of text, for `mcinfer inspect`.
   std::vector<std::string> summary() const;
 };
 
+// A LinearDesc of `parts` of equal width.
+LinearDesc linear(std::vector<std::string> parts, std::int64_t in, std::int64_t part_out,
+                  Activation activation = Activation::kNone, bool in_base = true);
+
 // The description of the network config.json describes (one builder per family).
 EncoderDesc describe_encoder(const ModelConfig& config);
+// Qwen3 and Gemma 3 (decoder_desc.cc).
+void describe_decoder(const ModelConfig& config, EncoderDesc& desc);
 
 // The MLM head of `config` (BERT: cls.predictions, decoder tied to the word embeddings). Throws
 // Error naming config.json for another family or untied embeddings.

@@ -93,15 +93,15 @@ TEST(EncoderDesc, DebertaSwitches) {
   EXPECT_EQ(v3.layers[1].position_key->parts.front(), "encoder.layer.1.attention.self.key_proj");
   EXPECT_EQ(v3.layers[1].position_query->parts.front(),
             "encoder.layer.1.attention.self.query_proj");
-  EXPECT_EQ(v3.head->dense.parts.front(), "pooler.dense");
-  EXPECT_FALSE(v3.head->dense.in_base);
-  EXPECT_EQ(v3.head->dense.activation, Activation::kGeluErf);
+  EXPECT_EQ(v3.head->dense->parts.front(), "pooler.dense");
+  EXPECT_FALSE(v3.head->dense->in_base);
+  EXPECT_EQ(v3.head->dense->activation, Activation::kGeluErf);
   const EncoderDesc own = desc_of("tf5_deberta_multi");
   EXPECT_EQ(own.layers[0].position_key->parts.front(),
             "encoder.layer.0.attention.self.pos_key_proj");
   EXPECT_EQ(own.layers[0].position_query->parts.front(),
             "encoder.layer.0.attention.self.pos_query_proj");
-  EXPECT_EQ(own.head->dense.activation, Activation::kTanh);
+  EXPECT_EQ(own.head->dense->activation, Activation::kTanh);
   const EncoderDesc c2p = desc_of("tf5_deberta_c2p_embed");
   EXPECT_EQ(c2p.score_terms, 2);
   EXPECT_FALSE(c2p.layers[0].position_query.has_value());
@@ -141,7 +141,7 @@ TEST(EncoderDesc, FamiliesNameTheirTensorsAndHeads) {
                                                  "encoder.layer.1.attention.attn.v"}));
   EXPECT_EQ(qkv.out(), 3 * mpnet.hidden);
   EXPECT_EQ(mpnet.layers[0].attention_norm.name, "encoder.layer.0.attention.LayerNorm");
-  EXPECT_EQ(mpnet.head->dense.activation, Activation::kTanh);
+  EXPECT_EQ(mpnet.head->dense->activation, Activation::kTanh);
   EXPECT_EQ(mpnet.head->out.parts.front(), "classifier.out_proj");
 
   const EncoderDesc electra = desc_of("tf5_electra_cls");
@@ -149,13 +149,13 @@ TEST(EncoderDesc, FamiliesNameTheirTensorsAndHeads) {
   EXPECT_EQ(electra.embeddings.width, 16);
   EXPECT_EQ(electra.embeddings.projection->in, 16);
   EXPECT_EQ(electra.embeddings.projection->out(), 32);
-  EXPECT_EQ(electra.head->dense.activation, Activation::kGeluErf);
+  EXPECT_EQ(electra.head->dense->activation, Activation::kGeluErf);
   EXPECT_FALSE(desc_of("tf5_electra_embed").embeddings.projection.has_value());
 
   EXPECT_EQ(desc_of("tf5_camembert_cls").family, "CamemBERT");
-  EXPECT_EQ(desc_of("bert_cls_single").head->dense.parts.front(), "pooler.dense");
-  EXPECT_TRUE(desc_of("bert_cls_single").head->dense.in_base);
-  EXPECT_EQ(desc_of("distilbert_cls").head->dense.activation, Activation::kRelu);
+  EXPECT_EQ(desc_of("bert_cls_single").head->dense->parts.front(), "pooler.dense");
+  EXPECT_TRUE(desc_of("bert_cls_single").head->dense->in_base);
+  EXPECT_EQ(desc_of("distilbert_cls").head->dense->activation, Activation::kRelu);
   EXPECT_EQ(desc_of("distilbert_cls").layers[2].gemm(GemmSlot::kFfnOut).linear.parts.front(),
             "transformer.layer.2.ffn.lin2");
   EXPECT_EQ(desc_of("distilbert_embed_sinusoidal").embeddings.positions,

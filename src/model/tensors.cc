@@ -101,8 +101,9 @@ class TensorFinder {
 
   GemmTensors gemm(const LinearDesc& desc) {
     GemmTensors g;
-    for (const std::string& part : desc.parts)
-      g.parts.push_back(linear(part, desc.part_out, desc.in, desc.bias, desc.in_base));
+    for (std::size_t i = 0; i < desc.parts.size(); ++i)
+      g.parts.push_back(
+          linear(desc.parts[i], desc.part_outs.at(i), desc.in, desc.bias, desc.in_base));
     return g;
   }
 
@@ -168,14 +169,21 @@ ModelTensors ModelTensors::open(const std::filesystem::path& dir, const ModelCon
     for (const GemmDesc& g : layer.gemms) lt.gemms.push_back(f.gemm(g.linear));
     lt.attention_norm = f.norm(layer.attention_norm);
     lt.ffn_norm = f.norm(layer.ffn_norm);
+    lt.post_attention_norm = f.norm(layer.post_attention_norm);
+    lt.post_ffn_norm = f.norm(layer.post_ffn_norm);
+    lt.query_norm = f.norm(layer.query_norm);
+    lt.key_norm = f.norm(layer.key_norm);
     if (layer.position_key) lt.position_key = f.gemm(*layer.position_key).parts.front();
     if (layer.position_query) lt.position_query = f.gemm(*layer.position_query).parts.front();
     t.layers_.push_back(std::move(lt));
   }
   t.final_norm_ = f.norm(d.final_norm);
   if (d.head) {
-    t.head_ = HeadTensors{f.gemm(d.head->dense).parts.front(), f.gemm(d.head->out).parts.front(),
-                          f.norm(d.head->norm, false)};
+    HeadTensors head;
+    if (d.head->dense) head.dense = f.gemm(*d.head->dense).parts.front();
+    head.out = f.gemm(d.head->out).parts.front();
+    head.norm = f.norm(d.head->norm, false);
+    t.head_ = head;
   }
   if (const auto& m = d.mlm_head) {
     // An untied decoder would be another [vocab, hidden] matrix: not what this head describes.

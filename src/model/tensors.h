@@ -40,12 +40,16 @@ struct LayerTensors {
   std::vector<GemmTensors> gemms;  // as LayerDesc::gemms
   NormTensors attention_norm;
   NormTensors ffn_norm;
+  NormTensors post_attention_norm;  // LayerDesc's; empty when absent
+  NormTensors post_ffn_norm;
+  NormTensors query_norm;  // per head [head_dim]; empty when absent
+  NormTensors key_norm;
   std::optional<LinearTensors> position_key;    // LayerDesc::position_key
   std::optional<LinearTensors> position_query;  // LayerDesc::position_query
 };
 
 struct HeadTensors {
-  LinearTensors dense;
+  std::optional<LinearTensors> dense;  // HeadDesc::dense
   LinearTensors out;
   NormTensors norm;  // HeadDesc::norm (ModernBERT); empty otherwise
 };

@@ -4,6 +4,8 @@
 // being listed in backend::built_backends(); nothing here is specific to one of them.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -202,6 +204,33 @@ std::vector<Param> params() {
   return out;
 }
 
+// A step of the description the PJRT program has no form for is refused by the step's name,
+// never left out: Gemma's (1 + w) norms and sandwich norms on a Qwen3 description.
+TEST(Registry, PjrtRefusesAStepItCannotBuildByName) {
+  const auto built = backend::built_backends();
+  if (std::find(built.begin(), built.end(), "pjrt") == built.end()) return;  // CPU-only build
+  MCINFER_NEED_PJRT_CPU();
+  const fs::path dir = testing::fixture("models/tf5_qwen3_embed");
+  const model::EncoderDesc plain = model::describe_encoder(model::ModelDir::open(dir).config());
+  auto refusal = [&](const std::function<void(model::EncoderDesc&)>& edit) {
+    model::EncoderDesc d = plain;
+    edit(d);
+    try {
+      prepare("pjrt", dir, model::Precision::kFp32, d);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(refusal([](model::EncoderDesc& d) {
+              d.layers[0].ffn_norm.kind = model::NormKind::kRmsOffset;
+            }).find("step '(1 + w) RMS norms'"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal([](model::EncoderDesc& d) { d.embeddings.scale = 2; }).find("step 'embedding scale'"),
+      std::string::npos);
+}
+
 // What the PJRT program cannot build is refused by name before anything runs: its band (a
 // sliding window) scores no relative position bias, so MPNet with windowed layers is refused.
 TEST(Registry, PjrtRefusesAWindowOverRelativePositions) {
@@ -255,7 +284,7 @@ TEST(Description, OneChangedDescriptionDrivesEveryBackend) {
     for (model::GemmDesc& g : layer.gemms)
       if (g.slot == model::GemmSlot::kFfnIn) g.linear.activation = model::Activation::kRelu;
   }
-  changed.head->dense.activation = model::Activation::kGeluErf;
+  changed.head->dense->activation = model::Activation::kGeluErf;
   changed.relative_bias->max_distance = 16;
   const model::TaskSpec logits{model::TaskKind::kClassify, model::Pooling::kCls, false,
                                model::OutputActivation::kNone};

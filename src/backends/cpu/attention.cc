@@ -26,8 +26,33 @@ float* AttentionScratch::block(int thread, std::int64_t floats) {
          static_cast<std::size_t>(block_floats_) * static_cast<std::size_t>(thread);
 }
 
+std::int64_t AttentionRules::keys_before(std::int64_t len) const {
+  if (window <= 0) return len;
+  return causal ? window - 1 : window / 2;
+}
+
+std::int64_t AttentionRules::keys_after(std::int64_t len) const {
+  if (causal) return 0;
+  return window > 0 ? window / 2 : len;
+}
+
+bool AttentionRules::plain_shape(int heads, std::int64_t hidden) const {
+  return (kv_heads == 0 || kv_heads == heads) && (head_dim == 0 || head_dim * heads == hidden) &&
+         scale == 0 && !causal;
+}
+
+double attention_pairs(std::int64_t len, const AttentionRules& rules) {
+  const std::int64_t before = rules.keys_before(len), after = rules.keys_after(len);
+  if (before >= len && after >= len) return static_cast<double>(len) * static_cast<double>(len);
+  double pairs = 0;
+  for (std::int64_t i = 0; i < len; ++i)
+    pairs += static_cast<double>(std::min(len - 1, i + after) -
+                                 std::max<std::int64_t>(0, i - before) + 1);
+  return pairs;
+}
+
 bool attention_tiled(std::int64_t len, const AttentionRules& rules) {
-  if (rules.rotary) return true;
+  if (rules.rotary || rules.causal) return true;
   if (rules.window > 0) return len - 1 > rules.window / 2;
   return len > kTiledFromLen && !rules.bias && !rules.relative;
 }
@@ -117,17 +142,18 @@ std::pair<const float*, std::int64_t> gemm_rows(const HeadRows& head, const floa
 }
 
 // Queries [first, first + count) of one head, tiled (attention_tiled): each query i sees the
-// keys j with |i − j| ≤ half (half ≥ len: every key). False when a library call failed.
+// keys j with i − before ≤ j ≤ i + after (≥ len: every key on that side); only chunks inside the
+// band are scored. False when a library call failed.
 bool tiled_queries(const KernelTable& kernels, const HeadRows& head, std::int64_t first,
-                   std::int64_t count, std::int64_t half, float scale, const RotaryTable* rotary,
-                   const TiledBlock& b) {
+                   std::int64_t count, std::int64_t before, std::int64_t after, float scale,
+                   const RotaryTable* rotary, const TiledBlock& b) {
   const std::int64_t d = head.d, len = head.len;
   bool ok = true;
   for (std::int64_t q0 = first; q0 < first + count; q0 += kQueryBlock) {
     const std::int64_t rows = std::min(kQueryBlock, first + count - q0);
     const auto [queries, ld_queries] = gemm_rows(head, head.q, q0, rows, rotary, b.q);
-    const std::int64_t key_lo = std::max<std::int64_t>(0, q0 - half);
-    const std::int64_t key_hi = std::min(len, q0 + rows + half);  // exclusive
+    const std::int64_t key_lo = std::max<std::int64_t>(0, q0 - before);
+    const std::int64_t key_hi = std::min(len, q0 + rows + after);  // exclusive
     std::fill(b.max, b.max + rows, -std::numeric_limits<float>::infinity());
     std::fill(b.sum, b.sum + rows, 0.0f);
     std::fill(b.o, b.o + rows * d, 0.0f);
@@ -139,8 +165,8 @@ bool tiled_queries(const KernelTable& kernels, const HeadRows& head, std::int64_
       for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t i = q0 + r;
         // The keys of this chunk query i sees: [lo, hi) (empty when its band ends before it).
-        const std::int64_t lo = std::clamp<std::int64_t>(i - half - c0, 0, keys);
-        const std::int64_t hi = std::clamp<std::int64_t>(i + half + 1 - c0, lo, keys);
+        const std::int64_t lo = std::clamp<std::int64_t>(i - before - c0, 0, keys);
+        const std::int64_t hi = std::clamp<std::int64_t>(i + after + 1 - c0, lo, keys);
         float* row = b.s + r * kKeyChunk;
         if (hi > lo) {
           const float factor =
@@ -172,7 +198,7 @@ std::int64_t attention_scratch_floats(std::int64_t max_len, std::int64_t d,
                                       const AttentionRules& rules) {
   // The longest row the one-block path may take (attention_tiled).
   std::int64_t square_len = max_len;
-  if (rules.rotary) {
+  if (rules.rotary || rules.causal) {
     square_len = 0;
   } else if (rules.window > 0) {
     square_len = std::min(max_len, rules.window / 2 + 1);
@@ -196,11 +222,23 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
                std::int64_t own_kernel_max_len) {
   const ScoreBias bias = rules.bias;
   const RelativeTerms& relative = rules.relative;
-  if ((rules.rotary || rules.window > 0) && (bias || relative))
-    fail("internal: rotary positions or a window with a score bias or relative terms");
-  const std::int64_t head_dim = hidden / heads;
-  const std::int64_t ld_qkv = 3 * hidden;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim * relative.scale_terms));
+  if ((rules.rotary || rules.window > 0 || rules.causal) && (bias || relative))
+    fail(
+        "internal: rotary positions, a window or a causal mask with a score bias or relative "
+        "terms");
+  const std::int64_t head_dim = rules.head_dim > 0 ? rules.head_dim : hidden / heads;
+  const std::int64_t kv_heads = rules.kv_heads > 0 ? rules.kv_heads : heads;
+  if (head_dim * heads != hidden || heads % kv_heads != 0)
+    fail("internal: attention of {} heads × {} over {} columns, {} key-value heads", heads,
+         head_dim, hidden, kv_heads);
+  if (!rules.plain_shape(heads, hidden) && (bias || relative))
+    fail("internal: grouped-query or causal attention with a score bias or relative terms");
+  // Rows of qkv: [queries (hidden) | keys (kv_heads·d) | values (kv_heads·d)].
+  const std::int64_t kv_width = kv_heads * head_dim, group = heads / kv_heads;
+  const std::int64_t ld_qkv = hidden + 2 * kv_width;
+  const float scale = rules.scale > 0
+                          ? rules.scale
+                          : 1.0f / std::sqrt(static_cast<float>(head_dim * relative.scale_terms));
   std::int64_t max_len = 0;
   for (const auto& s : sequences) max_len = std::max(max_len, s.length);
   if (max_len == 0) return;
@@ -230,9 +268,10 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
     const SequenceSpan& seq = sequences[static_cast<std::size_t>(item.sequence)];
     const std::int64_t h = item.head;
     const std::int64_t len = seq.length;
-    const float* q = qkv + seq.offset * ld_qkv + h * head_dim;
-    const float* k = q + hidden;
-    const float* v = q + 2 * hidden;
+    const float* row = qkv + seq.offset * ld_qkv;
+    const float* q = row + h * head_dim;
+    const float* k = row + hidden + (h / group) * head_dim;
+    const float* v = k + kv_width;
     float* out = ctx + seq.offset * hidden + h * head_dim;
     float* scores = scratch.block(thread, block_floats);
     bool ok = true;
@@ -241,8 +280,8 @@ void attention(const KernelTable& kernels, const float* qkv, float* ctx,
           q,      k,        v,
           ld_qkv, out,      hidden,
           len,    head_dim, rules.rotary ? rules.rotary.positions + seq.offset : nullptr};
-      const std::int64_t half = rules.window > 0 ? rules.window / 2 : len;
-      ok = tiled_queries(kernels, rows, item.first, item.count, half, scale, rules.rotary.table,
+      ok = tiled_queries(kernels, rows, item.first, item.count, rules.keys_before(len),
+                         rules.keys_after(len), scale, rules.rotary.table,
                          TiledBlock(scores, head_dim));
     } else if (len <= own_kernel_max_len && !bias && !relative) {
       // Our fused kernel adds no bias: biased scores take the library's path at every length.

@@ -68,14 +68,30 @@ struct Rotation {
 };
 
 // What a layer's attention adds to softmax(Q Kᵀ / √d) V: a score bias (MPNet) or relative terms
-// (DeBERTa), a sliding window of ±window / 2 keys around each query (window > 0; ModernBERT's
-// local layers), rotary positions (ModernBERT).
+// (DeBERTa), a causal mask (decoders: query i sees keys j ≤ i), a window (bidirectional:
+// |i − j| ≤ window / 2, ModernBERT's local layers; causal: i − j < window, transformers'
+// sliding_window), rotary positions (ModernBERT, Qwen3); its shape when it is not
+// `heads` heads of hidden / heads: grouped-query attention (kv_heads < heads, query head h reads
+// key-value head h / (heads / kv_heads)) and a head size of its own; a score scale other than
+// 1 / √head_dim.
 struct AttentionRules {
   ScoreBias bias;
   RelativeTerms relative;
+  bool causal = false;
   std::int64_t window = 0;
   Rotation rotary;
+  std::int64_t kv_heads = 0;  // 0: heads
+  std::int64_t head_dim = 0;  // 0: hidden / heads
+  float scale = 0;            // 0: 1 / √(head_dim · relative.scale_terms)
+  // Keys before and after query i in its band (len or more: every key on that side).
+  std::int64_t keys_before(std::int64_t len) const;
+  std::int64_t keys_after(std::int64_t len) const;
+  // Whether the layer's shape is the plain one (heads of hidden / heads, scaled by 1 / √d).
+  bool plain_shape(int heads, std::int64_t hidden) const;
 };
+
+// (query, key) pairs a sequence of len tokens scores under `rules`' band.
+double attention_pairs(std::int64_t len, const AttentionRules& rules);
 
 // Tiled attention (flash-style): blocks of kQueryBlock queries meet the keys they may see in
 // chunks of kKeyChunk, the softmax accumulated chunk by chunk (KernelTable::online_softmax_row),
@@ -105,11 +121,12 @@ class AttentionScratch {
 };
 
 // For each sequence and head h: ctx[s, h·d:(h+1)·d] = softmax(Q_h K_hᵀ / √d) V_h, where Q, K, V are
-// the three hidden-wide column blocks of qkv [tokens, 3·hidden] and d = hidden / heads.
-// ctx is [tokens, hidden]. With a bias, each score gets bias.row(h, i)[j] (before the softmax);
-// with relative terms, DeBERTa's c2p and p2c (RelativeTerms), from [len, reach] products of the
-// sequence's queries and keys with the tables, gathered by distance into the scores; with a
-// window and rotary positions, AttentionRules.
+// the three hidden-wide column blocks of qkv [tokens, 3·hidden] and d = hidden / heads, and ctx
+// is [tokens, hidden]; under grouped-query attention (rules.kv_heads, rules.head_dim) qkv is
+// [tokens, (heads + 2·kv_heads)·d], hidden = heads·d the queries' width and ctx's. With a bias,
+// each score gets bias.row(h, i)[j] (before the softmax); with relative terms, DeBERTa's c2p and
+// p2c (RelativeTerms), from [len, reach] products of the sequence's queries and keys with the
+// tables, gathered by distance into the scores; with a window and rotary positions, AttentionRules.
 // Short sequences (up to own_kernel_max_len tokens) use our fused per-head kernel; longer ones two
 // GEMM-library calls around our softmax, or the tiled path (attention_tiled). Crossover measured
 // on a Xeon (AVX-512), 12 heads, 32 sequences, one thread (GFLOP/s, ours vs the library): head

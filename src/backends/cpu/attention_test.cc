@@ -187,6 +187,86 @@ TEST(Attention, TiledRowsMatchReference) {
 }
 
 // The tiled path's scratch does not grow with the rows: the same for 2,000 tokens as for 200.
+// Grouped-query attention (4 query heads, 2 key-value heads of 16): each query head reads the
+// key-value head h / 2 in place, equal to plain attention over K and V copied per query head;
+// reading head h % 2 instead (another sharing) gives other outputs.
+TEST(Attention, GroupedQueryHeadsShareTheirKeyValueHead) {
+  const int heads = 4, kv_heads = 2;
+  const std::int64_t d = 16, hidden = heads * d, kv_width = kv_heads * d;
+  const std::vector<SequenceSpan> seqs{{0, 37}, {37, 5}, {42, 1}};
+  const std::int64_t tokens = token_count(seqs), ld = hidden + 2 * kv_width;
+  std::vector<float> grouped = random_qkv(tokens, hidden, 11);
+  grouped.resize(static_cast<std::size_t>(tokens * ld));
+  auto expand = [&](auto kv_head_of) {
+    std::vector<float> plain(static_cast<std::size_t>(tokens * 3 * hidden));
+    for (std::int64_t t = 0; t < tokens; ++t) {
+      const float* src = grouped.data() + t * ld;
+      float* dst = plain.data() + t * 3 * hidden;
+      std::copy(src, src + hidden, dst);
+      for (int h = 0; h < heads; ++h)
+        for (int part = 1; part <= 2; ++part)
+          for (std::int64_t c = 0; c < d; ++c)
+            dst[part * hidden + h * d + c] =
+                src[hidden + (part - 1) * kv_width + kv_head_of(h) * d + c];
+    }
+    return plain;
+  };
+  AttentionRules gqa;
+  gqa.kv_heads = kv_heads;
+  gqa.head_dim = d;
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "bidirectional");
+    gqa.causal = causal;
+    AttentionRules plain_rules;
+    plain_rules.causal = causal;
+    auto run = [&](const std::vector<float>& qkv, const AttentionRules& rules) {
+      std::vector<float> ctx(static_cast<std::size_t>(tokens * hidden), -1.0f);
+      AttentionScratch scratch;
+      attention(kernels_for(best_isa()), qkv.data(), ctx.data(), seqs, heads, hidden, scratch, 2,
+                rules);
+      return ctx;
+    };
+    const std::vector<float> got = run(grouped, gqa);
+    const std::vector<float> want = run(expand([](int h) { return h / 2; }), plain_rules);
+    const std::vector<float> other = run(expand([](int h) { return h % 2; }), plain_rules);
+    double error = 0, other_error = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      error = std::max(error, std::fabs(double(got[i]) - want[i]));
+      other_error = std::max(other_error, std::fabs(double(other[i]) - want[i]));
+    }
+    EXPECT_LE(error, 1e-6);
+    EXPECT_GT(other_error, 1e-2);
+  }
+}
+
+// A causal mask: query i sees keys 0..i, so its output is the last row of plain attention over
+// the prefix 0..i alone; with a window of W keys, over i − W + 1 .. i.
+TEST(Attention, CausalRowsSeeTheirPrefixOrTheirWindow) {
+  const int heads = 2;
+  const std::int64_t hidden = 32, len = 40;
+  const std::vector<float> qkv = random_qkv(len, hidden, 13);
+  for (std::int64_t window : {std::int64_t{0}, std::int64_t{6}}) {
+    SCOPED_TRACE(window);
+    AttentionRules causal;
+    causal.causal = true;
+    causal.window = window;
+    std::vector<float> ctx(static_cast<std::size_t>(len * hidden), -1.0f);
+    AttentionScratch scratch;
+    const std::vector<SequenceSpan> whole{{0, len}};
+    attention(kernels_for(best_isa()), qkv.data(), ctx.data(), whole, heads, hidden, scratch, 1,
+              causal);
+    for (std::int64_t i = 0; i < len; ++i) {
+      const std::int64_t first = window > 0 ? std::max<std::int64_t>(0, i - window + 1) : 0;
+      const std::vector<SequenceSpan> keys{{first, i - first + 1}};
+      const auto want = reference(qkv, keys, heads, hidden, len);
+      for (std::int64_t c = 0; c < hidden; ++c)
+        ASSERT_NEAR(ctx[i * hidden + c], want[i * hidden + c], 1e-5) << "row " << i << " col " << c;
+    }
+    EXPECT_NEAR(attention_pairs(len, causal), window > 0 ? 6 * len - 15 : len * (len + 1) / 2.0,
+                0.0);
+  }
+}
+
 TEST(Attention, TiledScratchIsBoundedIndependentlyOfLength) {
   AttentionRules rotary_rules;
   RotaryTable table = RotaryTable::build(10000.0, 64, 4);

@@ -39,24 +39,30 @@ std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t token
   const auto inter = static_cast<std::uint64_t>(c.intermediate_size);
   const auto len = static_cast<std::uint64_t>(max_len);
   const auto n_threads = static_cast<std::uint64_t>(threads < 1 ? 1 : threads);
-  // ModernBERT's rotary positions take the tiled attention at every length.
-  const bool tiled = c.modernbert.has_value();
+  // Rotary positions (ModernBERT, decoders) take the tiled attention at every length.
+  const bool tiled = c.modernbert.has_value() || c.decoder.has_value();
   const std::uint64_t bf16_attention = cpu::Bf16Attention::workspace_bytes_for(
       tokens, max_len, c.hidden_size, c.num_heads, threads, tiled);
   // x, qkv, ctx, tmp, ffn + the packed ids, types and positions + the attention's scratch.
   // bf16: x in f32; x, qkv, ctx, tmp and ffn in bf16; the attention's per-sequence blocks.
-  std::uint64_t bytes = precision == ops::Precision::kBf16
-                            ? rows * h * 4 + rows * (h + 3 * h + h + h + inter) * 2 + bf16_attention
-                            : rows * (h + 3 * h + h + h + inter) * 4;
+  // The QKV rows and the attention's output are wider than hidden in some decoders (Qwen3).
+  const auto qkv = static_cast<std::uint64_t>(c.qkv_width());
+  const auto context = static_cast<std::uint64_t>(c.context_width());
+  std::uint64_t bytes =
+      precision == ops::Precision::kBf16
+          ? rows * h * 4 + rows * (h + qkv + context + h + inter) * 2 + bf16_attention
+          : rows * (h + qkv + context + h + inter) * 4;
   if (precision == ops::Precision::kInt8) {
     // x and tmp in f32, their s8 copies and the FFN's middle rows in s8 (+ a bf16 or s8 one when
     // a plan keeps a GEMM out of int8), Q, K, V and the attention output in bf16, the s8 scratch
     // of the attention output, per-row scales.
-    bytes = rows * h * 8 + rows * (h + inter) * 1 + rows * (3 * h + h) * 2 + rows * inter * 2 +
-            rows * h + rows * 16 + bf16_attention;
+    bytes = rows * h * 8 + rows * (h + inter) * 1 + rows * (qkv + context) * 2 + rows * inter * 2 +
+            rows * context + rows * 16 + bf16_attention;
   }
-  // ModernBERT: the normalized copy of x and the gated FFN's [a | g] rows, both f32.
-  if (c.modernbert) bytes += rows * (h + 2 * inter) * 4;
+  // Pre-norm layers (ModernBERT, decoders): the normalized copy of x and the gated FFN's [a | g]
+  // rows, both f32; f32 attention rows in a bf16 or int8 decoder.
+  if (c.modernbert || c.decoder) bytes += rows * (h + 2 * inter) * 4;
+  if (c.decoder && precision != ops::Precision::kFp32) bytes += rows * (qkv + context) * 4;
   // DeBERTa's c2p and p2c products per thread ([len, reach] each, reach ≤ 2·len).
   if (c.disentangled) bytes += n_threads * 4 * len * len * 4;
   // ELECTRA's embeddings before their projection; MPNet's bias table [heads, 2·longest − 1].
@@ -70,7 +76,7 @@ std::uint64_t Encoder::activation_bytes(const ModelConfig& c, std::int64_t token
   std::int64_t square_len = tiled ? 0 : max_len;
   if (!tiled && c.relative_attention_buckets == 0 && !c.disentangled)
     square_len = std::min<std::int64_t>(max_len, cpu::kTiledFromLen);
-  const std::int64_t d = c.hidden_size / c.num_heads;
+  const std::int64_t d = c.head_dim();
   const auto square =
       static_cast<std::uint64_t>(square_len) * static_cast<std::uint64_t>(square_len);
   const std::uint64_t tiled_floats = static_cast<std::int64_t>(len) > square_len
@@ -115,8 +121,10 @@ void Encoder::forward(std::span<const SequenceInput> batch) {
   ops::embedding_sum(ctx_, sum, t, width, e.word, packed_.ids.data(), e.position,
                      packed_.positions.data(), e.token_type,
                      e.token_type ? packed_.types.data() : nullptr);
-  ops::residual_layer_norm(ctx_, sum, nullptr, t, width, e.norm.gamma, e.norm.beta,
-                           d.embeddings.norm.eps);
+  if (e.norm.present()) {
+    ops::residual_layer_norm(ctx_, sum, nullptr, t, width, e.norm.gamma, e.norm.beta,
+                             d.embeddings.norm.eps);
+  }
   if (e.projection) ops::linear(ctx_, *e.projection, sum, t, x_.data());
   ops::ScoreBias bias;
   if (d.relative_bias) {
@@ -129,43 +137,54 @@ void Encoder::forward(std::span<const SequenceInput> batch) {
     relative_origin_ = packed_.longest() - 1;
     model::relative_index_by_distance(*d.disentangled, packed_.longest(), relative_index_);
   }
-  if (d.norm_placement == NormPlacement::kPre) {
-    pre_norm_layers();
-  } else {
-    layers(bias);
+  layers(bias);
+  // Only the attention pairs each layer's mask and window leave are counted.
+  last_flops_ = 0;
+  for (const LayerDesc& l : d.layers) {
+    ops::AttentionRules band;
+    band.causal = l.causal;
+    band.window = l.window;
+    for (const auto& s : spans_)
+      last_flops_ +=
+          4.0 * cpu::attention_pairs(s.length, band) * static_cast<double>(l.query_width());
+    for (const GemmDesc& g : l.gemms)
+      last_flops_ +=
+          2.0 * static_cast<double>(t) * static_cast<double>(g.linear.in * g.linear.out());
   }
-  double attention_flops = 0;
-  for (const auto& s : spans_)
-    attention_flops += 4.0 * static_cast<double>(s.length) * s.length * h;
-  double dense = 0;
-  for (const GemmDesc& g : d.layers.front().gemms)
-    dense += 2.0 * static_cast<double>(t) * static_cast<double>(g.linear.in * g.linear.out());
-  last_flops_ = static_cast<double>(d.layers.size()) * (dense + attention_flops);
 }
 
-// Every precision runs this loop: each GEMM's input type is the one its weights were prepared
-// for (fp32, bf16 or int8 per GEMM: an int8 plan keeps some in the fallback precision), and each
-// producer writes what its consumer reads. The residual stream x and LayerNorm stay f32; each
-// LayerNorm also writes the copy of x the next GEMM reads (bf16, or s8 with per-row scales, in
-// the same pass). bf16 models write the projections that feed a residual add in bf16, as under
+// Every family and precision runs this one loop over the layer description's steps (model::
+// LayerDesc): each GEMM's input type is the one its weights were prepared for (fp32, bf16 or int8
+// per GEMM: an int8 plan keeps some in the fallback precision), and each producer writes what its
+// consumer reads. The residual stream x stays f32. Post-norm layers normalize x in place after
+// each residual add, writing in the same pass the copy of x the next GEMM reads (bf16, or s8 with
+// per-row scales); pre-norm layers normalize a copy of x before each block and add the block's
+// output to x. bf16 models write the projections that feed a residual add in bf16, as under
 // torch.autocast (a bf16 Linear's output is bf16 and the add promotes it to f32): half the bytes
-// for the memory-bound LayerNorm pass (7% of a bert-base batch). The FFN's middle rows are
-// written by the first FFN GEMM's epilogue in the type the second reads (an int8 one quantizes
-// them there). Attention runs on f32 Q, K, V for fp32 models, bf16 ones otherwise (int8: where
-// the CPU has bf16). Calibration's observer sees each GEMM of an fp32 model.
+// for the memory-bound norm pass. The FFN's middle rows are written by the first FFN GEMM's
+// epilogue in the type the second reads (an int8 one quantizes them there); a gated FFN's [a | g]
+// rows go through the gate first. Attention runs on f32 Q, K, V for fp32 models and for layers
+// the bf16 kernels do not run (Weights::attention_type), bf16 ones otherwise. Calibration's
+// observer sees each GEMM of an fp32 model.
 Encoder::LayerRows Encoder::layer_rows() {
   using ops::DType;
-  const std::int64_t h = weights_->desc().hidden, rows = ops::padded_rows(tokens_);
+  const EncoderDesc& d = weights_->desc();
+  const std::int64_t h = d.hidden, rows = ops::padded_rows(tokens_);
+  std::int64_t qkv_width = 0, context_width = 0;
+  for (const LayerDesc& l : d.layers) {
+    qkv_width = std::max(qkv_width, l.gemm(GemmSlot::kQkv).linear.out());
+    context_width = std::max(context_width, l.query_width());
+  }
   const DType attention_type = weights_->attention_type();
   LayerRows r{{nullptr, attention_type}, {nullptr, attention_type}, {nullptr, DType::kF32}};
   if (attention_type == DType::kBf16) {
-    ensure(qkv_bf16_, rows, 3 * h);
-    ensure(ctx_bf16_, rows, h);
+    ensure(qkv_bf16_, rows, qkv_width);
+    ensure(ctx_bf16_, rows, context_width);
     r.qkv.data = qkv_bf16_.data();
     r.context.data = ctx_bf16_.data();
   } else {
-    ensure(qkv_, rows, 3 * h);
-    ensure(ctx_buf_, rows, h);
+    ensure(qkv_, rows, qkv_width);
+    ensure(ctx_buf_, rows, context_width);
     r.qkv.data = qkv_.data();
     r.context.data = ctx_buf_.data();
   }
@@ -180,95 +199,197 @@ Encoder::LayerRows Encoder::layer_rows() {
 }
 
 void Encoder::layers(ops::ScoreBias bias) {
+  const Weights& w = *weights_;
+  const EncoderDesc& d = w.desc();
+  const auto& layers = w.layers();
+  const LayerRows rows = layer_rows();
+  ops::ConstRows x_in = stream_rows(layers.front().gemm(GemmSlot::kQkv));
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const LayerWeights& lw = layers[i];
+    const LayerDesc& ld = d.layers[i];
+    const auto index = static_cast<std::int64_t>(i);
+    const bool pre = ld.norm_placement == NormPlacement::kPre;
+    const ops::Linear& qkv = lw.gemm(GemmSlot::kQkv);
+    const ops::Linear& attn_out = lw.gemm(GemmSlot::kAttnOut);
+    const ops::Linear& ffn_in = lw.gemm(GemmSlot::kFfnIn);
+    // Attention block.
+    if (pre) x_in = normalized(lw.attention_norm, ld.attention_norm, qkv);
+    run_gemm(index, ld.gemm(GemmSlot::kQkv), qkv, x_in, rows.qkv,
+             ld.gemm(GemmSlot::kQkv).linear.activation);
+    attend(i, rows.qkv, rows.context, bias);
+    run_gemm(index, ld.gemm(GemmSlot::kAttnOut), attn_out, as_input(rows.context, attn_out),
+             rows.projected, ld.gemm(GemmSlot::kAttnOut).linear.activation);
+    x_in = close_block(pre, lw.attention_norm, ld.attention_norm, rows.projected, &ffn_in);
+    // FFN block.
+    if (pre) x_in = normalized(lw.ffn_norm, ld.ffn_norm, ffn_in);
+    const ops::Rows mid = ffn_middle(i, x_in);
+    run_gemm(index, ld.gemm(GemmSlot::kFfnOut), lw.gemm(GemmSlot::kFfnOut),
+             ops::ConstRows{mid.data, mid.type, mid.scales}, rows.projected,
+             ld.gemm(GemmSlot::kFfnOut).linear.activation);
+    const ops::Linear* next = i + 1 < layers.size() ? &layers[i + 1].gemm(GemmSlot::kQkv) : nullptr;
+    x_in = close_block(pre, lw.ffn_norm, ld.ffn_norm, rows.projected, next);
+  }
+  if (w.final_norm().present()) {
+    const ops::Linear* none = nullptr;
+    normalize_in_place(w.final_norm(), d.final_norm, none);
+  }
+}
+
+ops::ConstRows Encoder::stream_rows(const ops::Linear& next) {
+  using ops::DType;
+  if (next.input_type() != DType::kBf16) return {x_.data(), DType::kF32};  // int8 quantizes f32
+  const std::int64_t h = weights_->desc().hidden;
+  ensure(x_bf16_, ops::padded_rows(tokens_), h);
+  ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), tokens_, h);
+  return {x_bf16_.data(), DType::kBf16};
+}
+
+ops::ConstRows Encoder::as_input(ops::Rows rows, const ops::Linear& next) {
+  using ops::DType;
+  if (rows.type != DType::kF32 || next.input_type() != DType::kBf16)
+    return {rows.data, rows.type, rows.scales};
+  // f32 attention in a bf16 model (a layer the bf16 kernels do not run): its output rounded for
+  // the bf16 projection, as autocast's Linear rounds its input.
+  std::int64_t width = 0;
+  for (const LayerDesc& l : weights_->desc().layers) width = std::max(width, l.query_width());
+  ensure(ctx_bf16_, ops::padded_rows(tokens_), width);
+  ops::to_bf16(ctx_, static_cast<const float*>(rows.data), ctx_bf16_.data(), tokens_, width);
+  return {ctx_bf16_.data(), DType::kBf16};
+}
+
+// The layer's attention with every rule its description gives: q/k norms per head (f32 rows:
+// such layers keep attention in f32), the shape, mask, window and rotary positions, MPNet's bias
+// and DeBERTa's relative terms.
+void Encoder::attend(std::size_t i, ops::Rows qkv, ops::Rows context, ops::ScoreBias bias) {
   const EncoderDesc& d = weights_->desc();
-  const std::int64_t h = d.hidden, t = tokens_, inter = d.intermediate;
-  const std::int64_t rows = ops::padded_rows(t);
-  using ops::ConstRows, ops::Rows, ops::DType;
-  const LayerRows buffers = layer_rows();
-  const ops::Rows qkv = buffers.qkv, context = buffers.context, projected = buffers.projected;
-  const DType residual_type = projected.type;
-  // x_ = LayerNorm(x_ + projected), with the copy of x that `next` reads (none after the last
-  // layer).
-  auto norm = [&](const Norm& n, float eps, const ops::Linear* next) -> ConstRows {
-    const DType want = next ? next->input_type() : DType::kF32;
-    if (residual_type == DType::kBf16) {
-      const bool copy = want == DType::kBf16;
-      if (copy) ensure(x_bf16_, rows, h);
-      ops::residual_layer_norm(ctx_, x_.data(), static_cast<const ops::Bf16*>(projected.data), t, h,
-                               n.gamma, n.beta, eps, copy ? x_bf16_.data() : nullptr);
-      if (copy) return {x_bf16_.data(), DType::kBf16};
-      return {x_.data(), DType::kF32};
-    }
-    const auto* y = static_cast<const float*>(projected.data);
-    switch (want) {
-      case DType::kS8:
-        ensure(x_s8_, rows, h);
-        ensure(x_scales_, rows, 1);
-        ops::residual_layer_norm_s8(ctx_, x_.data(), y, t, h, n.gamma, n.beta, eps,
-                                    next->input_multiplier(), x_s8_.data(), x_scales_.data());
-        return {x_s8_.data(), DType::kS8, x_scales_.data()};
-      case DType::kBf16:
-        ensure(x_bf16_, rows, h);
-        ops::residual_layer_norm(ctx_, x_.data(), y, t, h, n.gamma, n.beta, eps, x_bf16_.data());
-        return {x_bf16_.data(), DType::kBf16};
-      case DType::kF32:
-        break;
-    }
-    ops::residual_layer_norm(ctx_, x_.data(), y, t, h, n.gamma, n.beta, eps);
+  const LayerDesc& ld = d.layers[i];
+  const LayerWeights& lw = weights_->layers()[i];
+  const std::int64_t ld_qkv = ld.gemm(GemmSlot::kQkv).linear.out();
+  if (lw.query_norm.present()) {
+    auto* rows = static_cast<float*>(qkv.data);
+    ops::head_rms_norm(ctx_, rows, ld_qkv, tokens_, 0, ld.heads, ld.head_dim, lw.query_norm.gamma,
+                       ld.query_norm.eps);
+    ops::head_rms_norm(ctx_, rows, ld_qkv, tokens_, ld.query_width(), ld.kv_heads, ld.head_dim,
+                       lw.key_norm.gamma, ld.key_norm.eps);
+  }
+  ops::AttentionRules rules;
+  rules.bias = bias;
+  rules.relative.scale_terms = d.score_terms;
+  if (d.disentangled)
+    rules.relative = lw.relative.terms(relative_index_.data(), relative_origin_, d.score_terms);
+  rules.causal = ld.causal;
+  rules.window = ld.window;
+  if (lw.rotary) rules.rotary = {lw.rotary, packed_.positions.data()};
+  rules.kv_heads = ld.kv_heads;
+  rules.head_dim = ld.head_dim;
+  rules.scale = ld.score_scale;
+  ops::attention(ctx_, ops::ConstRows{qkv.data, qkv.type}, context, spans_,
+                 static_cast<int>(ld.heads), ld.query_width(), rules);
+}
+
+// A block's output `projected` joins the residual stream: pre-norm, x += projected (the next
+// block normalizes a copy); post-norm, x = norm(x + projected) with the copy `next` reads.
+ops::ConstRows Encoder::close_block(bool pre, const Norm& n, const NormDesc& desc,
+                                    ops::Rows projected, const ops::Linear* next) {
+  const std::int64_t h = weights_->desc().hidden;
+  if (pre) {
+    ops::residual_add(ctx_, x_.data(), ops::ConstRows{projected.data, projected.type}, tokens_, h);
+    return {x_.data(), ops::DType::kF32};
+  }
+  return normalize_in_place(n, desc, next, projected);
+}
+
+// x = norm(x + residual) (no residual: norm(x)), returning the rows `next` reads: x itself, or
+// its bf16 or s8 copy written in the same pass (none after the last layer).
+ops::ConstRows Encoder::normalize_in_place(const Norm& n, const NormDesc& desc,
+                                           const ops::Linear* next, ops::Rows residual) {
+  using ops::DType;
+  const std::int64_t h = weights_->desc().hidden, t = tokens_, rows = ops::padded_rows(t);
+  if (desc.kind != model::NormKind::kLayerNorm) {
+    if (residual.data)
+      ops::residual_add(ctx_, x_.data(), ops::ConstRows{residual.data, residual.type}, t, h);
+    ops::rms_norm(ctx_, x_.data(), h, x_.data(), h, t, h, n.gamma, desc.eps);
+    return next ? stream_rows(*next) : ops::ConstRows{x_.data(), DType::kF32};
+  }
+  const DType want = next ? next->input_type() : DType::kF32;
+  if (residual.type == DType::kBf16) {
+    const bool copy = want == DType::kBf16;
+    if (copy) ensure(x_bf16_, rows, h);
+    ops::residual_layer_norm(ctx_, x_.data(), static_cast<const ops::Bf16*>(residual.data), t, h,
+                             n.gamma, n.beta, desc.eps, copy ? x_bf16_.data() : nullptr);
+    if (copy) return {x_bf16_.data(), DType::kBf16};
     return {x_.data(), DType::kF32};
-  };
-  // The FFN's middle rows in the type ffn_in writes: what ffn_out reads when ffn_in is int8,
-  // else ffn_in's own type (an int8 ffn_out then quantizes them).
-  auto ffn_rows = [&](const ops::Linear& ffn_in, const ops::Linear& ffn_out) -> Rows {
-    const DType in = ffn_in.input_type();
-    switch (in == DType::kS8 ? ffn_out.input_type() : in) {
+  }
+  const auto* y = static_cast<const float*>(residual.data);
+  switch (want) {
+    case DType::kS8:
+      ensure(x_s8_, rows, h);
+      ensure(x_scales_, rows, 1);
+      ops::residual_layer_norm_s8(ctx_, x_.data(), y, t, h, n.gamma, n.beta, desc.eps,
+                                  next->input_multiplier(), x_s8_.data(), x_scales_.data());
+      return {x_s8_.data(), DType::kS8, x_scales_.data()};
+    case DType::kBf16:
+      ensure(x_bf16_, rows, h);
+      ops::residual_layer_norm(ctx_, x_.data(), y, t, h, n.gamma, n.beta, desc.eps, x_bf16_.data());
+      return {x_bf16_.data(), DType::kBf16};
+    case DType::kF32:
+      break;
+  }
+  ops::residual_layer_norm(ctx_, x_.data(), y, t, h, n.gamma, n.beta, desc.eps);
+  return {x_.data(), DType::kF32};
+}
+
+// The FFN's middle rows, in the type its second GEMM reads: written by the first GEMM's epilogue
+// (an int8 one quantizes them there), or for a gated FFN by the gate over the first GEMM's
+// [a | g] rows (bf16 in bf16 models, as autocast's Linear writes them; else f32).
+ops::Rows Encoder::ffn_middle(std::size_t i, ops::ConstRows x_in) {
+  using ops::DType, ops::Rows;
+  const LayerDesc& ld = weights_->desc().layers[i];
+  const LayerWeights& lw = weights_->layers()[i];
+  const GemmDesc& g = ld.gemm(GemmSlot::kFfnIn);
+  const ops::Linear& ffn_in = lw.gemm(GemmSlot::kFfnIn);
+  const ops::Linear& ffn_out = lw.gemm(GemmSlot::kFfnOut);
+  const std::int64_t inter = g.linear.out_after(), rows = ops::padded_rows(tokens_);
+  const auto index = static_cast<std::int64_t>(i);
+  if (!g.linear.gated) {
+    Rows mid{nullptr, DType::kF32};
+    switch (ffn_in.input_type() == DType::kS8 ? ffn_out.input_type() : ffn_in.input_type()) {
       case DType::kS8:
         ensure(ffn_s8_, rows, inter);
         ensure(ffn_scales_, rows, 1);
-        return {ffn_s8_.data(), DType::kS8, ffn_scales_.data(), ffn_out.input_multiplier()};
+        mid = {ffn_s8_.data(), DType::kS8, ffn_scales_.data(), ffn_out.input_multiplier()};
+        break;
       case DType::kBf16:
         ensure(ffn_bf16_, rows, inter);
-        return {ffn_bf16_.data(), DType::kBf16};
+        mid = {ffn_bf16_.data(), DType::kBf16};
+        break;
       case DType::kF32:
+        ensure(ffn_, rows, inter);
+        mid.data = ffn_.data();
         break;
     }
+    run_gemm(index, g, ffn_in, x_in, mid, g.linear.activation);
+    return mid;
+  }
+  Rows gate{nullptr, DType::kF32};
+  if (weights_->precision() == ops::Precision::kBf16) {
+    ensure(gate_bf16_, rows, 2 * inter);
+    gate = {gate_bf16_.data(), DType::kBf16};
+  } else {
+    ensure(gate_, rows, 2 * inter);
+    gate.data = gate_.data();
+  }
+  run_gemm(index, g, ffn_in, x_in, gate, ops::Activation::kNone);
+  Rows mid{nullptr, ffn_out.input_type() == DType::kBf16 ? DType::kBf16 : DType::kF32};
+  if (mid.type == DType::kBf16) {
+    ensure(ffn_bf16_, rows, inter);
+    mid.data = ffn_bf16_.data();
+  } else {
     ensure(ffn_, rows, inter);
-    return {ffn_.data(), DType::kF32};
-  };
-  auto gemm = [&](std::int64_t layer, const GemmDesc& g, const ops::Linear& w, ConstRows x,
-                  Rows y) { run_gemm(layer, g, w, x, y, g.linear.activation); };
-  const auto& layers = weights_->layers();
-  ConstRows x_in{x_.data(), DType::kF32};  // an int8 first layer quantizes it itself
-  if (layers.front().gemm(GemmSlot::kQkv).input_type() == DType::kBf16) {
-    ensure(x_bf16_, rows, h);
-    ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), t, h);
-    x_in = {x_bf16_.data(), DType::kBf16};
+    mid.data = ffn_.data();
   }
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const LayerWeights& layer = layers[i];
-    const LayerDesc& ld = d.layers[i];
-    const auto index = static_cast<std::int64_t>(i);
-    const ops::Linear& ffn_in = layer.gemm(GemmSlot::kFfnIn);
-    const ops::Linear& ffn_out = layer.gemm(GemmSlot::kFfnOut);
-    gemm(index, ld.gemm(GemmSlot::kQkv), layer.gemm(GemmSlot::kQkv), x_in, qkv);
-    ops::AttentionRules rules;
-    rules.bias = bias;
-    rules.relative.scale_terms = d.score_terms;
-    if (d.disentangled)
-      rules.relative =
-          layer.relative.terms(relative_index_.data(), relative_origin_, d.score_terms);
-    ops::attention(ctx_, ConstRows{qkv.data, qkv.type}, context, spans_, static_cast<int>(ld.heads),
-                   h, rules);
-    gemm(index, ld.gemm(GemmSlot::kAttnOut), layer.gemm(GemmSlot::kAttnOut),
-         ConstRows{context.data, context.type}, projected);
-    x_in = norm(layer.attention_norm, ld.attention_norm.eps, &ffn_in);
-    const Rows mid = ffn_rows(ffn_in, ffn_out);
-    gemm(index, ld.gemm(GemmSlot::kFfnIn), ffn_in, x_in, mid);
-    gemm(index, ld.gemm(GemmSlot::kFfnOut), ffn_out, ConstRows{mid.data, mid.type, mid.scales},
-         projected);
-    x_in = norm(layer.ffn_norm, ld.ffn_norm.eps,
-                i + 1 < layers.size() ? &layers[i + 1].gemm(GemmSlot::kQkv) : nullptr);
-  }
+  ops::gated_activation(ctx_, gate, tokens_, inter, g.linear.activation, mid);
+  return mid;
 }
 
 void Encoder::run_gemm(std::int64_t layer, const GemmDesc& g, const ops::Linear& w,
@@ -280,20 +401,24 @@ void Encoder::run_gemm(std::int64_t layer, const GemmDesc& g, const ops::Linear&
   }
 }
 
-ops::ConstRows Encoder::normalized(const Norm& n, float eps, const ops::Linear& next) {
+// A copy of x normalized by `n` for the block's first GEMM (x kept), in the type `next` reads;
+// x itself (or its bf16 copy) for an absent norm.
+ops::ConstRows Encoder::normalized(const Norm& n, const NormDesc& desc, const ops::Linear& next) {
   using ops::DType;
   const std::int64_t h = weights_->desc().hidden, t = tokens_, rows = ops::padded_rows(t);
-  const DType want = next.input_type();
-  if (!n.present()) {
-    if (want != DType::kBf16) return {x_.data(), DType::kF32};  // an int8 layer quantizes f32
+  if (!n.present()) return stream_rows(next);
+  ensure(normed_, rows, h);
+  if (desc.kind != model::NormKind::kLayerNorm) {
+    ops::rms_norm(ctx_, x_.data(), h, normed_.data(), h, t, h, n.gamma, desc.eps);
+    if (next.input_type() != DType::kBf16) return {normed_.data(), DType::kF32};
     ensure(x_bf16_, rows, h);
-    ops::to_bf16(ctx_, x_.data(), x_bf16_.data(), t, h);
+    ops::to_bf16(ctx_, normed_.data(), x_bf16_.data(), t, h);
     return {x_bf16_.data(), DType::kBf16};
   }
-  ensure(normed_, rows, h);
   std::memcpy(normed_.data(), x_.data(), static_cast<std::size_t>(t * h) * sizeof(float));
   const float* none = nullptr;
-  switch (want) {
+  const float eps = desc.eps;
+  switch (next.input_type()) {
     case DType::kS8:
       ensure(x_s8_, rows, h);
       ensure(x_scales_, rows, 1);
@@ -312,71 +437,6 @@ ops::ConstRows Encoder::normalized(const Norm& n, float eps, const ops::Linear& 
   return {normed_.data(), DType::kF32};
 }
 
-// Pre-norm (ModernBERT): x += Wo(attention(Wqkv(norm(x)))), the attention rotating queries and
-// keys as it packs them; x += Wo(gate(Wi(norm(x))));
-// the residual stream x stays f32 and is never normalized in place; each norm writes the copy
-// its GEMM reads. The gated FFN's first GEMM writes f32 [a | g]; the gate writes what the second
-// GEMM reads (an int8 one quantizes the f32 rows itself).
-void Encoder::pre_norm_layers() {
-  using ops::ConstRows, ops::Rows, ops::DType;
-  const Weights& w = *weights_;
-  const EncoderDesc& d = w.desc();
-  const std::int64_t h = d.hidden, t = tokens_, inter = d.intermediate;
-  const std::int64_t rows = ops::padded_rows(t);
-  const LayerRows buffers = layer_rows();
-  const ops::Rows qkv = buffers.qkv, context = buffers.context, projected = buffers.projected;
-  // A bf16 model's gated FFN writes its [a | g] rows in bf16, as autocast's Linear does: half the
-  // bytes of the layer's widest output, written by the GEMM and read back by the gate.
-  Rows gate{nullptr, DType::kF32};
-  if (w.precision() == ops::Precision::kBf16) {
-    ensure(gate_bf16_, rows, 2 * inter);
-    gate = {gate_bf16_.data(), DType::kBf16};
-  } else {
-    ensure(gate_, rows, 2 * inter);
-    gate.data = gate_.data();
-  }
-  for (std::size_t i = 0; i < w.layers().size(); ++i) {
-    const LayerWeights& layer = w.layers()[i];
-    const LayerDesc& ld = d.layers[i];
-    const auto index = static_cast<std::int64_t>(i);
-    const ops::Linear& qkv_w = layer.gemm(GemmSlot::kQkv);
-    const ops::Linear& ffn_in = layer.gemm(GemmSlot::kFfnIn);
-    const ops::Linear& ffn_out = layer.gemm(GemmSlot::kFfnOut);
-    const GemmDesc& ffn_in_desc = ld.gemm(GemmSlot::kFfnIn);
-    run_gemm(index, ld.gemm(GemmSlot::kQkv), qkv_w,
-             normalized(layer.attention_norm, ld.attention_norm.eps, qkv_w), qkv,
-             ops::Activation::kNone);
-    ops::AttentionRules rules;
-    rules.window = ld.window;
-    if (layer.rotary) rules.rotary = {layer.rotary, packed_.positions.data()};
-    ops::attention(ctx_, ConstRows{qkv.data, qkv.type}, context, spans_, static_cast<int>(ld.heads),
-                   h, rules);
-    run_gemm(index, ld.gemm(GemmSlot::kAttnOut), layer.gemm(GemmSlot::kAttnOut),
-             ConstRows{context.data, context.type}, projected, ops::Activation::kNone);
-    ops::residual_add(ctx_, x_.data(), ConstRows{projected.data, projected.type}, t, h);
-    run_gemm(index, ffn_in_desc, ffn_in, normalized(layer.ffn_norm, ld.ffn_norm.eps, ffn_in), gate,
-             ops::Activation::kNone);
-    Rows mid{nullptr, ffn_out.input_type() == DType::kBf16 ? DType::kBf16 : DType::kF32};
-    if (mid.type == DType::kBf16) {
-      ensure(ffn_bf16_, rows, inter);
-      mid.data = ffn_bf16_.data();
-    } else {
-      ensure(ffn_, rows, inter);
-      mid.data = ffn_.data();
-    }
-    ops::gated_activation(ctx_, gate, t, inter, ffn_in_desc.linear.activation, mid);
-    run_gemm(index, ld.gemm(GemmSlot::kFfnOut), ffn_out, ConstRows{mid.data, mid.type}, projected,
-             ops::Activation::kNone);
-    ops::residual_add(ctx_, x_.data(), ConstRows{projected.data, projected.type}, t, h);
-  }
-  const Norm& final_norm = w.final_norm();
-  if (final_norm.present()) {
-    const float* none = nullptr;
-    ops::residual_layer_norm(ctx_, x_.data(), none, t, h, final_norm.gamma, final_norm.beta,
-                             d.final_norm.eps);
-  }
-}
-
 void Encoder::classify(float* logits) {
   const auto& head = weights_->classifier();
   if (!head)
@@ -389,16 +449,31 @@ void Encoder::classify(float* logits) {
   ensure(head_mid_, rows, h);
   for (std::int64_t s = 0; s < batch; ++s) {
     float* in = head_in_.data() + s * h;
-    const float* first = x_.data() + spans_[s].offset * h;
+    const std::int64_t offset = spans_[s].offset, len = spans_[s].length;
+    std::int64_t token = offset;
+    if (head->pooling == model::HeadPooling::kLastNonPad) {
+      // transformers: the rightmost token whose id is not the pad id (the first when all are).
+      for (std::int64_t i = offset + len - 1; i >= offset; --i) {
+        if (packed_.ids[static_cast<std::size_t>(i)] != head->pad_id) {
+          token = i;
+          break;
+        }
+      }
+    }
+    const float* first = x_.data() + token * h;
     std::memcpy(in, first, static_cast<std::size_t>(h) * sizeof(float));
-    if (!head->mean_pooling) continue;
+    if (head->pooling != model::HeadPooling::kMean) continue;
     // ModernBERT's classifier_pooling "mean": the mean over the sequence's tokens.
-    const std::int64_t len = spans_[s].length;
     for (std::int64_t i = 1; i < len; ++i)
       for (std::int64_t c = 0; c < h; ++c) in[c] += first[i * h + c];
     for (std::int64_t c = 0; c < h; ++c) in[c] /= static_cast<float>(len);
   }
-  ops::linear(ctx_, head->dense, head_in_.data(), batch, head_mid_.data(), head->dense_act);
+  if (head->dense) {
+    ops::linear(ctx_, *head->dense, head_in_.data(), batch, head_mid_.data(), head->dense_act);
+  } else {
+    std::memcpy(head_mid_.data(), head_in_.data(),
+                static_cast<std::size_t>(rows * h) * sizeof(float));
+  }
   if (head->norm.present()) {
     const float* none = nullptr;
     ops::residual_layer_norm(ctx_, head_mid_.data(), none, batch, h, head->norm.gamma,

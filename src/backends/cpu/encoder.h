@@ -67,12 +67,22 @@ class Encoder {
     ops::Rows qkv, context, projected;
   };
   LayerRows layer_rows();
+  // Every layer, as its description's steps say (encoder.cc), then the final norm.
   void layers(ops::ScoreBias bias);
-  // ModernBERT's pre-norm layers, then the final norm.
-  void pre_norm_layers();
+  // x_ as `next` reads it: itself, or its bf16 copy.
+  ops::ConstRows stream_rows(const ops::Linear& next);
+  // `rows` as `next` reads them (f32 rounded to bf16 for a bf16 layer; int8 quantizes itself).
+  ops::ConstRows as_input(ops::Rows rows, const ops::Linear& next);
+  void attend(std::size_t layer, ops::Rows qkv, ops::Rows context, ops::ScoreBias bias);
+  ops::ConstRows close_block(bool pre, const Norm& n, const model::NormDesc& desc,
+                             ops::Rows projected, const ops::Linear* next);
+  ops::ConstRows normalize_in_place(const Norm& n, const model::NormDesc& desc,
+                                    const ops::Linear* next,
+                                    ops::Rows residual = {nullptr, ops::DType::kF32});
+  ops::Rows ffn_middle(std::size_t layer, ops::ConstRows x_in);
   // x_ normalized by `n` into normed_ (x_ kept), in the type `next` reads; x_ itself (or its
   // bf16 copy) for an absent norm.
-  ops::ConstRows normalized(const Norm& n, float eps, const ops::Linear& next);
+  ops::ConstRows normalized(const Norm& n, const model::NormDesc& desc, const ops::Linear& next);
   // One GEMM, shown to the observer when its input and output are f32.
   void run_gemm(std::int64_t layer, const model::GemmDesc& g, const ops::Linear& w,
                 ops::ConstRows x, ops::Rows y, ops::Activation act);

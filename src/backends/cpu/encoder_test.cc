@@ -142,7 +142,86 @@ TEST(ModernBert, EachRuleOfTheDescriptionChangesTheOutputs) {
               for (LayerDesc& l : d.layers) l.rope_theta = l.window > 0 ? 160000.0 : 10000.0;
             }),
             1e-3);
-  EXPECT_GT(error_of([](EncoderDesc& d) { d.head->mean_pooling = false; }), 1e-3);
+  EXPECT_GT(error_of([](EncoderDesc& d) { d.head->pooling = model::HeadPooling::kFirst; }), 1e-3);
+}
+
+// The Qwen3 fixtures pass only because every rule of the decoder description is applied: each
+// edit below (a bidirectional mask, no window, the q/k norms swapped, Gemma's (1 + w) norms,
+// another rotary base, the head on the first token) moves the outputs away from transformers'.
+TEST(Qwen3, EachRuleOfTheDescriptionChangesTheOutputs) {
+  auto device = ops::Device::cpu();
+  auto error_of = [&](const std::string& name, const std::string& output, const TaskSpec& task,
+                      const std::function<void(EncoderDesc&)>& edit) {
+    const fs::path dir = testing::fixture("models/" + name);
+    testing::Reference ref(dir / "reference.safetensors");
+    testing::FixtureInputs in = testing::load_fixture_inputs(ref);
+    const ModelDir model_dir = ModelDir::open(dir);
+    EncoderDesc d = describe_encoder(model_dir.config());
+    edit(d);
+    auto weights =
+        Weights::load(model_dir, *device, nullptr, ops::Precision::kFp32, {}, nullptr, &d);
+    Encoder encoder(weights, *device, 1);
+    std::vector<float> out;
+    encoder.predict(in.sequences, task, out);
+    return testing::max_abs_error(out, ref.floats(output));
+  };
+  const TaskSpec mean{TaskKind::kEmbed, Pooling::kMean, false};
+  auto embed_error = [&](const std::function<void(EncoderDesc&)>& edit) {
+    return error_of("tf5_qwen3_embed", "pooled_mean", mean, edit);
+  };
+  EXPECT_LE(embed_error([](EncoderDesc&) {}), kTolerance);
+  EXPECT_GT(embed_error([](EncoderDesc& d) {
+              for (LayerDesc& l : d.layers) l.causal = false;
+            }),
+            1e-3);
+  EXPECT_GT(embed_error([](EncoderDesc& d) {
+              for (LayerDesc& l : d.layers) l.window = 0;
+            }),
+            1e-3);
+  EXPECT_GT(embed_error([](EncoderDesc& d) {
+              for (LayerDesc& l : d.layers) std::swap(l.query_norm.name, l.key_norm.name);
+            }),
+            1e-3);
+  EXPECT_GT(embed_error([](EncoderDesc& d) {
+              for (LayerDesc& l : d.layers) l.ffn_norm.kind = NormKind::kRmsOffset;
+            }),
+            1e-3);
+  EXPECT_GT(embed_error([](EncoderDesc& d) {
+              for (LayerDesc& l : d.layers) l.rope_theta = 10000.0;
+            }),
+            1e-3);
+  const TaskSpec logits{TaskKind::kClassify, Pooling::kCls, false, OutputActivation::kNone};
+  EXPECT_LE(error_of("tf5_qwen3_cls", "logits", logits, [](EncoderDesc&) {}), kTolerance);
+  EXPECT_GT(error_of("tf5_qwen3_cls", "logits", logits,
+                     [](EncoderDesc& d) { d.head->pooling = model::HeadPooling::kFirst; }),
+            1e-3);
+}
+
+// A description the CPU backend cannot run is refused at load with the step's name, never run
+// with the step left out.
+TEST(Qwen3, AStepTheCpuCannotRunIsRefusedByName) {
+  auto device = ops::Device::cpu();
+  const ModelDir model_dir = ModelDir::open(testing::fixture("models/tf5_qwen3_embed"));
+  auto message = [&](const std::function<void(EncoderDesc&)>& edit) {
+    EncoderDesc d = describe_encoder(model_dir.config());
+    edit(d);
+    try {
+      Weights::load(model_dir, *device, nullptr, ops::Precision::kFp32, {}, nullptr, &d);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(loaded)");
+  };
+  EXPECT_NE(message([](EncoderDesc& d) {
+              d.layers[1].norm_placement = NormPlacement::kPost;
+            }).find("'pre-norm and post-norm layers in one model'"),
+            std::string::npos);
+  EXPECT_NE(message([](EncoderDesc& d) { d.embeddings.scale = 2.0f; }).find("'embedding scale'"),
+            std::string::npos);
+  EXPECT_NE(message([](EncoderDesc& d) {
+              d.layers[0].kv_heads = 3;
+            }).find("'attention heads that key-value heads do not divide'"),
+            std::string::npos);
 }
 
 TEST(Encoder, RejectsIdsOutsideTheModel) {

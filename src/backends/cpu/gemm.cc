@@ -76,6 +76,8 @@ dnnl::algorithm eltwise_for(Activation act) {
       return dnnl::algorithm::eltwise_relu;
     case Activation::kTanh:
       return dnnl::algorithm::eltwise_tanh;
+    case Activation::kSilu:  // swish with alpha 1 (make_pd passes it)
+      return dnnl::algorithm::eltwise_swish;
     case Activation::kNone:
       break;
   }
@@ -160,7 +162,7 @@ dnnl::matmul::primitive_desc make_pd(const dnnl::engine& engine, std::int64_t ro
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (act != Activation::kNone) {
     dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, eltwise_for(act), 0.0f, 0.0f);
+    ops.append_eltwise(1.0f, eltwise_for(act), act == Activation::kSilu ? 1.0f : 0.0f, 0.0f);
     attr.set_post_ops(ops);
   }
   if (has_bias) {

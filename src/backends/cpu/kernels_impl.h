@@ -198,6 +198,8 @@ struct Simd {
         return vmax(x, F{});
       case Activation::kTanh:
         return tanh(x);
+      case Activation::kSilu:
+        return x / (1.0f + exp(F{} - x));
     }
     return x;
   }

@@ -220,6 +220,8 @@ void with_activation(Activation act, Fn&& fn) {
       return fn(Constant<Activation::kRelu>{});
     case Activation::kTanh:
       return fn(Constant<Activation::kTanh>{});
+    case Activation::kSilu:
+      return fn(Constant<Activation::kSilu>{});
   }
 }
 

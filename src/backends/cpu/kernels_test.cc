@@ -34,6 +34,8 @@ double reference_activation(double x, Activation act) {
       return x > 0 ? x : 0;
     case Activation::kTanh:
       return std::tanh(x);
+    case Activation::kSilu:
+      return x / (1.0 + std::exp(-x));
   }
   return x;
 }
@@ -47,7 +49,7 @@ TEST_P(KernelsTest, ReportsItsIsa) { EXPECT_EQ(k.isa, GetParam()); }
 
 TEST_P(KernelsTest, BiasActivationMatchesDefinition) {
   for (Activation act : {Activation::kNone, Activation::kGeluErf, Activation::kGeluTanh,
-                         Activation::kRelu, Activation::kTanh}) {
+                         Activation::kRelu, Activation::kTanh, Activation::kSilu}) {
     for (std::int64_t cols : {1, 7, 16, 37, 64, 100}) {
       const std::int64_t rows = 3, ld = cols + 5;
       auto y = random_vector(static_cast<std::size_t>(rows * ld), 3.0f, 1);
@@ -75,7 +77,8 @@ TEST_P(KernelsTest, BiasActivationMatchesDefinition) {
 TEST_P(KernelsTest, ActivationsOnExtremeInputs) {
   std::vector<float> x = {-100.f, -20.f, -9.5f, -1e-6f, 0.f,    1e-6f,
                           9.5f,   20.f,  100.f, 1e-30f, -88.5f, 88.5f};
-  for (Activation act : {Activation::kGeluErf, Activation::kGeluTanh, Activation::kTanh}) {
+  for (Activation act :
+       {Activation::kGeluErf, Activation::kGeluTanh, Activation::kTanh, Activation::kSilu}) {
     auto y = x;
     k.bias_activation(y.data(), 1, static_cast<std::int64_t>(y.size()),
                       static_cast<std::int64_t>(y.size()), nullptr, act);
@@ -328,7 +331,7 @@ TEST_P(KernelsTest, Int8EpilogueMatchesDefinition) {
     auto cs = random_vector(static_cast<std::size_t>(cols), 1e-2f, 7);
     auto bias = random_vector(static_cast<std::size_t>(cols), 1.0f, 8);
     for (Activation act : {Activation::kNone, Activation::kGeluErf, Activation::kGeluTanh,
-                           Activation::kRelu, Activation::kTanh}) {
+                           Activation::kRelu, Activation::kTanh, Activation::kSilu}) {
       std::vector<float> want(acc.size());
       for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c)

@@ -356,14 +356,11 @@ double attention_flops(std::span<const SequenceSpan> sequences, std::int64_t hid
   const RelativeTerms& relative = rules.relative;
   double flops = 0;
   for (const auto& s : sequences) {
-    const auto len = static_cast<double>(s.length);
-    // A sliding window: each query scores at most window + 1 keys.
-    const double keys =
-        rules.window > 0 ? std::min(len, static_cast<double>(rules.window + 1)) : len;
-    flops += 4.0 * len * keys * static_cast<double>(hidden);
+    // Only the pairs a causal mask or a window leaves.
+    flops += 4.0 * cpu::attention_pairs(s.length, rules) * static_cast<double>(hidden);
     if (relative) {
       const double reach = static_cast<double>(relative.reach(s.length));
-      flops += 2.0 * len * reach * static_cast<double>(hidden) *
+      flops += 2.0 * static_cast<double>(s.length) * reach * static_cast<double>(hidden) *
                ((relative.key ? 1 : 0) + (relative.query ? 1 : 0));
     }
   }
@@ -381,6 +378,9 @@ void attention(Context& ctx, const float* qkv, float* out, std::span<const Seque
 
 void attention(Context& ctx, const Bf16* qkv, Bf16* out, std::span<const SequenceSpan> sequences,
                int heads, std::int64_t hidden, const AttentionRules& rules) {
+  // Weights::attention_type() keeps such layers in f32.
+  if (!rules.plain_shape(heads, hidden))
+    fail("internal: bf16 attention of a grouped-query, causal or rescaled layer");
   ScopedOpTimer timer(ctx, OpKind::kAttention, attention_flops(sequences, hidden, rules));
   ctx.bf16_attention().run(qkv, out, sequences, heads, hidden, rules);
 }

@@ -199,6 +199,16 @@ void gated_activation(Context& ctx, Rows y, std::int64_t rows, std::int64_t cols
 // x += y (f32 or bf16 rows), [rows, cols] contiguous: the residual add of a pre-norm layer.
 void residual_add(Context& ctx, float* x, ConstRows y, std::int64_t rows, std::int64_t cols);
 
+// RMSNorm (rms_norm.cc): out[r] = x[r] / √(mean(x[r]²) + eps) · gamma for the rows of x
+// [rows, cols] (row stride ld_x) into out (row stride ld_out; out may be x), in float32 as
+// transformers' RMSNorm computes it. Gemma's (1 + w) is in gamma already (Weights adds it).
+void rms_norm(Context& ctx, const float* x, std::int64_t ld_x, float* out, std::int64_t ld_out,
+              std::int64_t rows, std::int64_t cols, const float* gamma, float eps);
+// The same over each of `heads` heads of `head_dim` values from column `first` of the rows of
+// qkv [rows, ld], in place: Qwen3's q_norm / k_norm.
+void head_rms_norm(Context& ctx, float* qkv, std::int64_t ld, std::int64_t rows, std::int64_t first,
+                   std::int64_t heads, std::int64_t head_dim, const float* gamma, float eps);
+
 // out[t] = word[ids[t]] (+ position[positions[t]] when position is not null) (+ type[types[t]]).
 void embedding_sum(Context& ctx, float* out, std::int64_t tokens, std::int64_t cols,
                    const float* word, const std::int32_t* ids, const float* position,

@@ -30,52 +30,63 @@ class WeightLoader {
     return out;
   }
 
-  // An absent norm stays absent; one without a shift gets zeros.
-  Norm norm(const NormTensors& n) {
+  // An absent norm stays absent; one without a shift gets zeros; Gemma's (1 + w) scale is
+  // added once here (in float32, as its forward pass adds it).
+  Norm norm(const NormTensors& n, model::NormKind kind = model::NormKind::kLayerNorm) {
     if (n.gamma == nullptr) return {};
-    if (n.beta != nullptr) return {f32(*n.gamma), f32(*n.beta)};
     const auto width = static_cast<std::size_t>(n.gamma->numel());
+    const float* gamma = f32(*n.gamma);
+    if (kind == model::NormKind::kRmsOffset) {
+      float* shifted = own(width);
+      for (std::size_t i = 0; i < width; ++i) shifted[i] = 1.0f + gamma[i];
+      gamma = shifted;
+    }
+    if (n.beta != nullptr) return {gamma, f32(*n.beta)};
     float* zeros = own(width);
     std::fill(zeros, zeros + width, 0.0f);
-    return {f32(*n.gamma), zeros};
+    return {gamma, zeros};
   }
+  Norm norm(const NormTensors& n, const model::NormDesc& desc) { return norm(n, desc.kind); }
 
   // A GEMM packed for the device in `precision` from its parts stacked along the output (weight
   // and bias copied there, so neither stays in use from the mapping). int8: input_max smooths
   // the layer's inputs. A checkpoint's bf16 weights reach a bf16 or int8 layer unwidened.
   ops::Linear linear(const GemmTensors& g, ops::Precision precision = ops::Precision::kFp32,
                      const float* input_max = nullptr) {
-    const std::int64_t part_out = g.parts.front().weight->shape[0];
     const std::int64_t in = g.parts.front().weight->shape[1];
-    const auto parts = static_cast<std::int64_t>(g.parts.size());
-    const auto part_size = static_cast<std::size_t>(part_out * in);
+    // Part i fills rows [first[i], first[i + 1]) of the stacked [out, in] weight.
+    std::vector<std::int64_t> first{0};
+    for (const LinearTensors& p : g.parts) first.push_back(first.back() + p.weight->shape[0]);
+    const std::int64_t out = first.back();
+    const std::size_t parts = g.parts.size();
     bool all_bf16 = true;
     for (const LinearTensors& p : g.parts) all_bf16 = all_bf16 && bf16_as_is(*p.weight, precision);
     const bool has_bias = g.parts.front().bias != nullptr;
-    if (has_bias) bias_temp_.resize(static_cast<std::size_t>(parts * part_out));
-    for (std::int64_t i = 0; i < parts && has_bias; ++i)
-      model::copy_as_f32(*g.parts[i].bias, bias_temp_.data() + i * part_out);
+    if (has_bias) bias_temp_.resize(static_cast<std::size_t>(out));
+    for (std::size_t i = 0; i < parts && has_bias; ++i)
+      model::copy_as_f32(*g.parts[i].bias, bias_temp_.data() + first[i]);
     const float* bias = has_bias ? bias_temp_.data() : nullptr;
     ops::Linear l;
     if (all_bf16) {
-      AlignedBuffer<std::uint16_t> weight(static_cast<std::size_t>(parts) * part_size);
-      for (std::int64_t i = 0; i < parts; ++i)
-        std::memcpy(weight.data() + i * part_size, g.parts[i].weight->data, part_size * 2);
-      l = ops::Linear::prepare(device_, weight.data(), ops::DType::kBf16, bias, parts * part_out,
-                               in, precision, input_max);
+      AlignedBuffer<std::uint16_t> weight(static_cast<std::size_t>(out * in));
+      for (std::size_t i = 0; i < parts; ++i)
+        std::memcpy(weight.data() + first[i] * in, g.parts[i].weight->data,
+                    static_cast<std::size_t>((first[i + 1] - first[i]) * in) * 2);
+      l = ops::Linear::prepare(device_, weight.data(), ops::DType::kBf16, bias, out, in, precision,
+                               input_max);
     } else {
       // One f32 part is packed straight from the mapping; stacked or other dtypes go through
       // float32 scratch first.
-      const io::TensorView& first = *g.parts.front().weight;
-      const float* weight = reinterpret_cast<const float*>(first.data);
-      if (parts > 1 || first.dtype != io::DType::kF32) {
-        temp_.resize(static_cast<std::size_t>(parts) * part_size);
-        for (std::int64_t i = 0; i < parts; ++i)
-          model::copy_as_f32(*g.parts[i].weight, temp_.data() + i * part_size);
+      const io::TensorView& front = *g.parts.front().weight;
+      const float* weight = reinterpret_cast<const float*>(front.data);
+      if (parts > 1 || front.dtype != io::DType::kF32) {
+        temp_.resize(static_cast<std::size_t>(out * in));
+        for (std::size_t i = 0; i < parts; ++i)
+          model::copy_as_f32(*g.parts[i].weight, temp_.data() + first[i] * in);
         weight = temp_.data();
       }
-      l = ops::Linear::prepare(device_, weight, ops::DType::kF32, bias, parts * part_out, in,
-                               precision, input_max);
+      l = ops::Linear::prepare(device_, weight, ops::DType::kF32, bias, out, in, precision,
+                               input_max);
     }
     for (const LinearTensors& p : g.parts) w_.tensors_.release(*p.weight);
     w_.stats_.packed_bytes += l.bytes();
@@ -140,11 +151,11 @@ ops::Precision checked_precision(ops::Precision precision) {
 
 }  // namespace
 
-const RotaryTable* Weights::rotary_table(double theta) {
+const RotaryTable* Weights::rotary_table(double theta, std::int64_t head_dim) {
   for (const auto& t : rotary_)
-    if (t->theta() == theta) return t.get();
+    if (t->theta() == theta && 2 * t->half() == head_dim) return t.get();
   rotary_.push_back(std::make_unique<RotaryTable>(
-      RotaryTable::build(theta, desc_.head_dim(), desc_.embeddings.max_positions)));
+      RotaryTable::build(theta, head_dim, desc_.embeddings.max_positions)));
   stats_.converted_bytes += rotary_.back()->bytes();
   return rotary_.back().get();
 }
@@ -158,8 +169,47 @@ const ops::Linear& Weights::linear(GemmId id) const {
 ops::DType Weights::attention_type() const {
   const ops::Precision p =
       precision_ == ops::Precision::kInt8 ? ops::int8_fallback_precision() : precision_;
+  // The bf16 kernels run heads of hidden / heads without masks or q/k norms; other layers
+  // (decoders') attend in f32 between their bf16 or int8 GEMMs.
+  for (const LayerDesc& l : desc_.layers) {
+    if (l.kv_heads != l.heads || l.head_dim * l.heads != desc_.hidden || l.causal ||
+        l.score_scale > 0 || l.query_norm.present())
+      return ops::DType::kF32;
+  }
   return p == ops::Precision::kBf16 ? ops::DType::kBf16 : ops::DType::kF32;
 }
+
+namespace {
+
+// The steps of `d` the CPU backend cannot run, refused by name before any weight is packed.
+void check_cpu_runs(const EncoderDesc& d, const std::string& where) {
+  auto refuse = [&](std::size_t layer, std::string_view step) {
+    fail("{}: layer {}: the CPU backend does not run the step '{}'", where, layer, step);
+  };
+  for (std::size_t i = 0; i < d.layers.size(); ++i) {
+    const LayerDesc& l = d.layers[i];
+    if (l.norm_placement != d.layers.front().norm_placement)
+      refuse(i, "pre-norm and post-norm layers in one model");
+    if (l.norm_placement == NormPlacement::kPost &&
+        (l.attention_norm.kind != NormKind::kLayerNorm || l.ffn_norm.kind != NormKind::kLayerNorm))
+      refuse(i, "an RMS norm after the residual add");
+    if (l.post_attention_norm.present() || l.post_ffn_norm.present())
+      refuse(i, "a norm on a block's output before its residual add");
+    if ((l.query_norm.present() && l.query_norm.kind == NormKind::kLayerNorm) ||
+        l.query_norm.present() != l.key_norm.present())
+      refuse(i, "q/k norms other than RMS norms on both queries and keys");
+    if ((l.causal || l.window > 0 || l.rope_theta > 0) && (d.relative_bias || d.disentangled))
+      refuse(i, "a mask, window or rotary positions with relative-position attention");
+    if (l.kv_heads <= 0 || l.heads % l.kv_heads != 0 || l.head_dim <= 0)
+      refuse(i, "attention heads that key-value heads do not divide");
+    if (l.gemm(GemmSlot::kQkv).linear.out() != l.query_width() + 2 * l.kv_width())
+      refuse(i, "a QKV projection of another width than its heads");
+  }
+  if (d.embeddings.scale != 1)
+    fail("{}: the CPU backend does not run the step 'embedding scale'", where);
+}
+
+}  // namespace
 
 ops::Activation Weights::activation(GemmId id) const {
   return desc_.layers.at(static_cast<std::size_t>(id.layer)).gemm(id.slot).linear.activation;
@@ -188,6 +238,7 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
     return p;
   };
   w->desc_ = model::describe_encoder(config);
+  check_cpu_runs(w->desc_, w->directory_.string());
   const EncoderDesc& d = w->desc_;
   auto linear = [&](const LinearDesc& l, ops::Precision layer_precision = ops::Precision::kFp32) {
     const std::int64_t out = l.out(), in = l.in;
@@ -228,7 +279,11 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
     }
     layer.attention_norm = norm(ld.attention_norm);
     layer.ffn_norm = norm(ld.ffn_norm);
-    if (ld.rope_theta > 0) layer.rotary = w->rotary_table(ld.rope_theta);
+    layer.post_attention_norm = norm(ld.post_attention_norm);
+    layer.post_ffn_norm = norm(ld.post_ffn_norm);
+    layer.query_norm = norm(ld.query_norm);
+    layer.key_norm = norm(ld.key_norm);
+    if (ld.rope_theta > 0) layer.rotary = w->rotary_table(ld.rope_theta, ld.head_dim);
     if (d.disentangled) {
       const auto square = static_cast<std::size_t>(d.hidden * d.hidden);
       auto projection = [&](bool present) {
@@ -245,12 +300,15 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
   w->final_norm_ = norm(d.final_norm);
   if (d.head) {
     ClassifierWeights head;
-    head.dense = linear(d.head->dense);
-    head.dense_act = d.head->dense.activation;
+    if (d.head->dense) {
+      head.dense = linear(*d.head->dense);
+      head.dense_act = d.head->dense->activation;
+    }
     head.out = linear(d.head->out);
     head.norm = norm(d.head->norm);
     head.norm_eps = d.head->norm.eps;
-    head.mean_pooling = d.head->mean_pooling;
+    head.pooling = d.head->pooling;
+    head.pad_id = d.head->pad_id;
     w->classifier_ = std::move(head);
   }
   return w;
@@ -290,6 +348,7 @@ std::shared_ptr<const Weights> Weights::load_with(
   w->tensors_ = ModelTensors::open(model_dir, config, warnings, desc);
   w->config_ = std::move(config);
   w->desc_ = w->tensors_.desc();
+  check_cpu_runs(w->desc_, model_dir.string());
   const TensorStats& found = w->tensors_.stats();
   w->stats_.parameters = found.parameters;
   w->stats_.file_bytes = found.file_bytes;
@@ -310,7 +369,7 @@ std::shared_ptr<const Weights> Weights::load_with(
     e.position = table;
   }
   if (t.token_type_embeddings()) e.token_type = L.f32(*t.token_type_embeddings());
-  e.norm = L.norm(t.embedding_norm());
+  e.norm = L.norm(t.embedding_norm(), d.embeddings.norm);
   if (t.embedding_projection()) e.projection = L.linear(*t.embedding_projection());
   if (t.relative_bias_table()) e.relative_bias = L.f32(*t.relative_bias_table());
   // DeBERTa-v2's relative-position table, through its LayerNorm, for each layer's projections.
@@ -347,20 +406,27 @@ std::shared_ptr<const Weights> Weights::load_with(
       layer.index[static_cast<std::size_t>(id.slot)] = static_cast<int>(k);
       layer.gemms.push_back(L.linear(lt.gemms[k], precision_of(id), range(id)));
     }
-    layer.attention_norm = L.norm(lt.attention_norm);
-    layer.ffn_norm = L.norm(lt.ffn_norm);
-    if (ld.rope_theta > 0) layer.rotary = w->rotary_table(ld.rope_theta);
+    layer.attention_norm = L.norm(lt.attention_norm, ld.attention_norm);
+    layer.ffn_norm = L.norm(lt.ffn_norm, ld.ffn_norm);
+    layer.post_attention_norm = L.norm(lt.post_attention_norm, ld.post_attention_norm);
+    layer.post_ffn_norm = L.norm(lt.post_ffn_norm, ld.post_ffn_norm);
+    layer.query_norm = L.norm(lt.query_norm, ld.query_norm);
+    layer.key_norm = L.norm(lt.key_norm, ld.key_norm);
+    if (ld.rope_theta > 0) layer.rotary = w->rotary_table(ld.rope_theta, ld.head_dim);
     w->layers_.push_back(std::move(layer));
   }
-  w->final_norm_ = L.norm(t.final_norm());
+  w->final_norm_ = L.norm(t.final_norm(), d.final_norm);
   if (t.head()) {
     ClassifierWeights head;
-    head.dense = L.linear(t.head()->dense);
-    head.dense_act = d.head->dense.activation;
+    if (t.head()->dense) {
+      head.dense = L.linear(*t.head()->dense);
+      head.dense_act = d.head->dense->activation;
+    }
     head.out = L.linear(t.head()->out);
-    head.norm = L.norm(t.head()->norm);
+    head.norm = L.norm(t.head()->norm, d.head->norm);
     head.norm_eps = d.head->norm.eps;
-    head.mean_pooling = d.head->mean_pooling;
+    head.pooling = d.head->pooling;
+    head.pad_id = d.head->pad_id;
     w->classifier_ = std::move(head);
   }
   if (const auto& m = t.mlm_head()) {

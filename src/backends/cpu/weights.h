@@ -51,8 +51,12 @@ struct LayerWeights {
   std::array<int, model::kGemmSlots> index{-1, -1, -1, -1};  // slot -> position in gemms
   Norm attention_norm;
   Norm ffn_norm;
+  Norm post_attention_norm;  // absent unless the description has them (Gemma)
+  Norm post_ffn_norm;
+  Norm query_norm;  // per head [head_dim] (Qwen3); absent otherwise
+  Norm key_norm;
   RelativeTables relative;  // DeBERTa-v2: the projected relative-position table; empty otherwise
-  const RotaryTable* rotary = nullptr;  // ModernBERT: the table of this layer's rotary base
+  const RotaryTable* rotary = nullptr;  // the table of this layer's rotary base, if it has one
   const ops::Linear& gemm(model::GemmSlot slot) const {
     return gemms[static_cast<std::size_t>(index[static_cast<std::size_t>(slot)])];
   }
@@ -61,12 +65,13 @@ struct LayerWeights {
 // The sequence-classification head on the first token (model::HeadDesc): dense + its activation,
 // then the projection to the labels.
 struct ClassifierWeights {
-  ops::Linear dense;
+  std::optional<ops::Linear> dense;  // absent in decoders' heads
   ops::Activation dense_act = ops::Activation::kTanh;
   ops::Linear out;
   Norm norm;  // after the activation (ModernBERT), absent otherwise
   float norm_eps = 1e-5f;
-  bool mean_pooling = false;  // the mean of the tokens, not the first token, goes in
+  model::HeadPooling pooling = model::HeadPooling::kFirst;  // which token(s) go in
+  std::int64_t pad_id = -1;                                 // kLastNonPad skips it
 };
 
 // A SparseEncoder's MLM head (model::MlmHeadDesc), fp32: the transform, its LayerNorm, and the
@@ -134,8 +139,9 @@ class Weights {
  private:
   Weights() = default;
   friend class WeightLoader;
-  // The rotary table of `theta` (built on first use), shared by every layer of that base.
-  const RotaryTable* rotary_table(double theta);
+  // The rotary table of `theta` for heads of `head_dim` (built on first use), shared by every
+  // layer of that base.
+  const RotaryTable* rotary_table(double theta, std::int64_t head_dim);
   static std::shared_ptr<const Weights> load_with(
       const std::filesystem::path& model_dir, model::ModelConfig config, const ops::Device& device,
       std::vector<std::string>* warnings, ops::Precision precision,

@@ -100,8 +100,8 @@ TEST_F(BadModelTest, DecoderOrCrossAttention) {
 }
 
 TEST_F(BadModelTest, UnsupportedActivation) {
-  edit_config([](Json& j) { j["hidden_act"] = "swish"; });
-  EXPECT_MESSAGE(load_error(), "field 'hidden_act'", "swish");
+  edit_config([](Json& j) { j["hidden_act"] = "mish"; });
+  EXPECT_MESSAGE(load_error(), "field 'hidden_act'", "mish");
 }
 
 // A copy of a fixture whose config.json a test edits: error_with(edit) loads it edited and
@@ -153,8 +153,8 @@ TEST(DebertaConfig, RefusalsNameTheFieldAndStringFormsLoad) {
                  "field 'pooler_hidden_size'");
   EXPECT_MESSAGE(error_with([](Json& j) { j["position_buckets"] = 200; }),
                  "field 'position_buckets'", "max_relative_positions");
-  EXPECT_MESSAGE(error_with([](Json& j) { j["pooler_hidden_act"] = "swish"; }),
-                 "field 'pooler_hidden_act'", "swish");
+  EXPECT_MESSAGE(error_with([](Json& j) { j["pooler_hidden_act"] = "mish"; }),
+                 "field 'pooler_hidden_act'", "mish");
   // The old "a|b" string of pos_att_type, in any case and spacing.
   EXPECT_EQ(error_with([](Json& j) { j["pos_att_type"] = "P2C | c2p"; }), "(loaded without error)");
   const auto w = Weights::load(dir, *device);
@@ -207,7 +207,7 @@ TEST(ModernBertConfig, BothSpellingsLoadAndRefusalsNameTheField) {
       EXPECT_EQ(layers[i].attention_norm.present(), i > 0);
       EXPECT_TRUE(layers[i].gemm(GemmSlot::kFfnIn).linear.gated);
     }
-    EXPECT_EQ(w->desc().norm_placement, NormPlacement::kPre);
+    EXPECT_EQ(w->desc().layers.front().norm_placement, NormPlacement::kPre);
     EXPECT_TRUE(w->final_norm().present());
   }
 }
@@ -313,7 +313,7 @@ double packed_ratio_to_fp32(ops::Precision precision, ops::DType input_type) {
   EXPECT_EQ(reduced->precision(), precision);
   EXPECT_EQ(reduced->layers()[0].gemm(model::GemmSlot::kQkv).input_type(), input_type);
   EXPECT_EQ(reduced->layers()[0].gemm(model::GemmSlot::kFfnOut).input_type(), input_type);
-  EXPECT_EQ(reduced->classifier()->dense.input_type(), ops::DType::kF32);
+  EXPECT_EQ(reduced->classifier()->dense->input_type(), ops::DType::kF32);
   return static_cast<double>(reduced->stats().packed_bytes) /
          static_cast<double>(fp32->stats().packed_bytes);
 }

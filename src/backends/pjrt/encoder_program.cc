@@ -35,12 +35,14 @@ struct NormParams {
   Value gamma;
   std::optional<Value> beta;  // none without a shift (NormDesc::bias)
   float eps = 1e-12f;
+  bool rms = false;  // RMSNorm (NormKind::kRms): no centering, no shift
 };
 // One layer's weights as the program takes them (weight_slots' order).
 struct LayerParams {
   std::array<std::optional<LinearParams>, model::kGemmSlots> gemms;
   std::optional<NormParams> attention;  // none in ModernBERT's first layer
   NormParams ffn;
+  std::optional<NormParams> query_norm, key_norm;            // per head (Qwen3)
   std::optional<LinearParams> position_key, position_query;  // DeBERTa-v2
   const LinearParams& gemm(GemmSlot slot) const {
     const auto& g = gemms[static_cast<std::size_t>(slot)];
@@ -73,6 +75,7 @@ class EncoderWriter {
     const Value positions = p_.parameter({b_, l_}, DType::kS32);
     const Value lengths = p_.parameter({b_}, DType::kS32);
     lengths_ = lengths;
+    ids_ = ids;
     positions_ = positions;
     // MPNet's bucket or DeBERTa's table row of every (query, key) pair.
     const bool pairs = d_.relative_bias || d_.disentangled;
@@ -83,7 +86,7 @@ class EncoderWriter {
     // relative position bias, which depends on the positions only). Not written when every layer
     // runs as a band, so that such a program holds no [l, l] tensor at all.
     Value mask;
-    const auto full = [&](const model::LayerDesc& layer) { return !banded(layer.window, l_); };
+    const auto full = [&](const model::LayerDesc& layer) { return !band(layer); };
     if (std::any_of(d_.layers.begin(), d_.layers.end(), full)) mask = key_mask(lengths);
     if (d_.relative_bias) mask = p_.binary("add", mask, relative_bias(buckets));
     if (d_.disentangled) {
@@ -115,7 +118,7 @@ class EncoderWriter {
     return l;
   }
   NormParams take_norm(const model::NormDesc& desc) {
-    NormParams n{weight(), std::nullopt, desc.eps};
+    NormParams n{weight(), std::nullopt, desc.eps, desc.kind == model::NormKind::kRms};
     if (desc.bias) n.beta = weight();
     return n;
   }
@@ -125,6 +128,8 @@ class EncoderWriter {
       layer.gemms[static_cast<std::size_t>(g.slot)] = take_linear(g.linear);
     if (desc.attention_norm.present()) layer.attention = take_norm(desc.attention_norm);
     layer.ffn = take_norm(desc.ffn_norm);
+    if (desc.query_norm.present()) layer.query_norm = take_norm(desc.query_norm);
+    if (desc.key_norm.present()) layer.key_norm = take_norm(desc.key_norm);
     if (desc.position_key) layer.position_key = take_linear(*desc.position_key);
     if (desc.position_query) layer.position_query = take_linear(*desc.position_query);
     return layer;
@@ -134,7 +139,7 @@ class EncoderWriter {
     Value x = p_.gather_rows(weight(), ids);
     if (position_table(d_.embeddings)) x = p_.binary("add", x, p_.gather_rows(weight(), positions));
     if (!d_.embeddings.token_type.empty()) x = p_.binary("add", x, p_.gather_rows(weight(), types));
-    x = layer_norm(x, take_norm(d_.embeddings.norm));
+    if (d_.embeddings.norm.present()) x = layer_norm(x, take_norm(d_.embeddings.norm));
     if (d_.embeddings.projection) x = linear(x, take_linear(*d_.embeddings.projection));
     return x;
   }
@@ -223,7 +228,8 @@ class EncoderWriter {
       return p_.broadcast(p_.binary("multiply", p_.reduce(v, "add", {last}), p_.splat(inv_n, rows)),
                           x.dims, keep);
     };
-    const Value centered = p_.binary("subtract", x, row_mean(x));
+    // RMSNorm: x / √(mean(x²) + eps) · gamma (no centering, no shift).
+    const Value centered = n.rms ? x : p_.binary("subtract", x, row_mean(x));
     const Value variance = row_mean(p_.binary("multiply", centered, centered));
     const Value scale = p_.unary("rsqrt", p_.binary("add", variance, p_.splat(n.eps, x.dims)));
     const Value normed = p_.binary("multiply", centered, scale);
@@ -239,6 +245,8 @@ class EncoderWriter {
         return p_.binary("maximum", x, p_.splat(0.0f, x.dims));
       case Activation::kTanh:
         return p_.unary("tanh", x);
+      case Activation::kSilu:
+        return p_.binary("multiply", x, p_.unary("logistic", x));
       case Activation::kGeluErf: {
         // 0.5·x·(1 + erf(x/√2))
         const Value e = p_.unary(
@@ -294,21 +302,32 @@ class EncoderWriter {
                   const LayerParams& w) {
     const DType product = bf16() ? DType::kBf16 : DType::kF32;
     const Value fused = linear(x, w.gemm(GemmSlot::kQkv));  // [b, l, 3h]
-    const std::int64_t heads = d_.heads, dim = d_.head_dim();
-    // Part i of the fused rows as [b, heads, l, d]: rotated in f32 before the product's type.
-    auto part = [&](std::int64_t i, bool rotate) {
-      Value rows =
-          p_.reshape(p_.slice(fused, {0, 0, i * h_}, {b_, l_, (i + 1) * h_}), {b_, l_, heads, dim});
-      if (rotate) rows = apply_rotary(p_, rows, rotary(layer.rope_theta));
-      return p_.convert(p_.transpose(rows, {0, 2, 1, 3}), product);
+    const std::int64_t heads = layer.heads, dim = layer.head_dim;
+    const std::int64_t width = layer.query_width(), kv = layer.kv_width();
+    // The fused rows are [queries | keys | values]; a part as [b, heads, l, d], its per-head
+    // norm applied and rotated in f32 before the product's type.
+    auto part = [&](std::int64_t first, std::int64_t part_heads, const NormParams* norm,
+                    bool rotate) {
+      Value rows = p_.reshape(p_.slice(fused, {0, 0, first}, {b_, l_, first + part_heads * dim}),
+                              {b_, l_, part_heads, dim});
+      if (norm) rows = layer_norm(rows, *norm);
+      if (rotate) rows = apply_rotary(p_, rows, rotary(layer.rope_theta, dim));
+      Value by_head = p_.convert(p_.transpose(rows, {0, 2, 1, 3}), product);
+      if (part_heads == heads) return by_head;
+      // Grouped-query attention: key-value head g serves query heads g·group … (g + 1)·group − 1.
+      const std::int64_t group = heads / part_heads;
+      return p_.reshape(p_.broadcast(by_head, {b_, part_heads, group, l_, dim}, {0, 1, 3, 4}),
+                        {b_, heads, l_, dim});
     };
     const bool rotate = d_.embeddings.positions == model::PositionScheme::kRotary;
-    const Value q = part(0, rotate), k = part(1, rotate), v = part(2, false);
-    const float scale = d_.score_scale();
-    if (banded(layer.window, l_)) {
+    const Value q = part(0, heads, w.query_norm ? &*w.query_norm : nullptr, rotate);
+    const Value k = part(width, layer.kv_heads, w.key_norm ? &*w.key_norm : nullptr, rotate);
+    const Value v = part(width + kv, layer.kv_heads, nullptr, false);
+    const float scale = d_.score_scale(layer);
+    if (band(layer)) {
       const Value context =
           banded_attention(p_, q, k, v, band_mask(layer.window), layer.window, scale);
-      return p_.reshape(p_.transpose(context, {0, 2, 1, 3}), {b_, l_, h_});
+      return p_.reshape(p_.transpose(context, {0, 2, 1, 3}), {b_, l_, width});
     }
     const Dims score_dims{b_, heads, l_, l_};
     Value scores = p_.dot(q, k, {0, 1}, {0, 1}, {3}, {3}, DType::kF32);  // [b, heads, lq, lk]
@@ -316,17 +335,41 @@ class EncoderWriter {
       scores = p_.binary("add", scores, relative_term(q, *w.position_key, true, product));
     if (w.position_query)
       scores = p_.binary("add", scores, relative_term(k, *w.position_query, false, product));
-    scores = p_.binary("add", p_.binary("multiply", scores, p_.splat(scale, score_dims)), mask);
+    scores = p_.binary("multiply", scores, p_.splat(scale, score_dims));
+    scores = p_.binary("add", scores, layer.causal ? causal_mask(mask, layer.window) : mask);
     const Value probs = softmax_last(p_, scores, product);
     const Value context = p_.dot(probs, v, {0, 1}, {0, 1}, {3}, {2}, DType::kF32);  // [b,h,l,d]
-    return p_.reshape(p_.transpose(context, {0, 2, 1, 3}), {b_, l_, h_});
+    return p_.reshape(p_.transpose(context, {0, 2, 1, 3}), {b_, l_, width});
+  }
+
+  // Whether a layer scores a band (a bidirectional window shorter than the rows); causal layers
+  // score [l, l] under causal_mask.
+  bool band(const model::LayerDesc& layer) const {
+    return !layer.causal && banded(layer.window, l_);
+  }
+  // The key mask plus a causal one: key j counts for query i when j ≤ i (and, with a window,
+  // i − j < window). Written once per window and shared by its layers.
+  const Value& causal_mask(const Value& mask, std::int64_t window) {
+    auto it = causal_masks_.find(window);
+    if (it != causal_masks_.end()) return it->second;
+    const Dims dims{b_, d_.heads, l_, l_};
+    const Value query = p_.iota(dims, 2), key = p_.iota(dims, 3);
+    Value allowed = p_.compare("LE", key, query);
+    if (window > 0) {
+      const Value distance = p_.binary("subtract", query, key);
+      allowed = p_.binary(
+          "and", allowed,
+          p_.compare("LT", distance, p_.splat(static_cast<float>(window), dims, DType::kS32)));
+    }
+    const Value causal = p_.select(allowed, p_.splat(0.0f, dims), p_.splat(-1e30f, dims));
+    return causal_masks_.emplace(window, p_.binary("add", mask, causal)).first->second;
   }
 
   // The cos and sin of a rotary base, written once and shared by its layers.
-  const RotaryAngles& rotary(double theta) {
+  const RotaryAngles& rotary(double theta, std::int64_t head_dim) {
     auto it = rotary_.find(theta);
     if (it == rotary_.end())
-      it = rotary_.emplace(theta, rotary_angles(p_, positions_, theta, d_.head_dim())).first;
+      it = rotary_.emplace(theta, rotary_angles(p_, positions_, theta, head_dim)).first;
     return it->second;
   }
   // The band's mask of a window, written once and shared by its layers.
@@ -341,7 +384,7 @@ class EncoderWriter {
   // then x += FFN(LN(x)), the attention's LN absent in ModernBERT's first layer.
   Value encoder_layer(const Value& x, const Value& mask, const model::LayerDesc& layer,
                       const LayerParams& w) {
-    if (d_.norm_placement == model::NormPlacement::kPre) {
+    if (layer.norm_placement == model::NormPlacement::kPre) {
       const Value in = w.attention ? layer_norm(x, *w.attention) : x;
       const Value attended = linear(attention(in, mask, layer, w), w.gemm(GemmSlot::kAttnOut));
       const Value x1 = p_.binary("add", x, attended);
@@ -357,16 +400,44 @@ class EncoderWriter {
   // Each sequence's first token, or (HeadDesc::mean_pooling) the mean of its real tokens, through
   // dense + activation (+ ModernBERT's norm), then the projection.
   Value head(const Value& x) {
-    const Value pooled = d_.head->mean_pooling
-                             ? mean_of_tokens(x)
-                             : p_.reshape(p_.slice(x, {0, 0, 0}, {b_, 1, h_}), {b_, h_});
-    const LinearParams dense = take_linear(d_.head->dense);
+    Value pooled;
+    switch (d_.head->pooling) {
+      case model::HeadPooling::kMean:
+        pooled = mean_of_tokens(x);
+        break;
+      case model::HeadPooling::kFirst:
+        pooled = p_.reshape(p_.slice(x, {0, 0, 0}, {b_, 1, h_}), {b_, h_});
+        break;
+      case model::HeadPooling::kLastNonPad:
+        pooled = last_non_pad(x);
+        break;
+    }
+    std::optional<LinearParams> dense;
+    if (d_.head->dense) dense = take_linear(*d_.head->dense);
     std::optional<NormParams> norm;
     if (d_.head->norm.present()) norm = take_norm(d_.head->norm);
     const LinearParams out = take_linear(d_.head->out);
-    Value y = linear(pooled, dense);
+    Value y = dense ? linear(pooled, *dense) : pooled;
     if (norm) y = layer_norm(y, *norm);
     return linear(y, out);
+  }
+
+  // x [b, l, h] at each sequence's last real token whose id is not the pad id (transformers'
+  // argmax of index · (id ≠ pad): the first token when every one is the pad): [b, h].
+  Value last_non_pad(const Value& x) {
+    const Dims rows{b_, l_};
+    const Value index = p_.iota(rows, 1);
+    Value counts = p_.compare("LT", index, p_.broadcast(lengths_, rows, {0}));
+    if (d_.head->pad_id >= 0) {
+      const Value pad = p_.splat(static_cast<float>(d_.head->pad_id), rows, DType::kS32);
+      counts = p_.binary("and", counts, p_.compare("NE", ids_, pad));
+    }
+    const Value at = p_.convert(index, DType::kF32);
+    const Value last = p_.reduce(p_.select(counts, at, p_.splat(0.0f, rows)), "maximum", {1});
+    const Dims dims{b_, l_, h_};
+    const Value pick =
+        p_.compare("EQ", p_.broadcast(at, dims, {0, 1}), p_.broadcast(last, dims, {0}));
+    return p_.reduce(p_.select(pick, x, p_.splat(0.0f, dims)), "add", {1});
   }
 
   // x [b, l, h] summed over each sequence's tokens below its length, over that length: [b, h].
@@ -384,22 +455,46 @@ class EncoderWriter {
   std::vector<Value>::const_iterator next_, end_, all_end_;
   std::size_t layer_slots_ = 0;
   Value relative_table_, relative_index_;     // DeBERTa: the (normed) table [rows, h], pairs [l, l]
-  Value lengths_, positions_;                 // the run's inputs [b] and [b, l]
+  Value lengths_, positions_, ids_;           // the run's inputs [b], [b, l] and [b, l]
   std::map<double, RotaryAngles> rotary_;     // by rotary base
   std::map<std::int64_t, Value> band_masks_;  // by window
+  std::map<std::int64_t, Value> causal_masks_;  // by window (0: none)
 };
 
 }  // namespace
 
 bool stacks_layers(const EncoderDesc& d, bool loop_layers) {
   const auto plain = [](const model::LayerDesc& l) { return l.window == 0 && l.rope_theta == 0; };
-  return loop_layers && d.norm_placement == model::NormPlacement::kPost &&
+  return loop_layers && d.layers.front().norm_placement == model::NormPlacement::kPost &&
          std::all_of(d.layers.begin(), d.layers.end(), plain);
 }
+
+namespace {
+
+// The steps of a description the program builder has no form for, refused by name.
+void check_pjrt_runs(const EncoderDesc& d) {
+  auto refuse = [&](std::string_view step) {
+    fail_usage("the PJRT backend does not run {}'s step '{}' yet: use --backend cpu", d.family,
+               step);
+  };
+  for (const model::LayerDesc& l : d.layers) {
+    if (l.attention_norm.kind == model::NormKind::kRmsOffset ||
+        l.ffn_norm.kind == model::NormKind::kRmsOffset)
+      refuse("(1 + w) RMS norms");
+    if (l.post_attention_norm.present() || l.post_ffn_norm.present())
+      refuse("norms on a block's output");
+    if (l.norm_placement != d.layers.front().norm_placement)
+      refuse("pre-norm and post-norm layers in one model");
+  }
+  if (d.embeddings.scale != 1) refuse("embedding scale");
+}
+
+}  // namespace
 
 std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stacked) {
   // Every model reaches the program through its slots: what the program cannot build is refused
   // here, by what it lacks.
+  check_pjrt_runs(d);
   const auto windowed = [](const model::LayerDesc& l) { return l.window > 0; };
   if ((d.relative_bias || d.disentangled) &&
       std::any_of(d.layers.begin(), d.layers.end(), windowed)) {
@@ -452,12 +547,14 @@ std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stack
       linear(prefix + model::gemm_key({0, g.slot}).substr(2), g.linear, true, lead);
     norm(prefix + "attention_norm", layer.attention_norm, lead);
     norm(prefix + "ffn_norm", layer.ffn_norm, lead);
+    norm(prefix + "query_norm", layer.query_norm, lead);
+    norm(prefix + "key_norm", layer.key_norm, lead);
     if (layer.position_key) linear(prefix + "position_key", *layer.position_key, false, lead);
     if (layer.position_query) linear(prefix + "position_query", *layer.position_query, false, lead);
   }
   norm("final_norm", d.final_norm);
   if (head) {
-    linear("head.dense", d.head->dense, true);
+    if (d.head->dense) linear("head.dense", *d.head->dense, true);
     norm("head.norm", d.head->norm);
     linear("head.out", d.head->out, true);
   }
@@ -482,7 +579,8 @@ std::vector<Pick> layer_picks(const model::LayerTensors& layer) {
       });
     }
   }
-  for (auto norm : {&model::LayerTensors::attention_norm, &model::LayerTensors::ffn_norm}) {
+  for (auto norm : {&model::LayerTensors::attention_norm, &model::LayerTensors::ffn_norm,
+                    &model::LayerTensors::query_norm, &model::LayerTensors::key_norm}) {
     if (!(layer.*norm).gamma) continue;
     picks.push_back([norm](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
       to.push_back((l.*norm).gamma);
@@ -548,7 +646,7 @@ std::vector<std::vector<const model::Tensor*>> slot_tensors(const model::ModelTe
   norm(t.final_norm());
   if (head) {
     if (!t.head()) fail("internal: a head was asked of a model without one");
-    linear(t.head()->dense);
+    if (t.head()->dense) linear(*t.head()->dense);
     norm(t.head()->norm);
     linear(t.head()->out);
   }
