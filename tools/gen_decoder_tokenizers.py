@@ -23,6 +23,14 @@ of the saved tokenizer.json; expected/decoders/variants.tsv lists them.
 tests/fixtures/tokenizer/split_cases.jsonl: one line per (pattern, behavior, invert, text) with
 the pieces tokenizers' Split gives (pre_tokenize_str), for every behavior and both inverts.
 
+tests/fuzz/corpus/fuzz_tokenizer_files/split_*: seeds for the tokenizer.json parser (selector byte 0):
+small tokenizers of both layouts trained on a few of the corpus's lines, Split with each behavior,
+and a pattern that backtracks catastrophically (it must be refused, not left running).
+
+Reproducibility: the Qwen2 model comes out byte-identical on every run; the Gemma one's BPE trainer
+(a limited alphabet) breaks ties in hash-map order, so its vocabulary can differ between runs. Models
+and expected ids are always written together, so the tests stay consistent.
+
 Regenerate: tools/venv.sh && .venv/bin/python tools/gen_decoder_tokenizers.py
 """
 from __future__ import annotations
@@ -39,7 +47,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 from transformers import GemmaTokenizer, Qwen2Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_tokenizer_fixtures import (EXPECTED, FIX, MODELS, expected_records, minify, read_corpus,  # noqa: E402
+from gen_tokenizer_fixtures import (EXPECTED, FIX, MODELS, ROOT, expected_records, minify, read_corpus,  # noqa: E402
                                     write_expected, write_manifest)
 
 assert int(transformers.__version__.split(".")[0]) >= 5, "run with the current stack (.venv)"
@@ -139,6 +147,30 @@ def split_cases() -> list[str]:
     return out
 
 
+def fuzz_seeds(lines: list[str]) -> None:
+    out = ROOT / "tests/fuzz/corpus/fuzz_tokenizer_files"
+    small = lines[:200]
+    qwen = json.loads(qwen2_files(small)["tokenizer.json"])
+    gemma = json.loads(gemma_files(small)["tokenizer.json"])
+    for tok in (qwen, gemma):  # keep the seeds small: the first 300 pieces and the merges among them
+        vocab = {p: i for p, i in tok["model"]["vocab"].items() if i < 300}
+        tok["model"]["vocab"] = vocab
+        tok["model"]["merges"] = [m for m in tok["model"]["merges"] if "".join(m) in vocab][:200]
+        tok["added_tokens"] = []
+        tok["post_processor"] = None
+    seeds = {"split_qwen2": qwen, "split_gemma": gemma}
+    for behavior in ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]:
+        seed = json.loads(json.dumps(gemma))
+        seed["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": r"\s+|\p{P}"}, "behavior": behavior,
+                                 "invert": behavior == "Contiguous"}
+        seeds[f"split_{behavior.lower()}"] = seed
+    catastrophic = json.loads(json.dumps(gemma))
+    catastrophic["pre_tokenizer"] = {"type": "Split", "pattern": {"Regex": r"(\w+\s?)+\d"}, "behavior": "Isolated"}
+    seeds["split_catastrophic"] = catastrophic
+    for name, tok in seeds.items():
+        (out / name).write_bytes(b"\x00" + json.dumps(tok, ensure_ascii=False, separators=(",", ":")).encode())
+
+
 def main() -> None:
     lines, cases = read_corpus()
     dirs = {
@@ -159,6 +191,7 @@ def main() -> None:
     cases_out = split_cases()
     (FIX / "split_cases.jsonl").write_text("\n".join(cases_out) + "\n", encoding="utf-8")
     print(f"split cases: {len(cases_out)}")
+    fuzz_seeds(lines)
 
 
 if __name__ == "__main__":
