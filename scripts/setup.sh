@@ -5,7 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 packages=(
   build-essential cmake ninja-build pkg-config
-  libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libdnnl-dev ocl-icd-opencl-dev libsentencepiece-dev libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   googletest libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin  # optional to build; rank 0 of an mpirun job merges, tested here
   clang libclang-rt-dev

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the mcinfer wheel with PYTHON (default python3) and repairs it with auditwheel: oneDNN,
-# OpenMP, sentencepiece and fmt from Debian's packages are copied into the wheel (mcinfer.libs/),
+# OpenMP, sentencepiece, PCRE2 and fmt from Debian's packages are copied into the wheel (mcinfer.libs/),
 # so it installs on a machine that has none of them. Prints the repaired wheel's path.
 #   scripts/wheel.sh [PYTHON]      -> wheelhouse/mcinfer-VERSION-TAG-manylinux_2_XX_x86_64.whl
 # CPython 3.12 and later build one abi3 wheel that serves them all; older versions their own.

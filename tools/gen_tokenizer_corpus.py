@@ -272,6 +272,15 @@ def main():
             elif b:
                 del b[min(pos, len(b) - 1)]
         cases.append(bytes(b))
+    # Appended for Qwen2's Split regex (issue 46), after the random ones so that their lines keep
+    # their numbers: contractions in every case, runs of \r\n and of spaces before and after
+    # line breaks, trailing spaces, digits of several scripts, combining marks, emoji sequences.
+    cases += [s.encode() for s in [
+        "DON'T STOP, I'LL GO; YOU'RE HERE, WE'VE SEEN, HE'D SAY, IT'S I'M", "don'T You'Re i'Ll We'Ve",
+        "a\r\n\r\n\r\nb", "trailing spaces   \r\n  ", "x \n\n  y  \n", " \r\n \r\n", "\r\r\n\n\r",
+        "end with spaces    ", "   lead and inner   spaces", "12345 ４５ ٣٤ ¹² ½ Ⅻ 3.14 1,000,000",
+        "e\u0301\u0300 combining a\u0308 \u1100\u1161\u11a8", "emoji 👍🏽👩\u200d💻 🇯🇵 \r\n",
+        "tabs\t\t\n\t", " \u00a0\u3000\u180e ", "!!!\r\n???\n\n...", "'s's 'S ''ll 'll'", "A\n\nB\r\n\r\nC"]]
     with open(OUT / "byte_cases.txt", "w") as f:
         for c in cases:
             f.write(c.hex() + "\n")

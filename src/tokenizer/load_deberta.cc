@@ -116,6 +116,7 @@ std::unique_ptr<Tokenizer> deberta_tf4_pipeline(const SpmModel& spm, const Confi
                               special_token_id(*parts.model, parts.added_tokens, "[SEP]", origin));
   parts.pad_token = config.special("pad_token", "[PAD]")->content;
   parts.model_max_length = config.model_max_length();
+  parts.padding_side = config.padding_side();
   return std::make_unique<Pipeline>(std::move(parts));
 }
 
@@ -172,6 +173,7 @@ std::unique_ptr<Tokenizer> deberta_tf5_pipeline(DebertaSource source, const Conf
                               special_token_id(*parts.model, parts.added_tokens, sep, origin));
   parts.pad_token = config.special("pad_token", "[PAD]")->content;
   parts.model_max_length = config.model_max_length();
+  parts.padding_side = config.padding_side();
   parts.normalized_token_names = true;
   return std::make_unique<Pipeline>(std::move(parts));
 }

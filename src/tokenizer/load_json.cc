@@ -1,8 +1,10 @@
 // tokenizer.json: the normalizer, pre_tokenizer, model, post_processor and added_tokens a
 // checkpoint of the supported families can contain; anything else is refused by name.
-// "truncation", "padding" and "decoder" are ignored: transformers resets the first two on every
-// call and the decoder does not affect ids. With Compat::kTransformers5 a DebertaV2Tokenizer's
-// file gives only its vocabulary, charsmap and added tokens (deberta_from_json).
+// "truncation", "padding" and "decoder" are ignored (transformers resets the first two on every
+// call and the decoder does not affect ids) but for padding's direction, which says the side the
+// model pads on when tokenizer_config.json does not (Tokenizer::padding_side). With
+// Compat::kTransformers5 a DebertaV2Tokenizer's file gives only its vocabulary, charsmap and added
+// tokens (deberta_from_json).
 
 #include <limits>
 
@@ -10,6 +12,7 @@
 #include "tokenizer/json_node.h"
 #include "tokenizer/loader.h"
 #include "tokenizer/pipeline.h"
+#include "tokenizer/split.h"
 
 namespace mcinfer::tokenizer {
 namespace {
@@ -85,6 +88,32 @@ char32_t single_char(const JsonNode& n) {
   return c;
 }
 
+// A field's name as errors give it: "<file>: field '<path>'".
+std::string field_name(const JsonNode& n) {
+  return fmt::format("{}: field '{}'", n.origin(), n.path());
+}
+
+std::unique_ptr<PreTokenizer> parse_split(const JsonNode& n) {
+  JsonNode pattern = n.at("pattern");
+  SplitPattern p;
+  std::optional<JsonNode> text;
+  if ((text = pattern.get("String"))) {
+    p.literal = true;
+  } else if ((text = pattern.get("Regex"))) {
+    p.literal = false;
+  } else {
+    pattern.fail("expected {\"String\": ...} or {\"Regex\": ...}");
+  }
+  p.text = text->str();
+  JsonNode behavior = n.at("behavior");
+  const std::optional<SplitBehavior> b = kSplitBehaviorNames.parse(behavior.str());
+  if (!b) {
+    behavior.fail(fmt::format("unknown behavior '{}' (expected {})", behavior.str(),
+                              kSplitBehaviorNames.choices()));
+  }
+  return make_split(p, *b, n.bool_or("invert", false), field_name(*text));
+}
+
 std::unique_ptr<PreTokenizer> parse_pre_tokenizer(const JsonNode& n) {
   n.expect_object();
   std::string type = n.at("type").str();
@@ -123,6 +152,7 @@ std::unique_ptr<PreTokenizer> parse_pre_tokenizer(const JsonNode& n) {
     }
     return make_punctuation();
   }
+  if (type == "Split") return parse_split(n);
   if (type == "Sequence") {
     JsonNode list = n.at("pretokenizers");
     std::vector<std::unique_ptr<PreTokenizer>> steps;
@@ -355,6 +385,18 @@ std::unique_ptr<Tokenizer> deberta_from_json(const JsonNode& root, const std::st
   return deberta_tf5_pipeline(std::move(source), config, origin);
 }
 
+// tokenizer.json's "padding": {"direction": "Left" | "Right", ...}, when set.
+std::optional<PaddingSide> padding_direction(const JsonNode& root) {
+  auto padding = root.get("padding");
+  if (!padding || padding->json().is_null()) return std::nullopt;
+  auto direction = padding->get("direction");
+  if (!direction) return std::nullopt;
+  const std::string d = direction->str();
+  if (d == "Left") return PaddingSide::kLeft;
+  if (d == "Right") return PaddingSide::kRight;
+  direction->fail(fmt::format("'{}' is neither \"Left\" nor \"Right\"", d));
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std::string& origin,
@@ -384,6 +426,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view text, const std:
                           config, origin);
   }
   parts.model_max_length = config.model_max_length();
+  parts.padding_side = config.padding_side(padding_direction(root));
   parts.normalized_token_names = config.compat == Compat::kTransformers5;
   if (auto pad = config.special("pad_token", std::nullopt)) {
     parts.pad_token = pad->content;

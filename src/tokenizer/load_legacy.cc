@@ -189,6 +189,23 @@ std::optional<bool> ConfigFiles::flag(const std::string& name) const {
   return v->boolean();
 }
 
+PaddingSide ConfigFiles::padding_side(std::optional<PaddingSide> file) const {
+  std::optional<std::string> cls;
+  if (config.is_object()) {
+    JsonNode root(config, config_origin, "");
+    if (auto side = root.get("padding_side")) {
+      if (auto parsed = kPaddingSideNames.parse(side->str())) return *parsed;
+      side->fail(fmt::format("'{}' is neither \"left\" nor \"right\"", side->str()));
+    }
+    cls = JsonObject(config, config_origin).opt_string("tokenizer_class");
+  }
+  if (file) return *file;
+  // GemmaTokenizer's class attribute; AutoTokenizer maps every gemma model type to it.
+  const bool gemma = cls ? (*cls == "GemmaTokenizer" || *cls == "GemmaTokenizerFast")
+                         : (model_type && model_type->starts_with("gemma"));
+  return gemma ? PaddingSide::kLeft : PaddingSide::kRight;
+}
+
 std::optional<std::size_t> ConfigFiles::model_max_length() const {
   if (!config.is_object()) return std::nullopt;
   auto it = config.find("model_max_length");
@@ -281,6 +298,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_vocab_txt(std::string_view vocab_text,
                               special_token_id(*parts.model, parts.added_tokens, sep, origin));
   parts.pad_token = config.special("pad_token", "[PAD]")->content;
   parts.model_max_length = config.model_max_length();
+  parts.padding_side = config.padding_side();
   parts.normalized_token_names = config.compat == Compat::kTransformers5;
   return std::make_unique<Pipeline>(std::move(parts));
 }
@@ -371,6 +389,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_bpe_files(std::string_view vocab_json,
                         special_token_id(*parts.model, parts.added_tokens, sep, vocab_origin));
   parts.pad_token = config.special("pad_token", "<pad>")->content;
   parts.model_max_length = config.model_max_length();
+  parts.padding_side = config.padding_side();
   parts.normalized_token_names = config.compat == Compat::kTransformers5;
   return std::make_unique<Pipeline>(std::move(parts));
 }
@@ -441,6 +460,7 @@ std::unique_ptr<Tokenizer> tokenizer_from_spm(std::string_view model_bytes,
   }
   parts.pad_token = config.special("pad_token", "<pad>")->content;
   parts.model_max_length = config.model_max_length();
+  parts.padding_side = config.padding_side();
   parts.normalized_token_names = config.compat == Compat::kTransformers5;
   return std::make_unique<Pipeline>(std::move(parts));
 }

@@ -41,6 +41,10 @@ struct ConfigFiles {
   bool special_is_plain(const std::string& name) const;
   std::optional<bool> flag(const std::string& name) const;  // a boolean in tokenizer_config.json
   std::optional<std::size_t> model_max_length() const;
+  // tokenizer_config.json's padding_side, else `file` (tokenizer.json's padding direction), else
+  // the class's own (GemmaTokenizer's is left), else right. Throws Error naming the field when
+  // padding_side is neither "left" nor "right".
+  PaddingSide padding_side(std::optional<PaddingSide> file = std::nullopt) const;
   // tokenizer_config.json's added_tokens_decoder, by ascending id; empty when absent.
   std::vector<AddedToken> added_tokens_decoder() const;
   // With Compat::kTransformers5: the tokenizer class is XLMRobertaTokenizer (its tokenizer_class,

@@ -251,6 +251,24 @@ TEST_P(FamilyParity, MatchesTransformers5) {
   EXPECT_EQ(check_records(variant, *tok, set), 0u);
 }
 
+// The decoder-style embedders' tokenizers (tools/gen_decoder_tokenizers.py), saved by transformers
+// 5 from Qwen2Tokenizer (Qwen3-Embedding: NFC, Split with Qwen2's regex, byte-level BPE,
+// <|endoftext|> appended) and GemmaTokenizer (EmbeddingGemma: '▁' for spaces, BPE with byte
+// fallback, <bos> A <eos>). Their files hold the classes' pipelines, so either reading gives
+// transformers 5's ids.
+class DecoderParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecoderParity, MatchesTransformers5) {
+  const std::string variant = GetParam();
+  const std::string set = expected_set(variant, "tokenizer/expected/decoders/variants.tsv");
+  for (Compat compat : {Compat::kTransformers5, Compat::kFile}) {
+    auto tok = Tokenizer::load(fixture("tokenizer/models/" + variant), compat);
+    EXPECT_EQ(check_records(variant, *tok, set), 0u) << kCompatNames.name(compat);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Decoders, DecoderParity, ::testing::Values("qwen2_json", "gemma_json"));
+
 // DeBERTa-v2/v3 (tools/gen_deberta_tokenizers.py): spm.model and tokenizer.json directories as
 // transformers 4.46 and 5 saved them, with and without do_lower_case and split_by_punct, each
 // read as transformers 5 reads it and as its files say (transformers 4.46's fast tokenizer,

@@ -26,6 +26,7 @@ Pipeline::Pipeline(PipelineParts parts)
       model_(std::move(parts.model)),
       post_(std::move(parts.post)),
       model_max_length_(parts.model_max_length),
+      padding_side_(parts.padding_side),
       normalized_token_names_(parts.normalized_token_names) {
   added_.add_tokens(parts.added_tokens, *model_, normalizer_.get());
   map_bytes_ =

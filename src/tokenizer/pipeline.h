@@ -24,6 +24,7 @@ struct PipelineParts {
   Template post = Template::none();
   std::optional<std::string> pad_token;  // resolved to an id after added tokens exist
   std::optional<std::size_t> model_max_length;
+  PaddingSide padding_side = PaddingSide::kRight;
   // tokens() names a normalized added token by its normalized content, as the current stack's
   // tokenizers does (Compat::kTransformers5); older versions give the content as added.
   bool normalized_token_names = false;
@@ -40,6 +41,7 @@ class Pipeline final : public Tokenizer {
   std::size_t special_tokens(bool pair) const override { return post_.added(pair); }
   std::vector<std::string> tokens(const Encoding& encoding) const override;
   std::int32_t pad_id() const override { return pad_id_; }
+  PaddingSide padding_side() const override { return padding_side_; }
   std::optional<std::size_t> model_max_length() const override { return model_max_length_; }
   std::string_view kind() const override { return kind_; }
 
@@ -61,6 +63,7 @@ class Pipeline final : public Tokenizer {
   AddedVocabulary added_;
   Template post_;
   std::int32_t pad_id_ = 0;
+  PaddingSide padding_side_ = PaddingSide::kRight;
   std::optional<std::size_t> model_max_length_;
   bool map_bytes_ = false;  // ByteLevel words must be mapped to GPT-2's alphabet for the model
   bool normalized_token_names_ = false;

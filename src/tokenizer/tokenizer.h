@@ -36,6 +36,14 @@ enum class Compat { kFile, kTransformers5 };
 inline constexpr EnumNames<Compat, 2> kCompatNames{
     {{{Compat::kFile, "file"}, {Compat::kTransformers5, "transformers5"}}}};
 
+// Where a batch's padding goes: tokenizer_config.json's padding_side, else tokenizer.json's
+// padding direction, else the tokenizer class's own (GemmaTokenizer: left), else right.
+// Qwen3-Embedding pads on the left, so its last token (the <|endoftext|> its tokenizer appends) is
+// the pooled one.
+enum class PaddingSide { kRight, kLeft };
+inline constexpr EnumNames<PaddingSide, 2> kPaddingSideNames{
+    {{{PaddingSide::kRight, "right"}, {PaddingSide::kLeft, "left"}}}};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -71,6 +79,7 @@ class Tokenizer {
   virtual std::vector<std::string> tokens(const Encoding& encoding) const = 0;
 
   virtual std::int32_t pad_id() const = 0;
+  virtual PaddingSide padding_side() const = 0;
   // model_max_length from tokenizer_config.json, when present and sensible.
   virtual std::optional<std::size_t> model_max_length() const = 0;
   virtual std::string_view kind() const = 0;  // "wordpiece", "unigram" or "bpe"
