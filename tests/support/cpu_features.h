@@ -32,7 +32,9 @@ struct CpuFeatures {
   // with AVX2 (bf16 emulated, int8 on our kernels), so only instruction sets are listed.
   std::vector<std::string> not_exercised() const {
     std::vector<std::string> out;
-    if (!native_bf16()) out.push_back("native bf16 dot products (no avx512_bf16, no AMX-BF16)");
+    if (!avx512_bf16)
+      out.push_back(native_bf16() || !avx2 ? "avx512_bf16 dot products"
+                                           : "avx512_bf16 dot products (bf16 runs emulated)");
     if (!amx_bf16) out.push_back("AMX-BF16");
     if (!native_int8()) out.push_back("int8 on VNNI (no avx512_vnni, avx_vnni or AMX-INT8)");
     if (!amx_int8) out.push_back("AMX-INT8");
