@@ -26,8 +26,11 @@ using testing::run_cli;
 const std::string kNoBf16 = "ONEDNN_MAX_CPU_ISA=AVX512_CORE";
 const std::string kGenericKernels = "MCINFER_MAX_ISA=generic";
 
-// From cpuid, not from a run: if `auto` wrongly chose fp32 here, the bf16 tests fail.
+// From cpuid, not from a run: if `auto` wrongly chose fp32 here, the test fails. Only what auto
+// does needs the instructions; every other bf16 test runs emulated without them (NEED_BF16).
 #define NEED_NATIVE_BF16() NEED_CPU(native_bf16(), "native bf16 (avx512_bf16 or AMX-BF16)")
+// What the test setup's MCINFER_EMULATED_BF16=1 is turned off with, where a refusal is checked.
+const std::string kNoEmulation = "MCINFER_EMULATED_BF16=0";
 
 constexpr testing::ClassifierGate kBf16Classifier{0.01, 0.02};
 constexpr testing::EmbeddingGate kBf16Embedding{0.999, 0.9999};
@@ -35,7 +38,7 @@ constexpr testing::EmbeddingGate kBf16Embedding{0.999, 0.9999};
 class Bf16Classifier : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Bf16Classifier, WithinTheGatesOfTransformersFp32) {
-  NEED_NATIVE_BF16();
+  NEED_BF16();
   const std::string model = GetParam();
   auto dir = testing::scratch_dir("bf16_" + model);
   auto input = testing::write_fixture_rows(dir, model);
@@ -69,7 +72,7 @@ class Bf16TextClassifier : public ::testing::TestWithParam<std::string> {};
 
 // From text, through the real tokenizers, both schedules.
 TEST_P(Bf16TextClassifier, WithinTheGatesOfTransformersFp32) {
-  NEED_NATIVE_BF16();
+  NEED_BF16();
   const fs::path dir = testing::fixture("text/" + GetParam());
   Json meta = read_json_file(dir / "reference.json");
   auto want_table = testing::read_table(dir / "expected.csv");
@@ -99,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, Bf16TextClassifier,
 // A checkpoint stored in bf16 runs in bf16 from its own bits; its fp32 twin (the reference was
 // computed in float32 from the same rounded weights) bounds it like any other model.
 TEST(Bf16Checkpoint, ComputesLikeItsFp32TwinWithinTheGates) {
-  NEED_NATIVE_BF16();
+  NEED_BF16();
   auto dir = testing::scratch_dir("bf16_checkpoint");
   auto input = testing::write_fixture_rows(dir, "bert_bf16");
   testing::Reference ref(testing::fixture("models/bert_bf16/reference.safetensors"));
@@ -116,7 +119,7 @@ TEST(Bf16Checkpoint, ComputesLikeItsFp32TwinWithinTheGates) {
 // it), against transformers fp32 (tools/gen_precision_reference.py).
 TEST(Bf16MiniLM, EveryCorpusLineWithinTheGates) {
   MCINFER_NEED_MINILM();
-  NEED_NATIVE_BF16();
+  NEED_BF16();
   auto dir = testing::scratch_dir("bf16_minilm_corpus");
   auto input = testing::write_corpus_jsonl(dir);
   auto output = dir / "out.csv";
@@ -131,12 +134,21 @@ TEST(Bf16MiniLM, EveryCorpusLineWithinTheGates) {
                                  kBf16Embedding);
 }
 
-// Without the instructions but with AVX-512 (oneDNN capped to avx512_core here, as on a CPU
-// without avx512_bf16), the library can only emulate bf16: MCINFER_EMULATED_BF16=1 runs the bf16
-// path anyway so that its numbers are checked there — the same gates, the library's attention
-// products (the fused kernels need the instructions). Without the variable it is refused.
+// Without the instructions, bf16 is emulated: by the library on AVX-512 (oneDNN capped to
+// avx512_core here, as on a CPU without avx512_bf16), by our kernels on AVX2 (gemm_avx2.h; both
+// capped to AVX2 where the CPU has more). MCINFER_EMULATED_BF16=1 runs the bf16 path anyway so
+// that its numbers are checked there — the same gates, the non-fused attention products (the
+// fused kernels need the instructions). Without the variable it is refused.
 TEST(Precision, EmulatedBf16WithoutTheInstructionsStaysWithinTheGates) {
-  NEED_CPU(avx512, "AVX-512 (the GEMM library emulates bf16 from avx512_core)");
+  NEED_CPU(avx2, "AVX2 (bf16 is emulated by our kernels from AVX2, by the library from AVX-512)");
+  struct Emulation {
+    std::vector<std::string> caps;
+    std::string says;
+  };
+  std::vector<Emulation> emulations = {
+      {{"ONEDNN_MAX_CPU_ISA=AVX2", "MCINFER_MAX_ISA=avx2"}, "emulated on avx2 (ours)"}};
+  if (testing::cpu_features().avx512)
+    emulations.push_back({{kNoBf16}, "emulated by the GEMM library on avx512_core"});
   const std::string name = "bert_cls_multi";
   auto dir = testing::scratch_dir("precision_emulated_bf16");
   auto input = testing::write_fixture_rows(dir, name);
@@ -145,22 +157,31 @@ TEST(Precision, EmulatedBf16WithoutTheInstructionsStaysWithinTheGates) {
   const std::vector<std::string> args = {
       "run",           model,         "--input", input.string(), "--output",
       output.string(), "--precision", "bf16",    "--report",     (dir / "report.json").string()};
-  auto refused = run_cli(args, "", {kNoBf16});
-  EXPECT_EQ(refused.exit_code, 2) << refused.err;
-  EXPECT_FALSE(fs::exists(output));
-  auto r = run_cli(args, "", {kNoBf16, "MCINFER_EMULATED_BF16=1"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("emulated by the GEMM library on avx512_core"), std::string::npos) << r.err;
-  Json report = read_json_file(dir / "report.json");
-  EXPECT_EQ(report["precision"], "bf16");
-  ASSERT_TRUE(report["precision_check"].is_object()) << report.dump(2);
-  // bf16 products, not f32 ones under another name: the check sees them differ from fp32.
-  const double diff = report["precision_check"]["max_abs_diff"].get<double>();
-  EXPECT_GT(diff, 1e-5);
-  EXPECT_LE(diff, 0.01);
-  testing::Reference ref(testing::fixture("models/" + name + "/reference.safetensors"));
-  testing::expect_classifier_gate(testing::read_table(output), ref.floats("probs"), name,
-                                  kBf16Classifier);
+  for (const Emulation& e : emulations) {
+    SCOPED_TRACE(e.says);
+    fs::remove(output);
+    std::vector<std::string> env = e.caps;
+    env.push_back(kNoEmulation);
+    auto refused = run_cli(args, "", env);
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_NE(refused.err.find("MCINFER_EMULATED_BF16=1 runs it emulated"), std::string::npos)
+        << refused.err;
+    EXPECT_FALSE(fs::exists(output));
+    env.back() = "MCINFER_EMULATED_BF16=1";
+    auto r = run_cli(args, "", env);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(e.says), std::string::npos) << r.err;
+    Json report = read_json_file(dir / "report.json");
+    EXPECT_EQ(report["precision"], "bf16");
+    ASSERT_TRUE(report["precision_check"].is_object()) << report.dump(2);
+    // bf16 products, not f32 ones under another name: the check sees them differ from fp32.
+    const double diff = report["precision_check"]["max_abs_diff"].get<double>();
+    EXPECT_GT(diff, 1e-5);
+    EXPECT_LE(diff, 0.01);
+    testing::Reference ref(testing::fixture("models/" + name + "/reference.safetensors"));
+    testing::expect_classifier_gate(testing::read_table(output), ref.floats("probs"), name,
+                                    kBf16Classifier);
+  }
 }
 
 // Without native bf16 (oneDNN capped below avx512_core_bf16, our kernels capped to the generic
@@ -173,7 +194,7 @@ TEST(Precision, WithoutNativeBf16AutoIsFp32AndBf16IsRefused) {
   auto output = dir / "out.csv";
   auto refused = run_cli({"run", model, "--input", input.string(), "--output", output.string(),
                           "--precision", "bf16", "--quiet"},
-                         "", {kNoBf16});
+                         "", {kNoBf16, kNoEmulation});
   EXPECT_EQ(refused.exit_code, 2) << refused.err;
   EXPECT_NE(refused.err.find("avx512_bf16"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("amx_bf16"), std::string::npos) << refused.err;
@@ -226,7 +247,7 @@ TEST(Precision, AutoPicksBf16AndSaysWhy) {
 
 // Bounds stop the run before anything is written (exit 4, the figures and the way out named).
 TEST(Precision, CheckBoundsStopTheRunBeforeAnyOutput) {
-  NEED_NATIVE_BF16();
+  NEED_BF16();
   auto dir = testing::scratch_dir("precision_bounds");
   auto input = testing::write_fixture_rows(dir, "bert_cls_single");
   const std::string model = testing::fixture("models/bert_cls_single").string();
@@ -294,7 +315,7 @@ TEST(Precision, BoundsThatCannotBeEnforcedAreRefused) {
 
 // With the check turned off, a bound on a reduced-precision run cannot hold: refused.
 TEST(Precision, BoundWithoutTheCheckIsRefused) {
-  NEED_NATIVE_BF16();
+  NEED_BF16();
   auto dir = testing::scratch_dir("precision_bound_no_check");
   auto input = testing::write_fixture_rows(dir, "bert_cls_single");
   auto r = run_cli({"run", testing::fixture("models/bert_cls_single").string(), "--input",
@@ -307,14 +328,15 @@ TEST(Precision, BoundWithoutTheCheckIsRefused) {
 }
 
 // auto that resolves to fp32 (here by capping the GEMM library below bf16) meets any bound by
-// construction: it runs, and the report says so instead of dropping the bound silently.
+// construction: it runs, and the report says so instead of dropping the bound silently. auto
+// never chooses an emulated bf16, even where MCINFER_EMULATED_BF16=1 allows one.
 TEST(Precision, AutoOnFp32SaysTheBoundHoldsByConstruction) {
   auto dir = testing::scratch_dir("precision_auto_fp32_bound");
   auto input = testing::write_fixture_rows(dir, "bert_cls_single");
   auto r = run_cli({"run", testing::fixture("models/bert_cls_single").string(), "--input",
                     input.string(), "--output", (dir / "o.csv").string(), "--min-cosine", "0.999",
                     "--report", (dir / "r.json").string(), "--quiet"},
-                   "", {kNoBf16});
+                   "", {kNoBf16, "MCINFER_EMULATED_BF16=1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json report = read_json_file(dir / "r.json");
   EXPECT_EQ(report["precision"], "fp32");
@@ -325,7 +347,7 @@ TEST(Precision, AutoOnFp32SaysTheBoundHoldsByConstruction) {
 
 // The precision is part of what a resumed run must share with the interrupted one.
 TEST(Precision, ResumeRefusesAnotherPrecision) {
-  NEED_NATIVE_BF16();
+  NEED_BF16();
   auto dir = testing::scratch_dir("precision_resume");
   auto input = testing::write_fixture_rows(dir, "bert_cls_single");
   const std::string model = testing::fixture("models/bert_cls_single").string();

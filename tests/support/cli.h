@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/paths.h"
@@ -68,8 +69,17 @@ inline CliResult run_cli(const std::vector<std::string>& args, const CliOptions&
   std::vector<std::string> copy = args;
   for (auto& a : copy) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // An extra entry replaces the inherited one of its name (getenv would find the first), so that
+  // a test can turn off what the test setup sets, e.g. MCINFER_EMULATED_BF16=0.
+  auto overridden = [&](std::string_view entry) {
+    const std::string_view name = entry.substr(0, entry.find('=') + 1);
+    for (const auto& e : extra_env)
+      if (std::string_view(e).substr(0, e.find('=') + 1) == name) return true;
+    return false;
+  };
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  for (char** e = environ; *e != nullptr; ++e)
+    if (!overridden(*e)) env_strings.emplace_back(*e);
   for (const auto& e : extra_env) env_strings.push_back(e);
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());

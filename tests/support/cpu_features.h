@@ -24,18 +24,23 @@ struct CpuFeatures {
   bool native_int8() const { return (avx512 && avx512_vnni) || avx_vnni || amx_int8; }
   // Where --precision int8 runs at all: natively, or on our AVX2 kernels.
   bool int8() const { return avx2; }
+  // Where --precision bf16 runs at all: natively, or emulated (MCINFER_EMULATED_BF16=1) by the
+  // GEMM library on AVX-512 or by our kernels on AVX2.
+  bool bf16() const { return native_bf16() || avx2; }
 
-  // The precision paths and instruction sets this CPU cannot exercise, in words.
+  // The hardware paths this CPU cannot exercise, in words. Every precision runs on every CPU
+  // with AVX2 (bf16 emulated, int8 on our kernels), so only instruction sets are listed.
   std::vector<std::string> not_exercised() const {
     std::vector<std::string> out;
-    if (!native_bf16()) out.push_back("bf16 (no avx512_bf16, no AMX-BF16)");
+    if (!avx512_bf16)
+      out.push_back(native_bf16() || !avx2 ? "avx512_bf16 dot products"
+                                           : "avx512_bf16 dot products (bf16 runs emulated)");
     if (!amx_bf16) out.push_back("AMX-BF16");
-    if (!int8()) out.push_back("int8 (no AVX2)");
     if (!native_int8()) out.push_back("int8 on VNNI (no avx512_vnni, avx_vnni or AMX-INT8)");
     if (!amx_int8) out.push_back("AMX-INT8");
     if (!avx_vnni) out.push_back("avx2_vnni (no avx_vnni)");
     if (!avx512) out.push_back("avx512 kernels");
-    if (!avx2) out.push_back("avx2 kernels");
+    if (!avx2) out.push_back("avx2 kernels (and with them int8 and emulated bf16)");
     return out;
   }
 };
@@ -76,6 +81,14 @@ inline const CpuFeatures& cpu_features() {
   return f;
 }
 
+// Whether bf16 runs in this process: natively, or emulated where the test setup (CTest, through
+// mcinfer_add_test) sets MCINFER_EMULATED_BF16=1.
+inline bool bf16_runs() {
+  const char* env = std::getenv("MCINFER_EMULATED_BF16");
+  const bool emulated = env != nullptr && std::string(env) == "1";
+  return cpu_features().native_bf16() || (cpu_features().bf16() && emulated);
+}
+
 }  // namespace mcinfer::testing
 
 // Skips the test (saying so) when the CPU lacks `feature`, a member of CpuFeatures or a call.
@@ -83,4 +96,21 @@ inline const CpuFeatures& cpu_features() {
   do {                                                    \
     if (!::mcinfer::testing::cpu_features().feature)      \
       GTEST_SKIP() << "this CPU has no " what " (cpuid)"; \
+  } while (0)
+
+// A bf16 test: it runs natively, or emulated on AVX-512 and AVX2 CPUs (from cpuid: if bf16 broke
+// here, the bf16 tests fail instead of skipping). It skips only on a CPU without AVX2, or when run
+// outside CTest without MCINFER_EMULATED_BF16=1; MCINFER_REQUIRE_BF16=1 (CI) turns that skip into
+// a failure: bf16 must have run.
+#define NEED_BF16()                                                                           \
+  do {                                                                                        \
+    if (!::mcinfer::testing::bf16_runs()) {                                                   \
+      if (::mcinfer::testing::required("BF16"))                                               \
+        FAIL() << "MCINFER_REQUIRE_BF16=1 but bf16 did not run: no native bf16 and "          \
+               << (::mcinfer::testing::cpu_features().avx2 ? "MCINFER_EMULATED_BF16 unset"    \
+                                                           : "no AVX2 to emulate it on");     \
+      GTEST_SKIP() << (::mcinfer::testing::cpu_features().avx2                                \
+                           ? "no native bf16 and MCINFER_EMULATED_BF16 unset (CTest sets it)" \
+                           : "this CPU has neither native bf16 nor AVX2 (cpuid)");            \
+    }                                                                                         \
   } while (0)

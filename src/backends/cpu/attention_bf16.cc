@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "backends/cpu/attention_fused.h"
+#include "backends/cpu/gemm_avx2.h"
 #include "backends/cpu/gemm_engine.h"
 #include "core/error.h"
 #include "core/half.h"
@@ -26,6 +27,23 @@ constexpr std::int64_t kLengthQuantum = 16;
 std::int64_t padded_length(std::int64_t len) {
   return (len + kLengthQuantum - 1) / kLengthQuantum * kLengthQuantum;
 }
+
+// Bytes rounded up to whole cache lines (the AVX2 kernels' panels are read with aligned loads).
+std::int64_t lines(std::int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Where the products run on our AVX2 kernels, one head at a time per thread: K and Vᵀ packed,
+// the scores [len, len] in f32 and P in bf16, and a block of GEMM inputs widened.
+struct OwnHeadScratch {
+  std::int64_t k, v, s, p, wide, total;
+  OwnHeadScratch(std::int64_t len, std::int64_t d)
+      : k(lines(avx2::packed_bf16_size(len, d) * 2)),
+        v(lines(avx2::packed_bf16_size(d, len) * 2)),
+        s(lines(len * len * 4)),
+        p(lines(len * len * 2)),
+        wide(lines(std::max(avx2::bf16_scratch_size(len, d), avx2::bf16_scratch_size(len, len)) *
+                   4)),
+        total(k + v + s + p + wide) {}
+};
 
 }  // namespace
 
@@ -51,6 +69,9 @@ struct Bf16Attention::Impl {
                  std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden);
   void run_widened(const AttentionRules& rules, const Bf16* qkv, Bf16* ctx,
                    std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden);
+  void run_own(const ScoreBias& bias, float scale, const Bf16* qkv, Bf16* ctx,
+               std::span<const SequenceSpan> sequences, int heads, std::int64_t hidden);
+  AlignedBuffer<std::uint8_t> own_scratch;  // [threads, OwnHeadScratch]
 
   const Products& for_shape(std::int64_t heads, std::int64_t d, std::int64_t len) {
     const std::int64_t key = (heads * 1000000 + d) * 10000 + len;
@@ -97,9 +118,9 @@ FusedAttention Bf16Attention::fused(std::int64_t head_size) const {
 Bf16Attention::~Bf16Attention() = default;
 
 std::size_t Bf16Attention::workspace_bytes() const {
-  return impl_->fused_scratch.capacity_bytes() + impl_->q.capacity_bytes() +
-         impl_->k.capacity_bytes() + impl_->v.capacity_bytes() + impl_->p.capacity_bytes() +
-         impl_->o.capacity_bytes() + impl_->s.capacity_bytes();
+  return impl_->fused_scratch.capacity_bytes() + impl_->own_scratch.capacity_bytes() +
+         impl_->q.capacity_bytes() + impl_->k.capacity_bytes() + impl_->v.capacity_bytes() +
+         impl_->p.capacity_bytes() + impl_->o.capacity_bytes() + impl_->s.capacity_bytes();
 }
 
 std::uint64_t Bf16Attention::workspace_bytes_for(std::int64_t tokens, std::int64_t max_len,
@@ -121,7 +142,9 @@ std::uint64_t Bf16Attention::workspace_bytes_for(std::int64_t tokens, std::int64
   }
   const auto len = static_cast<std::uint64_t>(padded_length(max_len));
   const auto h = static_cast<std::uint64_t>(hidden), n = static_cast<std::uint64_t>(heads);
-  const std::uint64_t library = 4 * len * h * 2 + n * len * len * (2 + 4);
+  const std::uint64_t library =
+      bf16_gemm_is_ours() ? n_threads * static_cast<std::uint64_t>(OwnHeadScratch(max_len, d).total)
+                          : 4 * len * h * 2 + n * len * len * (2 + 4);
   // The fused kernel: per thread, one packed sequence and one block's scratch.
   const std::uint64_t fused = packed * packed_copies +
                               n_threads * static_cast<std::uint64_t>(fused_block_bytes(max_len, d));
@@ -152,6 +175,7 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
   if (kernel != FusedAttention::kNone)
     return m.run_fused(kernel, rules, qkv, ctx, sequences, heads, hidden);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d * relative.scale_terms));
+  if (bf16_gemm_is_ours()) return m.run_own(bias, scale, qkv, ctx, sequences, heads, hidden);
   const int threads = m.threads;
   for (const SequenceSpan& seq : sequences) {
     const std::int64_t len = seq.length, lp = padded_length(len);
@@ -206,6 +230,51 @@ void Bf16Attention::run(const Bf16* qkv, Bf16* ctx, std::span<const SequenceSpan
       for (std::int64_t i = 0; i < len; ++i)
         std::memcpy(out + i * hidden + h * d, src + i * d, d * sizeof(Bf16));
     }
+  }
+}
+
+// The library's products where it has none in bf16 (no AVX-512: no bf16 matmul at all), on our
+// AVX2 GEMM with the library path's roundings: the scores summed in f32 from exact products,
+// softmax in f32 rounded to bf16 (the same kernel), P·V summed in f32 and rounded to bf16 once.
+// The heads are shared among the threads, each GEMM on one thread: its sums are the same
+// whoever runs it.
+void Bf16Attention::Impl::run_own(const ScoreBias& bias, float scale, const Bf16* qkv, Bf16* ctx,
+                                  std::span<const SequenceSpan> sequences, int heads,
+                                  std::int64_t hidden) {
+  const std::int64_t d = hidden / heads, ld = 3 * hidden;
+  std::int64_t max_len = 1;
+  for (const SequenceSpan& seq : sequences) max_len = std::max(max_len, seq.length);
+  const OwnHeadScratch size(max_len, d);
+  const auto need = static_cast<std::size_t>(size.total * threads);
+  if (own_scratch.size() < need) own_scratch.resize(need);
+  const KernelTable& k = *kernels;
+  auto head = [&](const SequenceSpan& seq, int h, int thread) {
+    const std::int64_t len = seq.length;
+    std::uint8_t* mine = own_scratch.data() + size.total * thread;
+    auto* k_panels = reinterpret_cast<Bf16*>(mine);
+    auto* v_panels = reinterpret_cast<Bf16*>(mine + size.k);
+    auto* s = reinterpret_cast<float*>(mine + size.k + size.v);
+    auto* p = reinterpret_cast<Bf16*>(mine + size.k + size.v + size.s);
+    auto* wide = reinterpret_cast<float*>(mine + size.k + size.v + size.s + size.p);
+    const Bf16* rows = qkv + seq.offset * ld + h * d;
+    avx2::pack_bf16(rows + hidden, len, d, ld, k_panels);
+    avx2::gemm_bf16(k_panels, rows, ld, len, d, len, nullptr, Activation::kNone, k,
+                    {s, nullptr, len}, wide, 1);
+    for (std::int64_t i = 0; i < len; ++i) {
+      if (bias) add_score_bias(s + i * len, bias.row(h, i), len, 1.0f / scale);
+      k.softmax_to_bf16(s + i * len, p + i * len, len, len, scale);
+    }
+    avx2::pack_bf16_transposed(rows + 2 * hidden, d, len, ld, v_panels);
+    avx2::gemm_bf16(v_panels, p, len, len, len, d, nullptr, Activation::kNone, k,
+                    {nullptr, ctx + seq.offset * hidden + h * d, hidden}, wide, 1);
+  };
+  for (const SequenceSpan& seq : sequences) {
+    if (threads <= 1) {
+      for (int h = 0; h < heads; ++h) head(seq, h, 0);
+      continue;
+    }
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int h = 0; h < heads; ++h) head(seq, h, omp_get_thread_num());
   }
 }
 

@@ -325,6 +325,7 @@ void expect_bf16_matches_reference(int heads, std::int64_t hidden,
       EXPECT_EQ(Bf16Attention::fused_for(kernels_for(isa), d), expected) << "head size " << d;
       const char* path = expected == FusedAttention::kAmx   ? " (AMX kernel)"
                          : expected == FusedAttention::kDot ? " (dot-product kernel)"
+                         : bf16_gemm_is_ours()              ? " (our AVX2 products)"
                                                             : " (library)";
       attention.run(qkv16.data(), ctx.data(), seqs, heads, hidden);
       for (std::size_t i = 0; i < ctx.size(); ++i) {
@@ -338,7 +339,7 @@ void expect_bf16_matches_reference(int heads, std::int64_t hidden,
 }
 
 TEST(AttentionBf16, PackedSequencesMatchReference) {
-  NEED_CPU(native_bf16(), "native bf16");
+  NEED_BF16();
   // Head sizes 64 (BERT), 32 (MiniLM) and 24; lengths around the 16-token padding (a long one
   // after short ones, short ones after it), one sequence of one token.
   expect_bf16_matches_reference(
@@ -390,7 +391,7 @@ void expect_bf16_tiled_matches_reference(int heads, std::int64_t hidden,
 }
 
 TEST(AttentionBf16, TiledRowsMatchReference) {
-  NEED_CPU(native_bf16(), "native bf16");
+  NEED_BF16();
   // Rows over several 512-key chunks, bands starting inside a chunk and off the 32-key grid,
   // short rows a window covers whole, head sizes 64 and 32.
   expect_bf16_tiled_matches_reference(2, 128, {{0, 1100}, {1100, 9}}, 0, true);

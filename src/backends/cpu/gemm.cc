@@ -55,6 +55,10 @@ bool own_f32() { return !library_has_avx512() && own_kernels_have_avx2(); }
 // s8 GEMMs on our AVX2 kernels where the library has no VNNI (its u8·s8 pair sums saturate).
 bool own_s8() { return native_int8_isa().empty() && own_kernels_have_avx2(); }
 
+// bf16 GEMMs on our AVX2 kernels where the library has no AVX-512: it has no bf16 matmul there at
+// all, and ours lets the bf16 numerics run (MCINFER_EMULATED_BF16=1) on AVX2 CPUs.
+bool own_bf16() { return !library_has_avx512() && own_kernels_have_avx2(); }
+
 bool row_count_picks_sgemm_kernel() { return !library_has_avx512() && !own_f32(); }
 
 std::int64_t row_quantum() {
@@ -192,9 +196,11 @@ std::string native_bf16_isa() {
 }
 
 std::string emulated_bf16_isa() {
-  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-  return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? "avx512_core" : "";
+  if (library_has_avx512()) return "avx512_core";
+  return own_bf16() ? "avx2 (ours)" : "";
 }
+
+bool bf16_gemm_is_ours() { return own_bf16(); }
 
 std::string native_int8_isa() {
   const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
@@ -231,10 +237,12 @@ std::string gemm_isa_name() {
 
 std::string gemm_description() {
   std::string ours;
-  if (own_f32())
-    ours = own_s8() ? "f32 and s8" : "f32";
-  else if (own_s8())
-    ours = "s8";
+  for (const auto& [runs, name] :
+       {std::pair{own_f32(), "f32"}, std::pair{own_bf16(), "bf16"}, std::pair{own_s8(), "s8"}}) {
+    if (!runs) continue;
+    if (!ours.empty()) ours += ", ";
+    ours += name;
+  }
   if (ours.empty()) return "oneDNN GEMM up to " + gemm_isa_name();
   return "GEMMs: " + ours + " ours (avx2), others oneDNN up to " + gemm_isa_name();
 }
@@ -258,12 +266,14 @@ struct PackedLinear::Impl {
   // of the library's layout.
   bool own = false;
   AlignedBuffer<float> own_f32;
+  AlignedBuffer<Bf16> own_bf16;
   AlignedBuffer<std::int8_t> own_s8;
 
   // Packs `weight` (of the compute type, or f32/bf16 widened for f32) in the library's layout.
   void pack_for_library(const dnnl::engine& eng, const void* weight, DType weight_type,
                         std::int64_t out, std::int64_t in, DType compute, bool with_bias);
-  void pack_own(const void* weight, DType weight_type, std::int64_t out, std::int64_t in);
+  void pack_own(const void* weight, DType weight_type, std::int64_t out, std::int64_t in,
+                DType compute);
 };
 
 void PackedLinear::Impl::pack_for_library(const dnnl::engine& eng, const void* weight,
@@ -288,11 +298,24 @@ void PackedLinear::Impl::pack_for_library(const dnnl::engine& eng, const void* w
 }
 
 void PackedLinear::Impl::pack_own(const void* weight, DType weight_type, std::int64_t out,
-                                  std::int64_t in) {
+                                  std::int64_t in, DType compute) {
   own = true;
   if (weight_type == DType::kS8) {
     own_s8.resize(static_cast<std::size_t>(avx2::packed_s8_size(out, in)));
     avx2::pack_s8(static_cast<const std::int8_t*>(weight), out, in, own_s8.data());
+    return;
+  }
+  if (compute == DType::kBf16) {
+    // f32 weights rounded to nearest even, as the library's reorder rounds them.
+    std::vector<Bf16> rounded;
+    const Bf16* w = static_cast<const Bf16*>(weight);
+    if (weight_type == DType::kF32) {
+      rounded.resize(static_cast<std::size_t>(out * in));
+      avx2_kernels().to_bf16(static_cast<const float*>(weight), rounded.data(), out * in);
+      w = rounded.data();
+    }
+    own_bf16.resize(static_cast<std::size_t>(avx2::packed_bf16_size(out, in)));
+    avx2::pack_bf16(w, out, in, in, own_bf16.data());
     return;
   }
   std::vector<float> widened;
@@ -336,8 +359,9 @@ PackedLinear::PackedLinear(const GemmEngine& engine, const void* weight, DType w
     weight = quantized.data();
     weight_type = DType::kS8;
   }
-  if ((compute == DType::kF32 && own_f32()) || (compute == DType::kS8 && own_s8())) {
-    impl_->pack_own(weight, weight_type, out, in);
+  if ((compute == DType::kF32 && own_f32()) || (compute == DType::kS8 && own_s8()) ||
+      (compute == DType::kBf16 && own_bf16())) {
+    impl_->pack_own(weight, weight_type, out, in, compute);
   } else {
     impl_->pack_for_library(eng, weight, weight_type, out, in, compute, bias != nullptr);
   }
@@ -362,7 +386,8 @@ const float* PackedLinear::input_multiplier() const {
 }
 
 std::size_t PackedLinear::packed_bytes() const {
-  return (impl_->own ? impl_->own_f32.capacity_bytes() + impl_->own_s8.capacity_bytes()
+  return (impl_->own ? impl_->own_f32.capacity_bytes() + impl_->own_bf16.capacity_bytes() +
+                           impl_->own_s8.capacity_bytes()
                      : impl_->packed_desc.get_size()) +
          impl_->bias.capacity_bytes() + impl_->weight_scales.capacity_bytes() +
          impl_->input_multiplier.capacity_bytes();
@@ -401,6 +426,7 @@ struct GemmRunner::Impl {
   AlignedBuffer<std::uint8_t> scratch;
   AlignedBuffer<std::int32_t> s32;  // one block of an s8 GEMM's products
   AlignedBuffer<std::int16_t> s16;  // our s8 kernels' inputs widened (gemm_avx2.h)
+  AlignedBuffer<float> f32;         // our bf16 kernels' inputs widened (gemm_avx2.h)
 
   // The kernel for `rows` (already rounded) of w, compiled on first use.
   const Kernel& kernel(const PackedLinear& w, std::int64_t rows, Activation act, bool bias,
@@ -498,6 +524,20 @@ void GemmRunner::linear(const PackedLinear& w, const void* x, std::int64_t rows,
   // The OpenMP team size is per calling thread: each replica thread sets its own.
   if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
   const bool bias = w.impl().has_bias && with_bias;
+  if (w.impl().own && w.compute_type() == DType::kBf16) {
+    const std::int64_t in = w.in_features(), out = w.out_features();
+    const auto need = static_cast<std::size_t>(avx2::bf16_scratch_size(rows, in));
+    if (impl_->f32.size() < need) impl_->f32.resize(need);
+    avx2::Bf16Output dst{nullptr, nullptr, out};
+    if (y_type == DType::kBf16)
+      dst.bf16 = static_cast<Bf16*>(y);
+    else
+      dst.f32 = static_cast<float*>(y);
+    avx2::gemm_bf16(w.impl().own_bf16.data(), static_cast<const Bf16*>(x), in, rows, in, out,
+                    bias ? w.impl().bias.data() : nullptr, act, avx2_kernels(), dst,
+                    impl_->f32.data(), threads_);
+    return;
+  }
   if (w.impl().own) {
     avx2::gemm_f32(w.impl().own_f32.data(), static_cast<const float*>(x), rows, w.in_features(),
                    w.out_features(), bias ? w.impl().bias.data() : nullptr, act, avx2_kernels(),

@@ -22,9 +22,12 @@ enum class DType { kF32, kBf16, kS8 };
 // cap set with ONEDNN_MAX_CPU_ISA: "amx_bf16", "avx512_bf16", or empty when there are none
 // (then a bf16 GEMM would be emulated, slower than f32).
 std::string native_bf16_isa();
-// Where the library runs bf16 GEMMs without native instructions, converting to f32 inside its
-// kernels (slower than f32): "avx512_core"; empty where it cannot (AVX2 and below: no bf16 GEMM).
+// Where bf16 GEMMs run without native instructions, converting to f32 inside the kernels (slower
+// than f32): "avx512_core" (the library's), "avx2 (ours)" (gemm_avx2.h: the library has no bf16
+// GEMM below avx512_core), or empty where neither can (no AVX2).
 std::string emulated_bf16_isa();
+// Whether bf16 GEMMs (and the bf16 attention's products) run on our AVX2 kernels.
+bool bf16_gemm_is_ours();
 // Which native int8 dot-product instructions the GEMM library will run on this CPU (after any
 // ONEDNN_MAX_CPU_ISA cap): "amx_int8", "avx512_vnni", "avx2_vnni", or empty when there are none.
 std::string native_int8_isa();
@@ -35,7 +38,7 @@ std::string int8_isa();
 // What the GEMM library dispatches to at most on this CPU (its effective ISA), for reports.
 std::string gemm_isa_name();
 // Who runs the model's GEMMs here, for reports: "oneDNN GEMM up to avx512_core_amx", or with our
-// AVX2 kernels where they run "GEMMs: f32 and s8 ours (avx2), others oneDNN up to avx2".
+// AVX2 kernels where they run "GEMMs: f32, bf16, s8 ours (avx2), others oneDNN up to avx2".
 std::string gemm_description();
 
 // Process-wide GEMM state (the library's CPU engine). Create once, pass by reference.

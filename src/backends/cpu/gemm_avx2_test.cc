@@ -1,11 +1,12 @@
 // Our AVX2 GEMMs alone (gemm_avx2.h), on every CPU with AVX2 and FMA, whatever the GEMM library
 // would pick there: ragged shapes (rows not a multiple of the tile, outputs not of the panel,
-// odd input counts), against double (f32) and exact integer (s8) references; a row's outputs
-// the same bytes in any tile and on any thread count.
+// odd input counts), against double (f32, bf16) and exact integer (s8) references; a row's
+// outputs the same bytes in any tile and on any thread count.
 #include "backends/cpu/gemm_avx2.h"
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -125,6 +126,115 @@ TEST(Avx2Gemm, S8IsExactOnRaggedShapesAndSaturatingInputs) {
       }
     }
   }
+}
+
+std::vector<Bf16> to_bf16(const std::vector<float>& v) {
+  std::vector<Bf16> b(v.size());
+  avx2_kernels().to_bf16(v.data(), b.data(), static_cast<std::int64_t>(v.size()));
+  return b;
+}
+
+double widen(Bf16 b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
+
+// bf16 weights and inputs, sums in f32: each product of two bf16 is exact in f32, so against a
+// double reference over the same rounded values the f32 output differs by the rounding of the
+// running sum alone, at most in · 2^-24 · Σ|terms| (the recursive-summation bound): a tolerance
+// thousands of times tighter than bf16's own step. A bf16 output is that f32 value rounded to
+// nearest even, once, after the activation: the same bits as rounding the f32 output.
+TEST(Avx2Gemm, Bf16MatchesADoubleReferenceOnRaggedShapes) {
+  NEED_CPU(avx2, "AVX2");
+  const KernelTable& epilogue = avx2_kernels();
+  for (const Shape& s : kShapes) {
+    const auto w = to_bf16(uniform(static_cast<std::size_t>(s.out * s.in), 8));
+    const auto x = to_bf16(uniform(static_cast<std::size_t>(s.rows * s.in), 9));
+    const auto bias = uniform(static_cast<std::size_t>(s.out), 10);
+    AlignedBuffer<Bf16> panels(static_cast<std::size_t>(avx2::packed_bf16_size(s.out, s.in)));
+    avx2::pack_bf16(w.data(), s.out, s.in, s.in, panels.data());
+    std::vector<float> scratch(static_cast<std::size_t>(avx2::bf16_scratch_size(s.rows, s.in)));
+    for (Activation act : {Activation::kNone, Activation::kGeluErf}) {
+      for (int threads : {1, 2}) {
+        std::vector<float> y(static_cast<std::size_t>(s.rows * s.out), NAN);
+        std::vector<Bf16> y16(y.size(), 0xFFFF);
+        avx2::gemm_bf16(panels.data(), x.data(), s.in, s.rows, s.in, s.out, bias.data(), act,
+                        epilogue, {y.data(), nullptr, s.out}, scratch.data(), threads);
+        avx2::gemm_bf16(panels.data(), x.data(), s.in, s.rows, s.in, s.out, bias.data(), act,
+                        epilogue, {nullptr, y16.data(), s.out}, scratch.data(), threads);
+        const std::vector<Bf16> rounded = to_bf16(y);
+        for (std::int64_t r = 0; r < s.rows; ++r)
+          for (std::int64_t o = 0; o < s.out; ++o) {
+            double acc = bias[o], magnitude = std::fabs(bias[o]);
+            for (std::int64_t i = 0; i < s.in; ++i) {
+              const double term = widen(x[r * s.in + i]) * widen(w[o * s.in + i]);
+              acc += term;
+              magnitude += std::fabs(term);
+            }
+            double tolerance = (s.in + 1) * 0x1p-24 * magnitude + 1e-30;
+            if (act == Activation::kGeluErf) {
+              acc = 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)));
+              tolerance += 2e-6 * (1 + std::fabs(acc));  // the kernel's erf approximation
+            }
+            const std::int64_t at = r * s.out + o;
+            ASSERT_NEAR(y[at], acc, tolerance)
+                << s.rows << "x" << s.in << "x" << s.out << " r " << r << " o " << o;
+            ASSERT_EQ(y16[at], rounded[at])
+                << s.rows << "x" << s.in << "x" << s.out << " at " << at;
+          }
+      }
+    }
+  }
+}
+
+// As for f32: a row's outputs (f32 and bf16) are the same bytes alone, in any batch, on any
+// thread count, from inputs at any row stride.
+TEST(Avx2Gemm, Bf16RowsAreTheSameBytesInAnyBatch) {
+  NEED_CPU(avx2, "AVX2");
+  const std::int64_t in = 384, out = 72, most = 301, ldx = in + 5;
+  const auto w = to_bf16(uniform(static_cast<std::size_t>(out * in), 11));
+  const auto x = to_bf16(uniform(static_cast<std::size_t>(most * ldx), 12));
+  const auto bias = uniform(static_cast<std::size_t>(out), 13);
+  AlignedBuffer<Bf16> panels(static_cast<std::size_t>(avx2::packed_bf16_size(out, in)));
+  avx2::pack_bf16(w.data(), out, in, in, panels.data());
+  std::vector<float> scratch(static_cast<std::size_t>(avx2::bf16_scratch_size(most, in)));
+  const std::size_t n = static_cast<std::size_t>(most * out);
+  std::vector<float> alone(n), y(n);
+  std::vector<Bf16> alone16(n), y16(n);
+  auto run = [&](const Bf16* rows, std::int64_t count, float* f32, Bf16* bf16, int threads) {
+    avx2::gemm_bf16(panels.data(), rows, ldx, count, in, out, bias.data(), Activation::kGeluTanh,
+                    avx2_kernels(), {f32, bf16, out}, scratch.data(), threads);
+  };
+  for (std::int64_t r = 0; r < most; ++r) {
+    run(x.data() + r * ldx, 1, alone.data() + r * out, nullptr, 1);
+    run(x.data() + r * ldx, 1, nullptr, alone16.data() + r * out, 1);
+  }
+  for (std::int64_t rows : {2, 6, 7, 47, 48, 49, 301})
+    for (int threads : {1, 2}) {
+      run(x.data(), rows, y.data(), nullptr, threads);
+      run(x.data(), rows, nullptr, y16.data(), threads);
+      for (std::int64_t i = 0; i < rows * out; ++i) {
+        ASSERT_EQ(y[i], alone[i]) << rows << " rows, " << threads << " threads, value " << i;
+        ASSERT_EQ(y16[i], alone16[i]) << rows << " rows, " << threads << " threads, value " << i;
+      }
+    }
+}
+
+// Attention packs K from strided rows and V transposed: the same panels as from the plain matrix.
+TEST(Avx2Gemm, Bf16PackingFromStridedAndTransposedRows) {
+  const std::int64_t out = 37, in = 21, ld = 50;
+  const auto m = to_bf16(uniform(static_cast<std::size_t>(out * ld), 14));
+  std::vector<Bf16> plain(static_cast<std::size_t>(out * in)), plain_t(plain.size());
+  for (std::int64_t o = 0; o < out; ++o)
+    for (std::int64_t i = 0; i < in; ++i) {
+      plain[o * in + i] = m[o * ld + i];
+      plain_t[o * in + i] = m[i * ld + o];
+    }
+  const auto size = static_cast<std::size_t>(avx2::packed_bf16_size(out, in));
+  std::vector<Bf16> want(size), got(size, 0xFFFF), want_t(size), got_t(size, 0xFFFF);
+  avx2::pack_bf16(plain.data(), out, in, in, want.data());
+  avx2::pack_bf16(m.data(), out, in, ld, got.data());
+  avx2::pack_bf16(plain_t.data(), out, in, in, want_t.data());
+  avx2::pack_bf16_transposed(m.data(), out, in, ld, got_t.data());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got_t, want_t);
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/gemm_avx2.h"
+#include "core/aligned_buffer.h"
+
 #include "core/error.h"
 #include "support/cpu_features.h"
 
@@ -119,7 +122,7 @@ TEST(Gemm, SameShapeLayersShareKernelsAndKeepTheirOwnWeights) {
 // accumulate in f32. Against a double reference over the same rounded values, the f32 output
 // differs by accumulation rounding only; the bf16 output by one more bf16 rounding (2^-8).
 TEST(Gemm, Bf16LinearMatchesReferenceOnRoundedValues) {
-  NEED_CPU(native_bf16(), "native bf16");
+  NEED_BF16();
   GemmEngine engine;
   GemmRunner runner(engine, 1);
   const KernelTable& k = kernels_for(best_isa());
@@ -160,6 +163,67 @@ TEST(Gemm, Bf16LinearMatchesReferenceOnRoundedValues) {
           }
         }
       }
+    }
+  }
+}
+
+// The emulation (our AVX2 bf16 GEMM, gemm_avx2.h) against the native kernels on a CPU that has
+// both. Bit for bit they can differ only in the order of the f32 sums: a vdpbf16ps adds its two
+// products in its own order, AMX's tdpbf16ps sums a tile's pairs in an order Intel leaves open,
+// and the library splits the inputs into blocks; the products themselves are exact in both. So
+// each f32 output is within the summation-order bound of the other's, and each side's bf16
+// output is, bit for bit, its own f32 output rounded to nearest even after the activation (the
+// same rounding at the same point), so the two bf16 outputs are at most one step apart.
+TEST(Gemm, Bf16EmulationMatchesTheNativeKernels) {
+  // The one bf16 test that needs the hardware: the emulation itself runs everywhere else.
+  NEED_CPU(native_bf16(),
+           "native bf16 (avx512_bf16 or AMX-BF16) to compare the AVX2 emulation against; the "
+           "emulation alone is tested on every AVX2 CPU (Avx2Gemm.Bf16*)");
+  GemmEngine engine;
+  GemmRunner runner(engine, 2);
+  const KernelTable& k = avx2_kernels();
+  auto round = [&](const std::vector<float>& v) {
+    std::vector<Bf16> b(v.size());
+    k.to_bf16(v.data(), b.data(), static_cast<std::int64_t>(v.size()));
+    return b;
+  };
+  auto widen = [](Bf16 b) { return double(std::bit_cast<float>(std::uint32_t{b} << 16)); };
+  for (auto [in, out] : {std::pair<std::int64_t, std::int64_t>{64, 48}, {37, 100}, {384, 1536}}) {
+    const std::vector<Bf16> w16 = round(random_vector(static_cast<std::size_t>(in * out), 21));
+    const auto b = random_vector(static_cast<std::size_t>(out), 22);
+    PackedLinear native(engine, w16.data(), DType::kBf16, b.data(), out, in, DType::kBf16);
+    AlignedBuffer<Bf16> panels(static_cast<std::size_t>(avx2::packed_bf16_size(out, in)));
+    avx2::pack_bf16(w16.data(), out, in, in, panels.data());
+    for (std::int64_t rows : {1, 17, 100}) {
+      const std::int64_t padded = GemmRunner::round_rows(rows);
+      const auto x16 = round(random_vector(static_cast<std::size_t>(padded * in), 23));
+      const auto n = static_cast<std::size_t>(padded * out);
+      std::vector<float> y(n), ours(n),
+          scratch(static_cast<std::size_t>(avx2::bf16_scratch_size(rows, in)));
+      std::vector<Bf16> y16(n), ours16(n);
+      runner.linear(native, x16.data(), rows, y.data(), DType::kF32, Activation::kGeluErf);
+      runner.linear(native, x16.data(), rows, y16.data(), DType::kBf16, Activation::kGeluErf);
+      avx2::gemm_bf16(panels.data(), x16.data(), in, rows, in, out, b.data(), Activation::kGeluErf,
+                      k, {ours.data(), nullptr, out}, scratch.data(), 1);
+      avx2::gemm_bf16(panels.data(), x16.data(), in, rows, in, out, b.data(), Activation::kGeluErf,
+                      k, {nullptr, ours16.data(), out}, scratch.data(), 1);
+      const std::vector<Bf16> y_rounded = round(y), ours_rounded = round(ours);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t o = 0; o < out; ++o) {
+          double magnitude = std::fabs(b[o]);
+          for (std::int64_t i = 0; i < in; ++i)
+            magnitude += std::fabs(widen(x16[r * in + i]) * widen(w16[o * in + i]));
+          // Both sums within in · 2^-24 · Σ|terms| of the exact one; the library's GELU and ours
+          // differ by their approximations (~1e-6).
+          const std::size_t at = static_cast<std::size_t>(r * out + o);
+          ASSERT_NEAR(y[at], ours[at], 2 * (in + 1) * 0x1p-24 * magnitude + 4e-6)
+              << in << "x" << out << " rows " << rows << " r " << r << " o " << o;
+          ASSERT_EQ(ours16[at], ours_rounded[at]) << "ours, at " << at;
+          // The library may run another kernel (another blocking of the sums) for a bf16 output
+          // than for an f32 one: one bf16 step apart at most, as are the two sides'.
+          ASSERT_LE(std::abs(int{y16[at]} - int{y_rounded[at]}), 1) << "native, at " << at;
+          ASSERT_LE(std::abs(int{y16[at]} - int{ours16[at]}), 1) << "at " << at;
+        }
     }
   }
 }

@@ -66,7 +66,7 @@ class ModernBertLong : public ::testing::TestWithParam<ops::Precision> {};
 // (Encoder::activation_bytes, which `inspect` prints and the scheduler sizes replicas by).
 TEST_P(ModernBertLong, RowOf8192TokensMatchesTransformersWithinThePlannedMemory) {
   const ops::Precision precision = GetParam();
-  if (precision == ops::Precision::kBf16) NEED_CPU(native_bf16(), "native bf16");
+  if (precision == ops::Precision::kBf16) NEED_BF16();
   const Json ref = read_json_file(testing::fixture("long/modernbert_base_8192.json"));
   const ModelConfig config = ModelConfig::shape(ref["shape"].get<std::string>(), 0);
   const std::int64_t length = ref["length"].get<std::int64_t>();

@@ -90,12 +90,19 @@ PrecisionChoice resolve_int8() {
 
 namespace {
 
-// MCINFER_EMULATED_BF16=1 lets an explicit bf16 run where the GEMM library can only emulate it
-// (AVX-512 without avx512_bf16, or oneDNN capped below it): slower than fp32, so never chosen by
-// auto, but it checks the bf16 path's numbers on CPUs that lack the instructions.
+// MCINFER_EMULATED_BF16=1 lets an explicit bf16 run without native bf16 dot products: emulated by
+// the GEMM library on AVX-512 (without avx512_bf16, or oneDNN capped below it), by our kernels on
+// AVX2 (gemm_avx2.h). Slower than fp32, so refused without the variable and never chosen by auto;
+// it exists so that the bf16 path's numbers are checked on CPUs that lack the instructions (the
+// test setup sets it).
 bool emulated_bf16_allowed() {
   const char* env = std::getenv("MCINFER_EMULATED_BF16");
   return env != nullptr && std::string_view(env) == "1" && !cpu::emulated_bf16_isa().empty();
+}
+
+std::string emulated_by() {
+  const std::string isa = cpu::emulated_bf16_isa();
+  return isa == "avx512_core" ? "by the GEMM library on avx512_core" : "on " + isa;
 }
 
 }  // namespace
@@ -111,16 +118,20 @@ PrecisionChoice resolve_precision(Precision requested) {
       if (native.empty() && emulated_bf16_allowed()) {
         choice.precision = Precision::kBf16;
         choice.reason = fmt::format(
-            "precision bf16 (requested; emulated by the GEMM library on {}: "
-            "MCINFER_EMULATED_BF16=1, slower than fp32, for checking the bf16 path)",
-            cpu::emulated_bf16_isa());
+            "precision bf16 (requested; emulated {}: MCINFER_EMULATED_BF16=1, slower than fp32, "
+            "for checking the bf16 path)",
+            emulated_by());
         return choice;
       }
       if (native.empty()) {
         fail_usage(
             "--precision bf16: this CPU has no native bf16 dot products (neither avx512_bf16 nor "
-            "amx_bf16{}); use --precision fp32",
-            std::getenv("ONEDNN_MAX_CPU_ISA") ? ", or ONEDNN_MAX_CPU_ISA caps them" : "");
+            "amx_bf16{}); use --precision fp32{}",
+            std::getenv("ONEDNN_MAX_CPU_ISA") ? ", or ONEDNN_MAX_CPU_ISA caps them" : "",
+            cpu::emulated_bf16_isa().empty()
+                ? ""
+                : " (MCINFER_EMULATED_BF16=1 runs it emulated, slower than fp32, to check its "
+                  "numbers)");
       }
       choice.precision = Precision::kBf16;
       choice.native_isa = native;

@@ -320,7 +320,7 @@ double packed_ratio_to_fp32(ops::Precision precision, ops::DType input_type) {
 
 // bf16 weights are prepared once, shared, and take about half the fp32 packing.
 TEST(Bf16Weights, PackedBytesAreAtMostHalfOfFp32Plus5Percent) {
-  NEED_CPU(native_bf16(), "native bf16");
+  NEED_BF16();
   const double ratio = packed_ratio_to_fp32(ops::Precision::kBf16, ops::DType::kBf16);
   EXPECT_LE(ratio, 0.55);
   EXPECT_GE(ratio, 0.45);
