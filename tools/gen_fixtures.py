@@ -46,14 +46,15 @@ OUT = ROOT / "tests/fixtures/models"
 TF5 = int(transformers.__version__.split(".")[0]) >= 5
 PREFIX = "tf5_" if TF5 else ""
 if TF5:  # decoder families the legacy stack (4.46) does not have
-    from transformers import Qwen3Config, Qwen3ForSequenceClassification, Qwen3Model  # the current stack's fixtures sit beside the legacy ones
+    from transformers import (Gemma3TextConfig, Gemma3TextForSequenceClassification, Gemma3TextModel,
+                              Qwen3Config, Qwen3ForSequenceClassification, Qwen3Model)  # the current stack's fixtures sit beside the legacy ones
 # What the current stack saves too: a classifier of each tokenizer family, a base model.
 CURRENT_SPECS = ["bert_cls_single", "xlmr_cls", "roberta_embed", "distilbert_cls"]
 # Families only the current stack writes (tf5_<name> too).
 CURRENT_ONLY = ["mpnet_cls", "mpnet_embed", "electra_cls", "electra_embed", "camembert_cls",
                 "deberta_cls", "deberta_c2p_embed", "deberta_multi", "deberta_regression",
                 "modernbert_cls", "modernbert_mean_biases", "modernbert_embed", "qwen3_embed",
-                "qwen3_cls"]
+                "qwen3_cls", "gemma3_embed", "gemma3_cls"]
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
@@ -137,6 +138,24 @@ def qwen3(**kw):
                 bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
     base.update(kw)
     return Qwen3Config(**base)
+
+
+def gemma3(**kw):
+    # Gemma 3's text model as EmbeddingGemma configures it (bidirectional attention) at sizes where
+    # its rules show: (1 + w) RMS norms around each block, GQA 4 / 2 heads of 16, scores scaled by
+    # query_pre_attn_scalar^-1/2 (12, not the head size), GELU-tanh gates, embeddings times
+    # sqrt(hidden), sliding layers (a window of |i - j| <= 4) between global ones with their own
+    # rotary bases.
+    base = dict(vocab_size=120, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, intermediate_size=48, max_position_embeddings=128,
+                rms_norm_eps=1e-6, query_pre_attn_scalar=12, sliding_window=8,
+                layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 5000.0},
+                                 "sliding_attention": {"rope_type": "default", "rope_theta": 300.0}},
+                use_bidirectional_attention=True, hidden_activation="gelu_pytorch_tanh", pad_token_id=0,
+                bos_token_id=2, eos_token_id=1, tie_word_embeddings=True)
+    base.update(kw)
+    return Gemma3TextConfig(**base)
 
 
 def distilbert(**kw):
@@ -279,7 +298,17 @@ SPECS = [
                   num_hidden_layers=2, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
             20, [20, 7, 1, 13, 9],
             notes=["Qwen3 classifier: one key-value head, head size 8, q/k/v/o biases, no window; the score "
-                   "head on the last non-pad token"])] if TF5 else []),
+                   "head on the last non-pad token"]),
+       Spec("gemma3_embed", Gemma3TextModel, gemma3(), 30, [30, 4, 17, 1],
+            notes=["Gemma 3 text model as EmbeddingGemma: bidirectional, layers 0 and 2 a window of |i - j| <= 4 "
+                   "(sliding_window 8) with rotary base 300, layer 1 global with base 5000, (1 + w) norms before "
+                   "and after each block, q/k norms, scores x 12^-1/2, embeddings x sqrt(32)"]),
+       Spec("gemma3_cls", Gemma3TextForSequenceClassification,
+            gemma3(num_labels=2, use_bidirectional_attention=False, sliding_window=5, num_hidden_layers=2,
+                   layer_types=["sliding_attention", "full_attention"], attention_bias=True),
+            20, [20, 7, 1, 13, 9],
+            notes=["Gemma 3 causal classifier: a causal window of 5 keys in layer 0, biases on, the score head "
+                   "on the last non-pad token"])] if TF5 else []),
 ]
 
 
@@ -339,6 +368,13 @@ def build(spec):
     cfg._attn_implementation = "eager"
     model = spec.cls(cfg).eval()
     randomize(model, gen)
+    if cfg.model_type == "gemma3_text":
+        # Gemma's norms scale by (1 + w): shift the recipe's 1 + 0.2 r weights to 0.2 r, so that the
+        # scale has the other families' spread (and Gemma's own weights' zero centre).
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith("norm.weight"):
+                    p.sub_(1.0)
     dtype = DTYPES[spec.dtype]
     if dtype != torch.float32:
         model = model.to(dtype)  # round once; these exact values are saved and used for the reference
@@ -372,7 +408,7 @@ def build(spec):
     ids, mask, types = make_inputs(spec, cfg, gen)
     is_distil = cfg.model_type == "distilbert"
     kwargs = {"input_ids": ids, "attention_mask": mask}
-    if not is_distil and cfg.model_type not in ("mpnet", "modernbert", "qwen3"):  # no token types
+    if not is_distil and cfg.model_type not in ("mpnet", "modernbert", "qwen3", "gemma3_text"):
         kwargs["token_type_ids"] = types
     with torch.no_grad():
         base = ref_model.base_model
@@ -478,7 +514,7 @@ def build(spec):
     size = sum(f.stat().st_size for f in d.iterdir())
     head = {"bert": "hidden_act", "roberta": "hidden_act", "xlm-roberta": "hidden_act", "distilbert": "activation",
             "mpnet": "hidden_act", "electra": "hidden_act", "camembert": "hidden_act", "deberta-v2": "hidden_act",
-            "modernbert": "hidden_activation", "qwen3": "hidden_act"}
+            "modernbert": "hidden_activation", "qwen3": "hidden_act", "gemma3_text": "hidden_activation"}
     row = dict(name=PREFIX + spec.name, cls=spec.cls.__name__, act=getattr(cfg, head[cfg.model_type]),
                H=ref["hidden_size"],
                heads=getattr(cfg, "num_attention_heads", None) or cfg.n_heads,

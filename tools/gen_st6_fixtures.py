@@ -39,7 +39,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Dense, Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 from tokenizers import Tokenizer
-from transformers import (AutoTokenizer, BertConfig, BertModel, ModernBertConfig, ModernBertModel,
+from transformers import (AutoTokenizer, BertConfig, BertModel, Gemma3TextConfig, Gemma3TextModel,
+                          ModernBertConfig, ModernBertModel,
                           MPNetConfig, MPNetModel, Qwen3Config, Qwen3Model, RobertaConfig, RobertaModel,
                           XLMRobertaConfig, XLMRobertaModel)
 
@@ -120,10 +121,27 @@ SPECS = [
          notes=["Qwen3-Embedding's layout: a Qwen3Model (grouped-query attention, head size 16, q/k RMS norms, "
                 "causal), last-token Pooling, Normalize; its query prompt; the tokenizer pads on the left and "
                 "appends <|endoftext|>, the token pooled"]),
+    Spec("st6_embeddinggemma", "gemma3", "gemma_json", ["mean"], include_prompt=True,
+         prompts={"query": "task: search result | query: ", "document": "title: none | text: ",
+                  "Classification": "task: classification | query: "},
+         default_prompt=None, cases=[{}, {"prompt_name": "query"}, {"prompt_name": "document"}],
+         dense=[(64, False, torch.nn.Identity()), (32, False, torch.nn.Identity())], normalize=True,
+         notes=["EmbeddingGemma's layout: a Gemma3TextModel with bidirectional attention (sliding layers "
+                "|i - j| <= 4, (1 + w) norms around each block, GQA, embeddings x sqrt(hidden)), mean Pooling, "
+                "Dense 32 -> 64 -> 32 without bias (Identity), Normalize; its query / document prompts"]),
 ]
 
 
 def base_model(spec, tok):
+    if spec.arch == "gemma3":
+        cfg = Gemma3TextConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, max_position_embeddings=POSITIONS,
+                               hidden_size=32, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                               head_dim=16, intermediate_size=48, rms_norm_eps=1e-6, query_pre_attn_scalar=16,
+                               sliding_window=8, use_bidirectional_attention=True,
+                               layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                               hidden_activation="gelu_pytorch_tanh")
+        model = Gemma3TextModel(cfg)
+        return model
     if spec.arch == "qwen3":
         cfg = Qwen3Config(vocab_size=len(tok), pad_token_id=tok.pad_token_id, max_position_embeddings=POSITIONS,
                           hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -159,6 +177,11 @@ def build(spec, gen, tmp):
     tok = AutoTokenizer.from_pretrained(TOK / spec.variant, model_max_length=MAX_LEN)
     base = base_model(spec, tok)
     randomize(base, gen)
+    if spec.arch == "gemma3":  # (1 + w) norms: weights around 0, as Gemma's (tools/gen_fixtures.py)
+        with torch.no_grad():
+            for name, p in base.named_parameters():
+                if name.endswith("norm.weight"):
+                    p.sub_(1.0)
     hf_dir = tmp / spec.name
     base.config._name_or_path = spec.name  # else config.json would name this machine's temp folder
     base.save_pretrained(hf_dir)

@@ -37,10 +37,24 @@ def test_encode_auto_precision_stays_close_to_fp32(
 
 
 @pytest.mark.parametrize(
-    "case", ["default", "prompt_name_doc", "prompt_text", "prompt_name_document"]
+    ("fixture", "case"),
+    [
+        ("st6_bert_prompts", "default"),
+        ("st6_bert_prompts", "prompt_name_doc"),
+        ("st6_bert_prompts", "prompt_text"),
+        ("st6_bert_prompts", "prompt_name_document"),
+        # Qwen3-Embedding's layout: a decoder, last-token pooling, its instruction prompt.
+        ("st6_qwen3_embedding", "default"),
+        ("st6_qwen3_embedding", "prompt_name_query"),
+        ("st6_qwen3_embedding", "prompt_text"),
+        # EmbeddingGemma's: bidirectional Gemma 3, mean pooling, two Dense, its task prompts.
+        ("st6_embeddinggemma", "default"),
+        ("st6_embeddinggemma", "prompt_name_query"),
+        ("st6_embeddinggemma", "prompt_name_document"),
+    ],
 )
-def test_prompts_per_call_as_encode_applies_them(case: str) -> None:
-    directory = FIXTURES / "st" / "st6_bert_prompts"
+def test_prompts_per_call_as_encode_applies_them(fixture: str, case: str) -> None:
+    directory = FIXTURES / "st" / fixture
     meta = json.loads((directory / "reference.json").read_text())
     args = next(c["encode_args"] for c in meta["cases"] if c["name"] == case)
     texts = [row["text"] for row in read_csv_rows(directory / "input.csv")]

@@ -68,6 +68,7 @@ constexpr ModelType kModelTypes[] = {
     {"deberta-v2", Family::kDebertaV2, "deberta", "DeBERTa-v2", "DebertaV2"},
     {"modernbert", Family::kModernBert, "model", "ModernBERT", "ModernBert"},
     {"qwen3", Family::kQwen3, "model", "Qwen3", "Qwen3"},
+    {"gemma3_text", Family::kGemma3, "model", "Gemma 3", "Gemma3Text"},
 };
 
 const ModelType* find_model_type(std::string_view model_type) {
@@ -499,6 +500,8 @@ ModelConfig ModelConfig::load(const std::filesystem::path& config_json) {
 
   if (c.family == Family::kQwen3) {
     read_qwen3(obj, c);
+  } else if (c.family == Family::kGemma3) {
+    read_gemma3(obj, c);
   } else {
     read_encoder(obj, c);
   }

@@ -25,6 +25,7 @@ enum class Family {
   kDebertaV2,
   kModernBert,
   kQwen3,
+  kGemma3,
 };
 enum class Head { kNone, kSequenceClassification };
 enum class ProblemType { kSingleLabel, kMultiLabel, kRegression };
@@ -70,17 +71,21 @@ struct ModernBertConfig {
   bool mean_pooling = false;  // classifier_pooling "mean" (else "cls": the first token)
 };
 
-// A decoder-style model run as an embedder or classifier (Qwen3), as its config.json sets it up:
-// grouped-query attention with its own head size, RMS norms, rotary positions, a causal mask
-// with sliding windows in some layers, a gated FFN.
+// A decoder-style model run as an embedder or classifier (Qwen3, Gemma 3), as its config.json
+// sets it up: grouped-query attention with its own head size, RMS norms, rotary positions (a base
+// per layer kind), a causal or bidirectional mask with sliding windows in some layers, a gated FFN.
 struct DecoderConfig {
   std::int64_t kv_heads = 0;    // num_key_value_heads (divides num_attention_heads)
   std::int64_t head_dim = 0;    // head_dim (not always hidden / heads)
   bool attention_bias = false;  // q/k/v/o projections
-  bool causal = true;
-  std::vector<bool> sliding;        // per layer: the sliding window (layer_types)
-  std::int64_t sliding_window = 0;  // keys i − j < sliding_window in sliding layers
-  double rope_theta = 10000.0;
+  bool causal = true;           // Gemma 3: not with use_bidirectional_attention
+  std::vector<bool> sliding;    // per layer: the sliding window (layer_types)
+  // The window of the sliding layers as LayerDesc::window says it (causal: i − j < window;
+  // bidirectional: |i − j| ≤ window / 2); 0: none.
+  std::int64_t sliding_window = 0;
+  double rope_theta = 10000.0;          // full-attention layers
+  double sliding_rope_theta = 10000.0;  // sliding layers (Gemma 3's local base)
+  float score_scale = 0;                // Gemma 3: query_pre_attn_scalar^−½ (0: 1 / √head_dim)
   // The pad id the classification head skips when it looks for the last token (none: null).
   std::optional<std::int64_t> pad_id;
 };

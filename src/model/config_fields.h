@@ -37,5 +37,6 @@ bool ends_with(const std::string& s, std::string_view suffix);
 // The network's fields of an encoder family (config.cc) and of Qwen3 (decoder_config.cc).
 void read_encoder(const JsonObject& obj, ModelConfig& c);
 void read_qwen3(const JsonObject& obj, ModelConfig& c);
+void read_gemma3(const JsonObject& obj, ModelConfig& c);
 
 }  // namespace mcinfer::model

@@ -111,6 +111,7 @@ HeadDesc family_head(const ModelConfig& c) {
       return head(c, "pre_classifier", false, Activation::kRelu, "classifier");
     case Family::kModernBert:  // describe_modernbert builds its head (norm, pooling) itself
     case Family::kQwen3:       // and describe_decoder its own
+    case Family::kGemma3:
       break;
   }
   throw Error(fmt::format("no classification head described for the {} family", c.family_name()));

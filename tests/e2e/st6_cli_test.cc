@@ -89,7 +89,8 @@ TEST_P(St6Cli, EveryPromptCaseGivesEncode) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, St6Cli,
                          ::testing::Values("st6_bert_prompts", "st6_roberta_mean",
                                            "st6_xlmr_last_weighted_max", "st6_mpnet_mean_norm",
-                                           "st6_modernbert_prompts",
+                                           "st6_modernbert_prompts", "st6_qwen3_embedding",
+                                           "st6_embeddinggemma",
                                            // saved by 3.3.1 (tools/gen_st_fixtures.py): the
                                            // prompt stripped with the text, CLS = token 0
                                            "roberta_prompts_cls_mean"),

@@ -121,6 +121,10 @@ void Encoder::forward(std::span<const SequenceInput> batch) {
   ops::embedding_sum(ctx_, sum, t, width, e.word, packed_.ids.data(), e.position,
                      packed_.positions.data(), e.token_type,
                      e.token_type ? packed_.types.data() : nullptr);
+  if (d.embeddings.scale != 1) {  // Gemma: the token embeddings times √hidden
+    const float scale = d.embeddings.scale;
+    for (std::int64_t i = 0; i < t * width; ++i) sum[i] *= scale;
+  }
   if (e.norm.present()) {
     ops::residual_layer_norm(ctx_, sum, nullptr, t, width, e.norm.gamma, e.norm.beta,
                              d.embeddings.norm.eps);
@@ -188,7 +192,11 @@ Encoder::LayerRows Encoder::layer_rows() {
     r.qkv.data = qkv_.data();
     r.context.data = ctx_buf_.data();
   }
-  if (weights_->precision() == ops::Precision::kBf16) {
+  // Norms on a block's output (Gemma) read it in f32.
+  bool block_norms = false;
+  for (const LayerDesc& l : d.layers)
+    block_norms = block_norms || l.post_attention_norm.present() || l.post_ffn_norm.present();
+  if (weights_->precision() == ops::Precision::kBf16 && !block_norms) {
     ensure(tmp_bf16_, rows, h);
     r.projected = {tmp_bf16_.data(), DType::kBf16};
   } else {
@@ -219,6 +227,7 @@ void Encoder::layers(ops::ScoreBias bias) {
     attend(i, rows.qkv, rows.context, bias);
     run_gemm(index, ld.gemm(GemmSlot::kAttnOut), attn_out, as_input(rows.context, attn_out),
              rows.projected, ld.gemm(GemmSlot::kAttnOut).linear.activation);
+    if (lw.post_attention_norm.present()) block_norm(lw.post_attention_norm, ld.post_attention_norm, rows.projected);
     x_in = close_block(pre, lw.attention_norm, ld.attention_norm, rows.projected, &ffn_in);
     // FFN block.
     if (pre) x_in = normalized(lw.ffn_norm, ld.ffn_norm, ffn_in);
@@ -226,6 +235,7 @@ void Encoder::layers(ops::ScoreBias bias) {
     run_gemm(index, ld.gemm(GemmSlot::kFfnOut), lw.gemm(GemmSlot::kFfnOut),
              ops::ConstRows{mid.data, mid.type, mid.scales}, rows.projected,
              ld.gemm(GemmSlot::kFfnOut).linear.activation);
+    if (lw.post_ffn_norm.present()) block_norm(lw.post_ffn_norm, ld.post_ffn_norm, rows.projected);
     const ops::Linear* next = i + 1 < layers.size() ? &layers[i + 1].gemm(GemmSlot::kQkv) : nullptr;
     x_in = close_block(pre, lw.ffn_norm, ld.ffn_norm, rows.projected, next);
   }
@@ -285,6 +295,14 @@ void Encoder::attend(std::size_t i, ops::Rows qkv, ops::Rows context, ops::Score
   rules.scale = ld.score_scale;
   ops::attention(ctx_, ops::ConstRows{qkv.data, qkv.type}, context, spans_,
                  static_cast<int>(ld.heads), ld.query_width(), rules);
+}
+
+// Gemma's norm on a block's output, before its residual add (f32 rows: layer_rows keeps them so).
+void Encoder::block_norm(const Norm& n, const NormDesc& desc, ops::Rows projected) {
+  if (projected.type != ops::DType::kF32) fail("internal: a block norm over rows not in f32");
+  const std::int64_t h = weights_->desc().hidden;
+  auto* rows = static_cast<float*>(projected.data);
+  ops::rms_norm(ctx_, rows, h, rows, h, tokens_, h, n.gamma, desc.eps);
 }
 
 // A block's output `projected` joins the residual stream: pre-norm, x += projected (the next

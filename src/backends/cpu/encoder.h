@@ -74,6 +74,7 @@ class Encoder {
   // `rows` as `next` reads them (f32 rounded to bf16 for a bf16 layer; int8 quantizes itself).
   ops::ConstRows as_input(ops::Rows rows, const ops::Linear& next);
   void attend(std::size_t layer, ops::Rows qkv, ops::Rows context, ops::ScoreBias bias);
+  void block_norm(const Norm& n, const model::NormDesc& desc, ops::Rows projected);
   ops::ConstRows close_block(bool pre, const Norm& n, const model::NormDesc& desc,
                              ops::Rows projected, const ops::Linear* next);
   ops::ConstRows normalize_in_place(const Norm& n, const model::NormDesc& desc,

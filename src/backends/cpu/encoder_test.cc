@@ -197,6 +197,41 @@ TEST(Qwen3, EachRuleOfTheDescriptionChangesTheOutputs) {
             1e-3);
 }
 
+// The same for Gemma 3's rules: with a causal mask in place of EmbeddingGemma's bidirectional one,
+// plain RMS norms for its (1 + w) ones, no embedding scale, the score scale of the head size, no
+// window, or the norms on each block's output left out (their weights moved to a no-op: the
+// post-FFN norm given the pre-FFN norm's name is a different norm), the outputs move.
+TEST(Gemma3, EachRuleOfTheDescriptionChangesTheOutputs) {
+  auto device = ops::Device::cpu();
+  const fs::path dir = testing::fixture("models/tf5_gemma3_embed");
+  testing::Reference ref(dir / "reference.safetensors");
+  testing::FixtureInputs in = testing::load_fixture_inputs(ref);
+  const ModelDir model_dir = ModelDir::open(dir);
+  auto error_of = [&](const std::function<void(EncoderDesc&)>& edit) {
+    EncoderDesc d = describe_encoder(model_dir.config());
+    edit(d);
+    auto weights =
+        Weights::load(model_dir, *device, nullptr, ops::Precision::kFp32, {}, nullptr, &d);
+    Encoder encoder(weights, *device, 1);
+    std::vector<float> out;
+    encoder.predict(in.sequences, {TaskKind::kEmbed, Pooling::kMean, false}, out);
+    return testing::max_abs_error(out, ref.floats("pooled_mean"));
+  };
+  EXPECT_LE(error_of([](EncoderDesc&) {}), kTolerance);
+  auto each_layer = [&](const std::function<void(LayerDesc&)>& edit) {
+    return error_of([&](EncoderDesc& d) {
+      for (LayerDesc& l : d.layers) edit(l);
+    });
+  };
+  EXPECT_GT(each_layer([](LayerDesc& l) { l.causal = true; }), 1e-3);
+  EXPECT_GT(each_layer([](LayerDesc& l) { l.window = 0; }), 1e-3);
+  EXPECT_GT(each_layer([](LayerDesc& l) { l.score_scale = 0; }), 1e-3);
+  EXPECT_GT(each_layer([](LayerDesc& l) { l.attention_norm.kind = NormKind::kRms; }), 1e-3);
+  EXPECT_GT(each_layer([](LayerDesc& l) { std::swap(l.post_ffn_norm.name, l.ffn_norm.name); }),
+            1e-3);
+  EXPECT_GT(error_of([](EncoderDesc& d) { d.embeddings.scale = 1; }), 1e-3);
+}
+
 // A description the CPU backend cannot run is refused at load with the step's name, never run
 // with the step left out.
 TEST(Qwen3, AStepTheCpuCannotRunIsRefusedByName) {
@@ -216,7 +251,10 @@ TEST(Qwen3, AStepTheCpuCannotRunIsRefusedByName) {
               d.layers[1].norm_placement = NormPlacement::kPost;
             }).find("'pre-norm and post-norm layers in one model'"),
             std::string::npos);
-  EXPECT_NE(message([](EncoderDesc& d) { d.embeddings.scale = 2.0f; }).find("'embedding scale'"),
+  EXPECT_NE(message([](EncoderDesc& d) {
+              d.layers[0].post_attention_norm = d.layers[0].attention_norm;
+              d.layers[0].post_attention_norm.kind = NormKind::kLayerNorm;
+            }).find("'a LayerNorm or post-norm layer's norm on a block's output'"),
             std::string::npos);
   EXPECT_NE(message([](EncoderDesc& d) {
               d.layers[0].kv_heads = 3;

@@ -193,8 +193,10 @@ void check_cpu_runs(const EncoderDesc& d, const std::string& where) {
     if (l.norm_placement == NormPlacement::kPost &&
         (l.attention_norm.kind != NormKind::kLayerNorm || l.ffn_norm.kind != NormKind::kLayerNorm))
       refuse(i, "an RMS norm after the residual add");
-    if (l.post_attention_norm.present() || l.post_ffn_norm.present())
-      refuse(i, "a norm on a block's output before its residual add");
+    for (const NormDesc* n : {&l.post_attention_norm, &l.post_ffn_norm}) {
+      if (n->present() && (n->kind == NormKind::kLayerNorm || l.norm_placement != NormPlacement::kPre))
+        refuse(i, "a LayerNorm or post-norm layer's norm on a block's output");
+    }
     if ((l.query_norm.present() && l.query_norm.kind == NormKind::kLayerNorm) ||
         l.query_norm.present() != l.key_norm.present())
       refuse(i, "q/k norms other than RMS norms on both queries and keys");
@@ -205,8 +207,6 @@ void check_cpu_runs(const EncoderDesc& d, const std::string& where) {
     if (l.gemm(GemmSlot::kQkv).linear.out() != l.query_width() + 2 * l.kv_width())
       refuse(i, "a QKV projection of another width than its heads");
   }
-  if (d.embeddings.scale != 1)
-    fail("{}: the CPU backend does not run the step 'embedding scale'", where);
 }
 
 }  // namespace
@@ -345,10 +345,11 @@ std::shared_ptr<const Weights> Weights::load_with(
   w->kept_.assign(keep.begin(), keep.end());
   std::sort(w->kept_.begin(), w->kept_.end());
   w->directory_ = model_dir;
+  // Before any tensor is read: a step this backend cannot run is refused by its name.
+  check_cpu_runs(desc ? *desc : describe_encoder(config), model_dir.string());
   w->tensors_ = ModelTensors::open(model_dir, config, warnings, desc);
   w->config_ = std::move(config);
   w->desc_ = w->tensors_.desc();
-  check_cpu_runs(w->desc_, model_dir.string());
   const TensorStats& found = w->tensors_.stats();
   w->stats_.parameters = found.parameters;
   w->stats_.file_bytes = found.file_bytes;

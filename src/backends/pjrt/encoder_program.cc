@@ -42,7 +42,8 @@ struct LayerParams {
   std::array<std::optional<LinearParams>, model::kGemmSlots> gemms;
   std::optional<NormParams> attention;  // none in ModernBERT's first layer
   NormParams ffn;
-  std::optional<NormParams> query_norm, key_norm;            // per head (Qwen3)
+  std::optional<NormParams> query_norm, key_norm;      // per head (Qwen3, Gemma)
+  std::optional<NormParams> post_attention, post_ffn;  // on a block's output (Gemma)
   std::optional<LinearParams> position_key, position_query;  // DeBERTa-v2
   const LinearParams& gemm(GemmSlot slot) const {
     const auto& g = gemms[static_cast<std::size_t>(slot)];
@@ -118,7 +119,10 @@ class EncoderWriter {
     return l;
   }
   NormParams take_norm(const model::NormDesc& desc) {
-    NormParams n{weight(), std::nullopt, desc.eps, desc.kind == model::NormKind::kRms};
+    NormParams n{weight(), std::nullopt, desc.eps, desc.kind != model::NormKind::kLayerNorm};
+    // Gemma's RMSNorm scales by (1 + w), added in float32 as its forward pass adds it.
+    if (desc.kind == model::NormKind::kRmsOffset)
+      n.gamma = p_.binary("add", n.gamma, p_.splat(1.0f, n.gamma.dims));
     if (desc.bias) n.beta = weight();
     return n;
   }
@@ -130,6 +134,9 @@ class EncoderWriter {
     layer.ffn = take_norm(desc.ffn_norm);
     if (desc.query_norm.present()) layer.query_norm = take_norm(desc.query_norm);
     if (desc.key_norm.present()) layer.key_norm = take_norm(desc.key_norm);
+    if (desc.post_attention_norm.present())
+      layer.post_attention = take_norm(desc.post_attention_norm);
+    if (desc.post_ffn_norm.present()) layer.post_ffn = take_norm(desc.post_ffn_norm);
     if (desc.position_key) layer.position_key = take_linear(*desc.position_key);
     if (desc.position_query) layer.position_query = take_linear(*desc.position_query);
     return layer;
@@ -137,6 +144,9 @@ class EncoderWriter {
 
   Value embeddings(const Value& ids, const Value& types, const Value& positions) {
     Value x = p_.gather_rows(weight(), ids);
+    // Gemma: the token embeddings times √hidden.
+    if (d_.embeddings.scale != 1)
+      x = p_.binary("multiply", x, p_.splat(d_.embeddings.scale, x.dims));
     if (position_table(d_.embeddings)) x = p_.binary("add", x, p_.gather_rows(weight(), positions));
     if (!d_.embeddings.token_type.empty()) x = p_.binary("add", x, p_.gather_rows(weight(), types));
     if (d_.embeddings.norm.present()) x = layer_norm(x, take_norm(d_.embeddings.norm));
@@ -386,10 +396,13 @@ class EncoderWriter {
                       const LayerParams& w) {
     if (layer.norm_placement == model::NormPlacement::kPre) {
       const Value in = w.attention ? layer_norm(x, *w.attention) : x;
-      const Value attended = linear(attention(in, mask, layer, w), w.gemm(GemmSlot::kAttnOut));
+      Value attended = linear(attention(in, mask, layer, w), w.gemm(GemmSlot::kAttnOut));
+      if (w.post_attention) attended = layer_norm(attended, *w.post_attention);
       const Value x1 = p_.binary("add", x, attended);
       const Value inner = linear(layer_norm(x1, w.ffn), w.gemm(GemmSlot::kFfnIn));
-      return p_.binary("add", x1, linear(inner, w.gemm(GemmSlot::kFfnOut)));
+      Value out = linear(inner, w.gemm(GemmSlot::kFfnOut));
+      if (w.post_ffn) out = layer_norm(out, *w.post_ffn);
+      return p_.binary("add", x1, out);
     }
     const Value attended = linear(attention(x, mask, layer, w), w.gemm(GemmSlot::kAttnOut));
     const Value x1 = layer_norm(p_.binary("add", attended, x), *w.attention);
@@ -478,15 +491,12 @@ void check_pjrt_runs(const EncoderDesc& d) {
                step);
   };
   for (const model::LayerDesc& l : d.layers) {
-    if (l.attention_norm.kind == model::NormKind::kRmsOffset ||
-        l.ffn_norm.kind == model::NormKind::kRmsOffset)
-      refuse("(1 + w) RMS norms");
-    if (l.post_attention_norm.present() || l.post_ffn_norm.present())
-      refuse("norms on a block's output");
     if (l.norm_placement != d.layers.front().norm_placement)
       refuse("pre-norm and post-norm layers in one model");
+    if (l.norm_placement == model::NormPlacement::kPost &&
+        (l.post_attention_norm.present() || l.post_ffn_norm.present()))
+      refuse("a post-norm layer's norm on a block's output");
   }
-  if (d.embeddings.scale != 1) refuse("embedding scale");
 }
 
 }  // namespace
@@ -549,6 +559,8 @@ std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stack
     norm(prefix + "ffn_norm", layer.ffn_norm, lead);
     norm(prefix + "query_norm", layer.query_norm, lead);
     norm(prefix + "key_norm", layer.key_norm, lead);
+    norm(prefix + "post_attention_norm", layer.post_attention_norm, lead);
+    norm(prefix + "post_ffn_norm", layer.post_ffn_norm, lead);
     if (layer.position_key) linear(prefix + "position_key", *layer.position_key, false, lead);
     if (layer.position_query) linear(prefix + "position_query", *layer.position_query, false, lead);
   }
@@ -580,7 +592,8 @@ std::vector<Pick> layer_picks(const model::LayerTensors& layer) {
     }
   }
   for (auto norm : {&model::LayerTensors::attention_norm, &model::LayerTensors::ffn_norm,
-                    &model::LayerTensors::query_norm, &model::LayerTensors::key_norm}) {
+                    &model::LayerTensors::query_norm, &model::LayerTensors::key_norm,
+                    &model::LayerTensors::post_attention_norm, &model::LayerTensors::post_ffn_norm}) {
     if (!(layer.*norm).gamma) continue;
     picks.push_back([norm](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
       to.push_back((l.*norm).gamma);
