@@ -64,6 +64,13 @@ target checks, peak RSS of each run's process tree, a PNG of throughput against 
 `## compare:` section in RESULTS.md with the CPU's flags. With mcinfer-bf16 the section also
 shows which oneDNN implementation (AMX or not) each primitive ran on (bench/onednn_isa.py) and,
 with (a), where mcinfer's time goes per op (`mcinfer bench --profile`) in each precision.
+With (a), every system's kernels are read back from the system itself after the timed runs (one
+untimed forward pass each: mcinfer's device line, which says which GEMMs are its own, and oneDNN's
+verbose names; PyTorch's CPU capability, MKL_VERBOSE and ONEDNN_VERBOSE; ONNX Runtime's profiler;
+OpenVINO's runtime primitive types and PERF_COUNT; CTranslate2's CT2_VERBOSE) and each system's
+share of this CPU's peak is shown beside them: bench/isa_peak_avx2 (built next to --mcinfer) is run
+at the start and at the end, and the model's operations (mcinfer's count) are held against it
+(bench/compare_kernels.py says how).
 
     bench/compare --quick --models minilm --no-results   # smoke test, about a minute
     bench/compare --quick --no-results                   # every model and system, tiny sizes (~7 min on 2 cores)
@@ -103,6 +110,7 @@ sys.path.insert(0, str(BENCH))
 from seed_recipe import physical_cores  # noqa: E402  (light: no torch at import)
 from bench_common import git_revision, sh  # noqa: E402
 import compare_int8  # noqa: E402
+import compare_kernels  # noqa: E402
 import compare_report as report  # noqa: E402
 import onednn_isa  # noqa: E402
 from compare_report import PRECISION, fmt, mib  # noqa: E402
@@ -411,6 +419,7 @@ class Ctx:
         self.a = a
         self.models = {}  # name -> {"dir", "art", "python", "kind", "max_len", "mcinfer_guard": {...}}
         self.interpreters = {}  # the models' interpreters -> their versions (check_interpreters)
+        self.peak_runs, self.peak = [], {"error": "not measured"}  # bench/isa_peak_avx2 (compare_kernels)
 
 
 def peer_cmd(ctx, mode: str, system: str, model: dict, k: int, extra: list) -> list:
@@ -451,7 +460,7 @@ def run_a(ctx, model: dict, system: str, k: int, rep: int) -> dict:
     out.update(seq_per_s=info["seq_per_s"], setting=info.get("setting"), precision=info.get("precision"))
     if system in MCINFER_PRECISION:
         out.update(gflops=info.get("gflops"), gemm_gflops=info.get("gemm_gflops"),
-                   efficiency=info.get("efficiency_vs_gemm"),
+                   efficiency=info.get("efficiency_vs_gemm"), device=info.get("device"),
                    setting=f"{k} replicas x 1 thread (mcinfer bench), threads pinned one per core; "
                            f"{info.get('precision_reason')}")
     elif first.is_file():
@@ -606,8 +615,9 @@ def diagnostics(ctx) -> tuple[list, list, list]:
     md += ["### mcinfer: where the time goes (1 replica, `--profile`)", "",
            f"`mcinfer bench MODEL --batch {a.batch} --seq {a.seq} --threads 1 --iters {a.iters} --precision P "
            f"--profile --json`, run after the measurements above; shares of the profiled forward time.", "",
-           "| model | precision | seq/s | GFLOP/s | GEMM GFLOP/s inside the model | oneDNN alone GFLOP/s | "
-           "model ÷ oneDNN | " + " | ".join(PROFILE_OPS) + " |", "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(PROFILE_OPS)]
+           "| model | precision | seq/s | GFLOP/s | GEMM GFLOP/s inside the model | GEMM alone GFLOP/s (whose) | "
+           "model ÷ GEMM alone | " + " | ".join(PROFILE_OPS) + " |",
+           "|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(PROFILE_OPS)]
     for name, m in ctx.models.items():
         for system in (s for s in MCINFER_PRECISION if s in a.systems):
             cmd = [str(a.mcinfer), "bench", str(m["dir"]), "--batch", str(a.batch), "--seq", str(a.seq), "--threads",
@@ -619,7 +629,8 @@ def diagnostics(ctx) -> tuple[list, list, list]:
                 continue
             share = info.get("op_share", {})
             md.append(f"| {name} | {info.get('precision')} | {info['seq_per_s']:.2f} | {info['gflops']:.1f} | "
-                      f"{fmt(info.get('gemm_achieved_gflops_in_model'))} | {info['gemm_gflops']:.1f} | "
+                      f"{fmt(info.get('gemm_achieved_gflops_in_model'))} | {info['gemm_gflops']:.1f} "
+                      f"({report.gemm_owner(info.get('device'), MCINFER_PRECISION[system])}) | "
                       f"{100 * info['efficiency_vs_gemm']:.1f}% | "
                       + " | ".join(f"{100 * share.get(op, 0):.1f}%" for op in PROFILE_OPS) + " |")
             term.append(f"  profile {name} {info.get('precision')}: " +
@@ -628,6 +639,47 @@ def diagnostics(ctx) -> tuple[list, list, list]:
 
 
 PROFILE_OPS = ["gemm", "attention", "layernorm", "activation", "embedding", "pooling+head", "convert"]
+# the verbose logs each peer family is run with for its kernel read-back (ONEDNN_VERBOSE is not
+# given to OpenVINO: its own oneDNN fork fails a Reorder with it set, 2026.4)
+READBACK_ENV = {"torch": {"MKL_VERBOSE": "1", "ONEDNN_VERBOSE": "1"}, "ct2": {"CT2_VERBOSE": "1"}}
+
+
+def kernels_readback(ctx) -> dict:
+    """{model: {system: {"summary"} or {"error"}, "_flops": mcinfer's operation count}}: one
+    untimed forward pass of the (a) batch per system with its own read-back of the kernels it ran
+    (bench/compare_kernels.py), after the timed runs so as not to disturb them."""
+    a = ctx.a
+    out = {}
+    for name, m in ctx.models.items():
+        kern = out[name] = {}
+        for system in a.systems:
+            if skipped(m, system, "a"):
+                continue
+            if system in MCINFER_PRECISION:
+                r = compare_kernels.mcinfer_readback(a.mcinfer, m["dir"], MCINFER_PRECISION[system], a.batch,
+                                                     a.seq, calibration(m, system), a.timeout_s)
+                if "error" not in r:
+                    kern.setdefault("_flops", r)
+                    r["summary"] = f"{r['summary']}; {r['precision_reason']}"
+                kern[system] = r
+            else:
+                env = dict(os.environ, **READBACK_ENV.get(system.split("-")[0], {}))
+                cmd = peer_cmd(ctx, "kernels", system, m, a.cores, ["--batch", str(a.batch), "--seq", str(a.seq)])
+                try:
+                    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=a.timeout_s,
+                                         check=False)
+                    info = last_json(res.stdout)
+                    kern[system] = ({"summary": compare_kernels.peer_summary(system, info, res.stdout + res.stderr)}
+                                    if res.returncode == 0 and info else {"error": "read-back failed: " + failure(
+                                        {"rc": res.returncode, "stdout": res.stdout, "stderr": res.stderr})})
+                except subprocess.TimeoutExpired:
+                    kern[system] = {"error": "read-back timed out"}
+            log(f"{name} kernels, {system}: {kern[system].get('summary', kern[system].get('error'))[:300]}")
+        if "_flops" not in kern and "mcinfer-fp32" not in a.systems and os.access(a.mcinfer, os.X_OK):
+            r = compare_kernels.mcinfer_readback(a.mcinfer, m["dir"], "fp32", a.batch, a.seq, [], a.timeout_s)
+            if "error" not in r:
+                kern["_flops"] = r
+    return out
 
 
 # ---------------------------------------------------------------- main
@@ -812,8 +864,12 @@ def section_head(ctx, facts: dict, vers: dict, command: str, minutes: float, loa
                    f"at k), throughput measured inside each process; k = {', '.join(map(str, a.ks))}. Outputs of the "
                    f"batch vs PyTorch fp32 eager (classifier logits, as probabilities for bf16 and int8; MiniLM: mean-pooled "
                    f"last hidden state); mcinfer's through `mcinfer run` on the same ids as pre-tokenised JSONL, in "
-                   f"the system's precision. GFLOP/s ÷ oneDNN: `mcinfer bench` times oneDNN alone on the model's "
-                   f"four GEMM shapes in the same precision, same process, right after the model's batches.")
+                   f"the system's precision. GEMM share: `mcinfer bench` times the GEMMs alone on the model's "
+                   f"four GEMM shapes in the same precision, same process, right after the model's batches: "
+                   f"oneDNN's, or mcinfer's own AVX2 kernels where its device line says they run the precision "
+                   f"(the checks name which).")
+        sec.append(f"- Peak of this CPU (bench/isa_peak_avx2, run at the start and at the end of this "
+                   f"comparison): {compare_kernels.peak_text(ctx.peak)}")
     if "b" in a.workloads:
         sec.append(f"- (b): test set from bench/gen_testset.py ({a.rows} rows); wall time from process start to "
                    f"output file in place, model load and tokenisation included; every row's output (probabilities / "
@@ -883,10 +939,22 @@ def main() -> int:
         f"reps {a.reps} (b: {a.b_reps}), sweep {a.ks}")
     log(f"CPU flags: {onednn_isa.flags_line(facts['flags'])}; bf16 ÷ fp32 target in (a): "
         + (f"≥ {target} ({flag} present)" if flag else "none (no native bf16)"))
+    # the CPU's arithmetic peak, measured again at the end (the ceiling is the higher)
+    peak_bin = compare_kernels.isa_peak_binary(a.mcinfer)
+    ctx.peak_runs = [compare_kernels.measure_peak(peak_bin, a.cores)] if "a" in a.workloads else []
+    ctx.peak = compare_kernels.best_peak(ctx.peak_runs)
+    if ctx.peak_runs:
+        log(f"peak: {compare_kernels.peak_text(ctx.peak)}")
     prepare_models(ctx)
     log(f"prepared in {time.monotonic() - t_start:.0f} s")
     results, timings = measure(ctx)
     term, md_tables = report.tables(a, ctx.models, results)
+    if "a" in a.workloads:
+        kern = kernels_readback(ctx)
+        ctx.peak = compare_kernels.best_peak(ctx.peak_runs + [compare_kernels.measure_peak(peak_bin, a.cores)])
+        for name in ctx.models:
+            t, m = report.kernels_table(a, name, results[name].get("a", {}).get("systems"), kern[name], ctx.peak)
+            term, md_tables = term + t, md_tables + m
     diag_term, diag_md, diag_checks = diagnostics(ctx) if "mcinfer-bf16" in a.systems else ([], [], [])
     if diag_checks:
         t, m = report.check_lines("bf16 on AMX", diag_checks)

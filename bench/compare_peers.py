@@ -18,6 +18,11 @@
     compare_peers.py b SYSTEM --k K --model-dir D --art A --input CSV --output OUT --max-len L
         Workload (b): CSV in, predictions out, tokenisation included; prints one JSON line with
         `written_at` (CLOCK_MONOTONIC when the output file was in place).
+    compare_peers.py kernels SYSTEM --k K --model-dir D --art A --batch B --seq S
+        One untimed forward pass of the (a) batch with the system's own read-back of the kernels
+        it ran (ORT's profiler, OpenVINO's runtime model and PERF_COUNT, PyTorch's CPU
+        capability, CTranslate2's compute type): one JSON line; bench/compare_kernels.py adds the
+        verbose logs (MKL_VERBOSE, ONEDNN_VERBOSE, CT2_VERBOSE) it runs this with.
 
 SYSTEM is torch, torch-bf16, torch-compile, torch-mp, ort, ort-noopt, ort-mp, openvino, openvino-bf16,
 ct2 or one of bench/compare_int8.py's ort-int8, openvino-int8, ct2-int8 (the -bf16 systems run in reduced
@@ -514,7 +519,8 @@ class OrtRunner:
 
     parallel = 1
 
-    def __init__(self, art: Path, info: dict, threads: int, quantized: bool = False, fused: bool = True):
+    def __init__(self, art: Path, info: dict, threads: int, quantized: bool = False, fused: bool = True,
+                 profile_prefix: str | None = None):
         import onnxruntime as ort
 
         ok, self.fusions = ort_fusions(art)
@@ -531,6 +537,9 @@ class OrtRunner:
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        if profile_prefix:  # `kernels` only: the profiler's per-node events name each node's kernel
+            so.enable_profiling = True
+            so.profile_file_prefix = profile_prefix
         self.sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.sess.get_inputs()]
         self.info = info
@@ -563,7 +572,7 @@ class OpenVinoRunner:
     the fp32 one; its layers' runtime precisions are read back (none in int8 fails)."""
 
     def __init__(self, art: Path, info: dict, threads: int, static_shape=None, precision: str = "f32",
-                 cache_dir: Path | None = None, xml: Path | None = None):
+                 cache_dir: Path | None = None, xml: Path | None = None, perf_count: bool = False):
         import openvino as ov
         import openvino.properties as props
         import openvino.properties.hint as hints
@@ -581,6 +590,8 @@ class OpenVinoRunner:
         config = {hints.performance_mode: hints.PerformanceMode.THROUGHPUT, props.inference_num_threads: threads}
         if precision == "f32":  # on CPUs with bf16 support the plugin would otherwise run in bf16
             config[hints.inference_precision] = ov.Type.f32
+        if perf_count:  # `kernels` only: time per node, with the primitive type each ran
+            config[props.enable_profiling] = True
         self.compiled, self.shape_note = int8.ov_compile(core, model, config, xml, static_shape)
         self.precision = self.compiled.get_property(hints.inference_precision).get_type_name()
         self.mode = self.compiled.get_property(hints.execution_mode).name
@@ -953,11 +964,102 @@ def workload_b(a) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- kernels read back
+
+def ort_kernels(runner) -> dict:
+    """The ORT profiler's time per kernel (the op each node ran as, after the session's fusions)."""
+    import onnxruntime as ort
+
+    path = runner.sess.end_profiling()
+    try:
+        events = json.loads(Path(path).read_text())
+    finally:
+        Path(path).unlink(missing_ok=True)
+    times, providers = {}, set()
+    for e in events:
+        args = e.get("args", {})
+        if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time") and "op_name" in args:
+            times[args["op_name"]] = times.get(args["op_name"], 0.0) + e.get("dur", 0) * 1e-6
+            providers.add(args.get("provider", "?"))
+    try:
+        device = "; ".join(f"{d.type.name} vendor {d.vendor} (id {d.vendor_id:#06x})"
+                           for d in ort.capi._pybind_state.get_hardware_devices())
+    except (AttributeError, RuntimeError):
+        device = "no hardware device API"
+    return {"ort_kernels": times, "ort_provider": ", ".join(sorted(providers)), "ort_device": device}
+
+
+def ov_kernels(runner, feed: dict) -> dict:
+    """The compiled model's primitive types (its runtime graph's rt_info) for the compute layers,
+    and PERF_COUNT's time per primitive type over one inference after a warm one."""
+    import openvino as ov
+
+    counts = {}
+    for op in runner.compiled.get_runtime_model().get_ops():
+        rt = op.get_rt_info()
+        layer = rt["layerType"].astype(str) if "layerType" in rt else ""
+        if layer in ("FullyConnected", "MatMul", "Convolution", "ScaledDotProductAttention", "Subgraph"):
+            key = f"{layer} {rt['primitiveType'].astype(str) if 'primitiveType' in rt else '?'}"
+            counts[key] = counts.get(key, 0) + 1
+    request = runner.compiled.create_infer_request()
+    for _ in range(2):
+        request.infer(feed)
+    times = {}
+    for p in request.profiling_info:
+        if p.status == p.Status.EXECUTED:
+            key = f"{p.node_type} {p.exec_type}"
+            times[key] = times.get(key, 0.0) + p.real_time.total_seconds()
+    caps = ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    return {"ov_primitives": counts, "ov_time": times, "ov_capabilities": " ".join(caps)}
+
+
+def kernels(a) -> int:
+    """One untimed forward pass of the (a) batch with the system's own read-back of the kernels
+    it ran (bench/compare_kernels.py reads this JSON line and the verbose logs the parent asked
+    for). A multi-process system reads back its one-thread base system."""
+    base = MULTI_PROCESS.get(a.system, a.system)
+    threads = 1 if a.system in MULTI_PROCESS else a.k
+    _single_env(threads)
+    import numpy as np
+
+    info = model_info(a.model_dir)
+    ids = np.load(a.art / f"ids_{a.batch}x{a.seq}.npy")
+    batch = (ids, np.ones_like(ids))
+    out = {"system": a.system, "base": base, "threads": threads}
+    if base in ("torch", "torch-bf16", "torch-compile"):
+        import torch
+
+        runner = make_runner(base, a.model_dir, a.art, info, threads)
+        runner.map([batch])
+        out.update(torch_capability=torch.backends.cpu.get_cpu_capability(), attention=runner.attention)
+    elif base in ORT:
+        with tempfile.TemporaryDirectory(prefix="compare_ortprof_") as tmp:
+            runner = OrtRunner(a.art, info, threads, quantized=base == "ort-int8", fused=base != "ort-noopt",
+                               profile_prefix=os.path.join(tmp, "ort"))
+            runner.map([batch, batch])
+            out.update(ort_kernels(runner))
+    elif base in OPENVINO:
+        runner = OpenVinoRunner(a.art, info, threads, (a.batch, a.seq), precision=OV_PRECISION[base],
+                                xml=int8.ov_ir(a.art, int8.calib_tag("a", a.batch, a.seq))
+                                if base == "openvino-int8" else None, perf_count=True)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        out.update(ov_kernels(runner, {k: v for k, v in feed.items() if k in runner.inputs}))
+        out["precision"] = runner.precision
+    elif base in ("ct2", "ct2-int8"):
+        runner = make_runner(base, a.model_dir, a.art, info, threads)
+        runner.map([batch])
+        out["ct2_compute_type"] = runner.compute_type
+    else:
+        raise SystemExit(f"compare_peers: no kernel read-back for {a.system}")
+    print(json.dumps(out), flush=True)
+    return 0
+
+
 # ---------------------------------------------------------------- main
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=["prepare", "a", "b"])
+    ap.add_argument("mode", choices=["prepare", "a", "b", "kernels"])
     ap.add_argument("system", nargs="?", choices=SYSTEMS)
     ap.add_argument("--model-dir", type=Path, required=True)
     ap.add_argument("--art", type=Path, required=True, help="conversion cache of this model")
@@ -981,6 +1083,10 @@ def main() -> int:
         return prepare(a)
     if not a.system or a.k < 1:
         ap.error("a/b need SYSTEM and --k >= 1")
+    if a.mode == "kernels":
+        if not (a.batch and a.seq):
+            ap.error("kernels needs --batch and --seq (the (a) batch that prepare wrote)")
+        return kernels(a)
     if a.mode == "a":
         if not (a.batch and a.seq) or a.iters < 1:
             ap.error("a needs --batch, --seq and --iters >= 1")

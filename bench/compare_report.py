@@ -8,6 +8,7 @@ to PyTorch fp32 within what bf16 arithmetic allows and compared with `mcinfer-bf
 accuracy shown beside their speed, and compared with `mcinfer-int8`.
 """
 
+import re
 import statistics
 from pathlib import Path
 
@@ -51,6 +52,17 @@ def int8_speedup_target() -> tuple:
     flags = onednn_isa.cpu_flags()
     flag = next((f for f in INT8_SPEEDUP_TARGET if f in flags), None)
     return flag, INT8_SPEEDUP_TARGET.get(flag)
+
+
+def gemm_owner(device: str | None, precision: str) -> str:
+    """Whose GEMM `mcinfer bench`'s GEMM-alone probe timed: "mcinfer's own AVX2" where the device
+    line (`cpu (avx2 kernels, GEMMs: f32, bf16, s8 ours (avx2), others oneDNN up to avx2)`) lists
+    the precision's type among ours, "oneDNN" where it does not, "the library's" when unknown."""
+    if not device:
+        return "the library's"
+    m = re.search(r"GEMMs: (.*?) ours", device)
+    ours = {t.strip() for t in m.group(1).split(",")} if m else set()
+    return "mcinfer's own AVX2" if {"fp32": "f32", "bf16": "bf16", "int8": "s8"}[precision] in ours else "oneDNN"
 
 
 def med(xs):
@@ -244,7 +256,8 @@ def summarise_a(a, model: dict, runs: list, bf16_target: tuple) -> dict:
                   "errors": [r["error"] for r in rs if "error" in r],
                   "efficiency": med([r.get("efficiency") for r in ok]), "gflops": med([r.get("gflops") for r in ok]),
                   "efficiency_all": [r.get("efficiency") for r in ok],
-                  "gemm_gflops": med([r.get("gemm_gflops") for r in ok])}
+                  "gemm_gflops": med([r.get("gemm_gflops") for r in ok]),
+                  "device": next((r["device"] for r in ok if r.get("device")), None)}
     guards = model.get("guard", {})
     for (system, k), v in s.items():
         if system in guards and "agreement" in guards[system]:
@@ -255,9 +268,11 @@ def summarise_a(a, model: dict, runs: list, bf16_target: tuple) -> dict:
     i8n = s.get(("mcinfer-int8", a.cores), {})
     if fp1:
         # per-run ratio (same process, same moment), then the median over repetitions
-        checks.append(check("(a) fp32, 1 thread: the model's GEMM FLOPs ÷ oneDNN fp32 GEMM alone on the same "
+        owner = gemm_owner(fp1.get("device"), "fp32")
+        checks.append(check(f"(a) fp32, 1 thread: the model's GEMM FLOPs ÷ {owner} fp32 GEMM alone on the same "
                             "shapes (GEMM share)", fp1["efficiency"], TARGETS["single_thread_eff"],
-                            f"{fmt(fp1['gflops'])} GFLOP/s whole model; oneDNN alone {fmt(fp1['gemm_gflops'])} GFLOP/s",
+                            f"{fmt(fp1['gflops'])} GFLOP/s whole model; {owner} GEMM alone "
+                            f"{fmt(fp1['gemm_gflops'])} GFLOP/s",
                             spread=spread(fp1["efficiency_all"])))
     if fp1.get("seq_per_s") and fpn.get("seq_per_s") and a.cores > 1:
         v = fpn["seq_per_s"] / (a.cores * fp1["seq_per_s"])
@@ -266,16 +281,20 @@ def summarise_a(a, model: dict, runs: list, bf16_target: tuple) -> dict:
                             spread=ratio_spread(fpn["all"], [x * a.cores if x else None for x in fp1["all"]])))
     for k, v in ((1, bf1), (a.cores, bfn)):
         if v and (k == 1 or a.cores > 1):
-            checks.append(check(f"(a) bf16, {k} replica(s): the model's GEMM FLOPs ÷ oneDNN bf16 GEMM alone on "
+            owner = gemm_owner(v.get("device"), "bf16")
+            checks.append(check(f"(a) bf16, {k} replica(s): the model's GEMM FLOPs ÷ {owner} bf16 GEMM alone on "
                                 f"the same shapes (GEMM share)", v["efficiency"], TARGETS["bf16_eff"],
-                                f"{fmt(v['gflops'])} GFLOP/s whole model; oneDNN alone {fmt(v['gemm_gflops'])} GFLOP/s",
+                                f"{fmt(v['gflops'])} GFLOP/s whole model; {owner} GEMM alone "
+                                f"{fmt(v['gemm_gflops'])} GFLOP/s",
                                 spread=spread(v["efficiency_all"])))
     i81 = s.get(("mcinfer-int8", 1), {})
     for k, v in ((1, i81), (a.cores, i8n)):
         if v.get("efficiency") and (k == 1 or a.cores > 1):
-            checks.append(check(f"(a) int8, {k} replica(s): the model's GEMM OPs ÷ oneDNN s8 GEMM alone (s32 out, "
+            owner = gemm_owner(v.get("device"), "int8")
+            checks.append(check(f"(a) int8, {k} replica(s): the model's GEMM OPs ÷ {owner} s8 GEMM alone (s32 out, "
                                 f"no epilogue) on the same shapes (GEMM share)", v["efficiency"], TARGETS["int8_eff"],
-                                f"{fmt(v['gflops'])} GOP/s whole model; oneDNN alone {fmt(v['gemm_gflops'])} GOP/s",
+                                f"{fmt(v['gflops'])} GOP/s whole model; {owner} GEMM alone "
+                                f"{fmt(v['gemm_gflops'])} GOP/s",
                                 spread=spread(v["efficiency_all"])))
     if bfn.get("seq_per_s") and fpn.get("seq_per_s"):
         checks.append(speedup_check("a", "seq/s", bfn["seq_per_s"], fpn["seq_per_s"], bf16_target,
@@ -475,6 +494,41 @@ def table_b(a, name: str, model: dict, sb: dict) -> tuple[list, list]:
     for system, v in sb.items():
         for e in v["errors"]:
             md.append(f"\n- {system} failed: `{e[:300]}`")
+    return term, md
+
+
+def kernels_table(a, name: str, sa: dict | None, kern: dict, peak: dict) -> tuple[list, list]:
+    """Which kernel each system ran (read back from the system: bench/compare_kernels.py) and, from
+    workload (a), the share of this CPU's peak it reached at all cores (and at 1 thread where
+    measured). kern: {system: {"summary", "flops": ...}} for the model."""
+    import compare_kernels as ck
+
+    title = f"{name} — kernels read back, and share of this CPU's peak in (a)"
+    flops = kern.get("_flops")
+    about = ("—" if not flops else
+             f"{flops['flops_per_seq'] / 1e9:.2f} GFLOP per sequence at {a.batch} × {a.seq} (mcinfer's count; "
+             f"GEMMs {flops.get('gemm_flops_per_seq', flops['flops_per_seq']) / 1e9:.2f})")
+    term = ["", title, f"  operations: {about}"]
+    md = ["", f"### {title}", "",
+          (f"Operations: {about}. Peak: {ck.peak_text(peak)}. Share of peak = the time the model's operations "
+           f"take at the peak (GEMMs at the precision's GEMM instruction, the rest at vfmadd231ps) ÷ the measured "
+           f"time; int8 is shown against both int8 instructions. Kernels: one untimed forward pass of the "
+           f"(a) batch per system, read back from the system itself (bench/compare_kernels.py)."), "",
+          (f"| system | precision | (a) seq/s, {a.cores} cores | GFLOP/s (int8: GOP/s) | share of peak, {a.cores} cores | "
+           f"share of one core's peak, 1 thread | kernels read back |"), "|---|---|---:|---:|---|---|---|"]
+    for system in a.systems:
+        k = kern.get(system)
+        if k is None:
+            continue
+        v, v1 = (sa or {}).get((system, a.cores), {}), (sa or {}).get((system, 1), {})
+        rate, rate1 = v.get("seq_per_s"), v1.get("seq_per_s")
+        gf = rate * flops["flops_per_seq"] / 1e9 if rate and flops else None
+        share = ck.share_text(ck.share_of_peak(rate, PRECISION[system], flops, peak, "all"))
+        share1 = ck.share_text(ck.share_of_peak(rate1, PRECISION[system], flops, peak, "one"))
+        text = k.get("summary") or k.get("error", "—")
+        term.append(f"  {system:<14} {fmt(rate, '.2f'):>8} seq/s {fmt(gf):>7} GFLOP/s  {share}  | {text[:160]}")
+        md.append(f"| {system} | {PRECISION[system]} | {fmt(rate, '.2f')} | {fmt(gf)} | {share} | {share1} | "
+                  f"{text.replace('|', '/')} |")
     return term, md
 
 

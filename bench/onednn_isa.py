@@ -6,7 +6,8 @@ Runs `ONEDNN_VERBOSE=1 mcinfer bench TARGET --batch 4 --seq 64 --iters 1 --preci
 target (a model directory or `--shape NAME`) and counts the executed primitives by kind,
 implementation and source data type: on a CPU with AMX every bf16 matmul should report an
 `..._amx_...` implementation (e.g. `brg:avx512_core_amx_bf16`). The log covers the warm-up and
-timed batches and `mcinfer bench`'s oneDNN-alone pass over the model's GEMM shapes.
+timed batches and `mcinfer bench`'s GEMM-alone pass over the model's GEMM shapes (oneDNN's, or
+none where the device line says the GEMMs are mcinfer's own AVX2 kernels).
 
     bench/onednn_isa.py --shape bert-base models/all-MiniLM-L6-v2
     bench/onednn_isa.py --precision fp32 --shape bert-base
