@@ -952,6 +952,7 @@ def main() -> int:
     if "a" in a.workloads:
         kern = kernels_readback(ctx)
         ctx.peak = compare_kernels.best_peak(ctx.peak_runs + [compare_kernels.measure_peak(peak_bin, a.cores)])
+        log(f"peak (start / end): {compare_kernels.peak_text(ctx.peak)}")
         for name in ctx.models:
             t, m = report.kernels_table(a, name, results[name].get("a", {}).get("systems"), kern[name], ctx.peak)
             term, md_tables = term + t, md_tables + m
