@@ -116,7 +116,8 @@ SPECS = [
     Spec("st6_qwen3_embedding", "qwen3", "qwen2_json", ["lasttoken"], include_prompt=True,
          prompts={"query": "Instruct: Given a web search query, retrieve relevant passages that answer the "
                            "query\nQuery:", "document": ""},
-         default_prompt=None, cases=[{}, {"prompt_name": "query"}, {"prompt": "Instruct: Find the topic\nQuery:"}],
+         default_prompt=None, cases=[{}, {"prompt_name": "query"}, {"prompt": "Instruct: Find the topic\nQuery:"},
+                                     {"prompt_name": "query", "truncate_dim": 8, "normalize_embeddings": True}],
          normalize=True,
          notes=["Qwen3-Embedding's layout: a Qwen3Model (grouped-query attention, head size 16, q/k RMS norms, "
                 "causal), last-token Pooling, Normalize; its query prompt; the tokenizer pads on the left and "
@@ -124,7 +125,8 @@ SPECS = [
     Spec("st6_embeddinggemma", "gemma3", "gemma_json", ["mean"], include_prompt=True,
          prompts={"query": "task: search result | query: ", "document": "title: none | text: ",
                   "Classification": "task: classification | query: "},
-         default_prompt=None, cases=[{}, {"prompt_name": "query"}, {"prompt_name": "document"}],
+         default_prompt=None, cases=[{}, {"prompt_name": "query"}, {"prompt_name": "document"},
+                                     {"truncate_dim": 16, "normalize_embeddings": True}],
          dense=[(64, False, torch.nn.Identity()), (32, False, torch.nn.Identity())], normalize=True,
          notes=["EmbeddingGemma's layout: a Gemma3TextModel with bidirectional attention (sliding layers "
                 "|i - j| <= 4, (1 + w) norms around each block, GQA, embeddings x sqrt(hidden)), mean Pooling, "
@@ -206,6 +208,8 @@ def build(spec, gen, tmp):
 def case_name(args):
     if not args:
         return "default"
+    if "truncate_dim" in args:  # Matryoshka: the first N values, normalised again
+        return f"truncate_dim_{args['truncate_dim']}" + ("_query" if "prompt_name" in args else "")
     if "prompt_name" in args:
         return "prompt_name_" + args["prompt_name"]
     return "prompt_text"
@@ -231,7 +235,8 @@ def make_st(spec, gen, tmp):
     default = tensors["embeddings_default"]
     for c in cases[1:]:
         other = tensors[f"embeddings_{c['name']}"]
-        changed = float((other - default).abs().max())
+        # A truncated case against the same prefix of the full one: its renormalisation shows.
+        changed = float((other - default[:, :other.shape[1]]).abs().max())
         if c["encode_args"].get("prompt_name") != "document":
             assert changed > 1e-3, f"{spec.name} {c}: a prompt that changes nothing"
     meta = {"mcinfer": json.dumps({

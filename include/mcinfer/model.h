@@ -43,6 +43,9 @@ struct ModelOptions {
   // `--prompt-name`); neither: the model's default prompt, if any.
   std::optional<std::string> prompt, prompt_name;
   std::string tokenizer_compat = "auto";  // auto, file or transformers5 (`--tokenizer-compat`)
+  // Embeddings: keep the first N values, then normalise if the model normalises
+  // (`--truncate-dim`); nullopt: all.
+  std::optional<std::int64_t> truncate_dim;
 };
 
 // Row-major outputs: rows × columns, one row per input, in input order.

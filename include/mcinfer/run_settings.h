@@ -35,6 +35,9 @@ struct RunSettings {
   // --task sparse: keep each row's K largest token weights (sentence-transformers'
   // max_active_dims); nullopt: the model's max_active_dims, else every nonzero.
   std::optional<std::int64_t> sparse_top_k;
+  // Embeddings: keep the first N values (Matryoshka models: Qwen3-Embedding, EmbeddingGemma),
+  // then normalise if the model normalises; nullopt: all.
+  std::optional<std::int64_t> truncate_dim;
   std::string backend = "cpu";  // one of the build's (`mcinfer inspect` lists them)
   // --backend pjrt: the plugin (a .so file, or cpu, cuda, tpu) and the devices to use (0: all;
   // a CPU plugin makes that many).

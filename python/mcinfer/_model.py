@@ -100,6 +100,7 @@ class Model:
         prompt: str | None = None,
         prompt_name: str | None = None,
         tokenizer_compat: str = "auto",
+        truncate_dim: int | None = None,
     ) -> None:
         path = os.fspath(model_dir)
         if not os.path.isdir(path):
@@ -121,6 +122,9 @@ class Model:
         options.prompt = prompt
         options.prompt_name = prompt_name
         options.tokenizer_compat = tokenizer_compat
+        if truncate_dim is not None and (isinstance(truncate_dim, bool) or truncate_dim < 1):
+            raise ValueError(f"truncate_dim must be 1 or more (None: all), not {truncate_dim!r}")
+        options.truncate_dim = truncate_dim
         self._model = _core.Model.load(path, options)
         self.model_dir = path
 

@@ -169,6 +169,7 @@ NB_MODULE(_core, m) {
       .def_rw("normalize", &ModelOptions::normalize)
       .def_rw("prompt", &ModelOptions::prompt)
       .def_rw("prompt_name", &ModelOptions::prompt_name)
+      .def_rw("truncate_dim", &ModelOptions::truncate_dim)
       .def_rw("tokenizer_compat", &ModelOptions::tokenizer_compat);
 
   nb::class_<Model>(m, "Model")

@@ -41,6 +41,7 @@ const std::map<std::string, Setter, std::less<>>& setters() {
       {"max_len", set(&RunSettings::max_len)},
       {"prompt", set(&RunSettings::prompt)},
       {"prompt_name", set(&RunSettings::prompt_name)},
+      {"truncate_dim", set(&RunSettings::truncate_dim)},
       {"tokenizer_compat", set(&RunOptions::tokenizer_compat)},
       {"long_input", set(&RunOptions::long_input)},
       {"stride", set(&RunSettings::stride)},

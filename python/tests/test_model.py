@@ -64,6 +64,29 @@ def test_prompts_per_call_as_encode_applies_them(fixture: str, case: str) -> Non
     assert np.abs(got - want).max() <= 1e-5
 
 
+@pytest.mark.parametrize(
+    ("fixture", "case", "dim", "prompt_name"),
+    [
+        ("st6_qwen3_embedding", "truncate_dim_8_query", 8, "query"),
+        ("st6_embeddinggemma", "truncate_dim_16", 16, None),
+    ],
+)
+def test_truncate_dim_keeps_the_first_values_normalised(
+    fixture: str, case: str, dim: int, prompt_name: str | None
+) -> None:
+    directory = FIXTURES / "st" / fixture
+    texts = [row["text"] for row in read_csv_rows(directory / "input.csv")]
+    want = read_safetensors(directory / "reference.safetensors")[f"embeddings_{case}"]
+    model = mcinfer.Model(directory, precision="fp32", truncate_dim=dim)
+    got = model.encode(texts, prompt_name=prompt_name)
+    assert got.shape == (len(texts), dim)
+    assert np.abs(got - want).max() <= 1e-5
+    with pytest.raises(ValueError, match="truncate_dim"):
+        mcinfer.Model(directory, truncate_dim=0)
+    with pytest.raises(mcinfer.UsageError, match="--truncate-dim 999"):
+        mcinfer.Model(directory, truncate_dim=999)
+
+
 def test_a_prompt_name_the_directory_lacks_is_refused() -> None:
     model = mcinfer.Model(FIXTURES / "st" / "st6_bert_prompts", precision="fp32")
     with pytest.raises(mcinfer.UsageError, match="nope"):

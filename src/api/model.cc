@@ -50,6 +50,7 @@ Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& op
   request.normalize = options.normalize;
   request.prompt = options.prompt;
   request.prompt_name = options.prompt_name;
+  request.truncate_dim = options.truncate_dim;
   request.tokenizer_compat =
       sched::parse_tokenizer_compat(options.tokenizer_compat, "tokenizer_compat");
   if (!options.pooling.empty()) {

@@ -85,9 +85,12 @@ std::int64_t output_width(const ModelConfig& config, const TaskSpec& task, Outpu
     case OutputKind::kMax:
       return config.hidden_size;
     case OutputKind::kNormalized:
-    case OutputKind::kEmbedding:
-      if (task.dense && !task.dense->empty()) return task.dense->back().out_features;
-      return task.pooling.width(config.hidden_size);
+    case OutputKind::kEmbedding: {
+      const std::int64_t width = task.dense && !task.dense->empty()
+                                     ? task.dense->back().out_features
+                                     : task.pooling.width(config.hidden_size);
+      return task.truncate_dim > 0 ? std::min(task.truncate_dim, width) : width;
+    }
   }
   return 0;
 }

@@ -128,6 +128,10 @@ struct TaskSpec {
   bool cls_after_skip = true;
   // kSparse only.
   SparseSpec sparse;
+  // Embeddings: keep the first `truncate_dim` values (Matryoshka; 0: all), after Dense and before
+  // the normalisation, which then normalises the kept values (sentence-transformers' encode with
+  // truncate_dim and normalize_embeddings).
+  std::int64_t truncate_dim = 0;
 };
 
 // The activation `auto` means from config.json's problem_type alone: a plain transformers

@@ -29,6 +29,9 @@ void pool(const ModelConfig& config, const TaskSpec& task, std::span<const Seque
     width = layer.out_features;
     widest = std::max(widest, width);
   }
+  // Truncation (Matryoshka) keeps the first values of the full vector, written to `full` first.
+  const bool truncates = task.truncate_dim > 0 && task.truncate_dim < width;
+  std::vector<float> full(truncates ? static_cast<std::size_t>(width) : 0);
   std::vector<float> stage(dense ? static_cast<std::size_t>(2 * widest) : 0);
   std::vector<std::int32_t> index;
   const bool skips = task.pool_skip > 0;
@@ -49,7 +52,8 @@ void pool(const ModelConfig& config, const TaskSpec& task, std::span<const Seque
       ++first;
     if (first == spans[s].length) fail("internal: pooling leaves out every token of a sequence");
     const float* rows = hidden + (spans[s].offset + first) * h;
-    float* o = out + static_cast<std::int64_t>(s) * stride;
+    float* const row = out + static_cast<std::int64_t>(s) * stride;
+    float* o = truncates ? full.data() : row;
     float* pooled_out = dense ? stage.data() : o;
     pool_sequence(task.pooling, rows, spans[s].length - first, h,
                   std::span<const std::int32_t>(index).subspan(
@@ -73,7 +77,8 @@ void pool(const ModelConfig& config, const TaskSpec& task, std::span<const Seque
         std::swap(cur, next);
       }
     }
-    if (task.normalize) l2_normalize(o, width);
+    if (truncates) std::copy_n(o, task.truncate_dim, row);
+    if (task.normalize) l2_normalize(row, truncates ? task.truncate_dim : width);
   }
 }
 

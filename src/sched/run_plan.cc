@@ -282,11 +282,25 @@ TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request) {
     task.dense = dir.load_dense(*plan.embedding);
   }
   if (request.outputs) task.outputs = model::parse_outputs(*request.outputs, task.kind);
+  if (request.truncate_dim) {
+    if (task.kind != model::TaskKind::kEmbed)
+      fail_usage("--truncate-dim applies to embeddings (--task embed), not {}",
+                 model::task_name(task.kind));
+    if (request.outputs)
+      fail_usage("--truncate-dim with --outputs is not supported: give one or the other");
+    const std::int64_t width = model::output_width(config, task, model::OutputKind::kEmbedding);
+    if (*request.truncate_dim < 1 || *request.truncate_dim > width)
+      fail_usage("--truncate-dim {} is not in [1, {}] (the model's embedding width)",
+                 *request.truncate_dim, width);
+    task.truncate_dim = *request.truncate_dim;
+  }
   plan.max_len = dir.max_len(plan.tokenizer ? plan.tokenizer->model_max_length() : std::nullopt,
                              request.max_len)
                      .value;
   plan_prompt_pooling(dir, plan, plan.prompt, plan.task);
-  plan.schema = make_schema(config, task, plan.embedding ? plan.embedding->output_dim : 0);
+  plan.schema = make_schema(
+      config, task,
+      plan.embedding ? model::output_width(config, task, model::OutputKind::kEmbedding) : 0);
   plan.dim = static_cast<std::int64_t>(plan.schema.columns.size());
   return plan;
 }
@@ -303,7 +317,7 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
   check_flags(o);
   static_cast<TaskPlan&>(plan) =
       plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len, o.outputs, o.prompt,
-                      o.prompt_name, o.tokenizer_compat, o.sparse_top_k});
+                      o.prompt_name, o.tokenizer_compat, o.sparse_top_k, o.truncate_dim});
   check_chunking(o, plan);
   check_sparse_output(o, plan);
   const model::ModelConfig& config = dir.config();

@@ -47,6 +47,7 @@ struct TaskRequest {
   std::optional<std::string> prompt, prompt_name;     // --prompt, --prompt-name
   std::optional<tokenizer::Compat> tokenizer_compat;  // nullopt: auto
   std::optional<std::int64_t> sparse_top_k;           // --sparse-top-k
+  std::optional<std::int64_t> truncate_dim;           // --truncate-dim
 };
 
 // --tokenizer-compat's value: nullopt for auto; throws UsageError naming `flag` for another.

@@ -39,6 +39,11 @@ std::vector<std::string> flags_of(const Json& args) {
   std::vector<std::string> flags;
   if (args.contains("prompt_name")) flags = {"--prompt-name", args["prompt_name"]};
   if (args.contains("prompt")) flags = {"--prompt", args["prompt"]};
+  // encode(truncate_dim=N, normalize_embeddings=True): the models with it normalise anyway.
+  if (args.contains("truncate_dim")) {
+    flags.push_back("--truncate-dim");
+    flags.push_back(std::to_string(args["truncate_dim"].get<int>()));
+  }
   return flags;
 }
 
@@ -163,6 +168,28 @@ TEST(St6Cli, InspectAndReportSayThePromptAndWhereItComesFrom) {
   EXPECT_EQ(report["text"]["prompt"]["source"], "--prompt");
   EXPECT_EQ(report["text"]["tokenizer_compat"]["value"], "transformers5");
   EXPECT_EQ(report["text"]["strip_text"], false);
+}
+
+// --truncate-dim outside the embedding's width, or on another task, or with several outputs, is
+// refused before any row, by the flag.
+TEST(St6Cli, TruncateDimRefusals) {
+  auto dir = testing::scratch_dir("st6_truncate_refusals");
+  struct Case {
+    std::vector<std::string> flags;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--truncate-dim", "33"}, "--truncate-dim 33 is not in [1, 32]"},
+      {{"--truncate-dim", "0"}, "--truncate-dim"},
+      {{"--truncate-dim", "8", "--outputs", "mean,normalized"}, "--truncate-dim with --outputs"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.message);
+    auto r = run_cli(run_args("st6_qwen3_embedding", dir / "o.csv", c.flags));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "o.csv"));
+  }
 }
 
 TEST(St6Cli, PromptRefusals) {

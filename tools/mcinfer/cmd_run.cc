@@ -132,6 +132,10 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "sparse: keep each row's K largest token weights (sentence-transformers' "
                   "max_active_dims; default: the model's, else every nonzero)")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--truncate-dim", f->options.truncate_dim,
+                  "embed: keep the first N values of each embedding (Matryoshka), then normalise "
+                  "if the model normalises (sentence-transformers' truncate_dim)")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--long-input", f->options.long_input,
                   "Rows longer than --max-len: truncate (counted in the report), or chunk: cut "
                   "into windows as Hugging Face's return_overflowing_tokens does, every window "
