@@ -91,9 +91,58 @@ void set_position_numbering(ModelConfig& c) {
 
 }  // namespace
 
+namespace {
+
+// The published shapes of Qwen3-Embedding-0.6B (28 layers, GQA 16 / 8 heads of 128, SwiGLU 3072,
+// causal, rotary base 10^6) and EmbeddingGemma-300m (24 layers, GQA 3 / 1 heads of 256, GELU-tanh
+// gates of 1152, bidirectional, every sixth layer global and the others a window of ±256).
+void decoder_shape(std::string_view name, ModelConfig& c) {
+  DecoderConfig d;
+  c.type_vocab_size = 0;
+  c.layer_norm_eps = 1e-6f;
+  if (name == "qwen3-embedding-0.6b") {
+    c.model_type = "qwen3";
+    c.vocab_size = 151669;
+    c.hidden_size = 1024;
+    c.num_layers = 28;
+    c.num_heads = 16;
+    c.intermediate_size = 3072;
+    c.max_position_embeddings = 32768;
+    c.hidden_act_name = "silu";
+    c.hidden_act = Activation::kSilu;
+    d.kv_heads = 8;
+    d.head_dim = 128;
+    d.rope_theta = d.sliding_rope_theta = 1'000'000.0;
+    d.sliding.assign(static_cast<std::size_t>(c.num_layers), false);
+  } else {
+    c.model_type = "gemma3_text";
+    c.vocab_size = 262144;
+    c.hidden_size = 768;
+    c.num_layers = 24;
+    c.num_heads = 3;
+    c.intermediate_size = 1152;
+    c.max_position_embeddings = 2048;
+    c.hidden_act_name = "gelu_pytorch_tanh";
+    c.hidden_act = Activation::kGeluTanh;
+    d.kv_heads = 1;
+    d.head_dim = 256;
+    d.causal = false;
+    d.sliding_window = 512;
+    d.rope_theta = 1'000'000.0;
+    d.sliding_rope_theta = 10'000.0;
+    d.score_scale = 1.0f / 16.0f;  // query_pre_attn_scalar 256
+    for (std::int64_t i = 0; i < c.num_layers; ++i) d.sliding.push_back((i + 1) % 6 != 0);
+  }
+  c.decoder = d;
+}
+
+}  // namespace
+
 std::vector<std::string> ModelConfig::shape_names() {
-  return {"bert-base",  "bert-large", "xlm-r-base",      "distilbert-base",
-          "mpnet-base", "minilm-l6",  "deberta-v3-base", "modernbert-base"};
+  return {"bert-base",          "bert-large",      "xlm-r-base",
+          "distilbert-base",    "mpnet-base",      "minilm-l6",
+          "deberta-v3-base",    "modernbert-base", "qwen3-embedding-0.6b",
+          "embeddinggemma-300m"};
 }
 
 std::string ModelConfig::supported_model_types() {
@@ -174,6 +223,8 @@ ModelConfig ModelConfig::shape(std::string_view name, std::int64_t num_labels) {
     for (std::int64_t i = 0; i < c.num_layers; ++i) m.global.push_back(i % 3 == 0);
     m.window = 128;
     c.modernbert = m;
+  } else if (name == "qwen3-embedding-0.6b" || name == "embeddinggemma-300m") {
+    decoder_shape(name, c);
   } else if (name == "distilbert-base") {
     c.model_type = "distilbert";
     c.num_layers = 6;
