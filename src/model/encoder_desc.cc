@@ -211,6 +211,24 @@ std::int64_t LayerDesc::keys_after() const {
   return window > 0 ? window / 2 : -1;
 }
 
+const NormDesc& LayerDesc::norm(NormSlot slot) const {
+  switch (slot) {
+    case NormSlot::kAttention:
+      return attention_norm;
+    case NormSlot::kFfn:
+      return ffn_norm;
+    case NormSlot::kQuery:
+      return query_norm;
+    case NormSlot::kKey:
+      return key_norm;
+    case NormSlot::kPostAttention:
+      return post_attention_norm;
+    case NormSlot::kPostFfn:
+      return post_ffn_norm;
+  }
+  fail("internal: norm slot {}", static_cast<int>(slot));
+}
+
 const GemmDesc& LayerDesc::gemm(GemmSlot slot) const {
   for (const GemmDesc& g : gemms)
     if (g.slot == slot) return g;

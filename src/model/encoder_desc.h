@@ -89,6 +89,20 @@ struct LinearDesc {
   std::int64_t out_after() const { return gated ? out() / 2 : out(); }
 };
 
+// The norms a layer may have, a slot each: every walk over a layer's tensors (finding them in
+// the checkpoint, binding them on the CPU, a PJRT program's parameters) takes them in this one
+// order, from kNormSlotNames, so a new norm is one entry here and one field below.
+enum class NormSlot { kAttention, kFfn, kQuery, kKey, kPostAttention, kPostFfn };
+inline constexpr std::size_t kNormSlots = 6;
+inline constexpr EnumNames<NormSlot, kNormSlots> kNormSlotNames{{{
+    {NormSlot::kAttention, "attention_norm"},
+    {NormSlot::kFfn, "ffn_norm"},
+    {NormSlot::kQuery, "query_norm"},
+    {NormSlot::kKey, "key_norm"},
+    {NormSlot::kPostAttention, "post_attention_norm"},
+    {NormSlot::kPostFfn, "post_ffn_norm"},
+}}};
+
 struct GemmDesc {
   GemmSlot slot = GemmSlot::kQkv;  // its role in the layer (int8 plans name GEMMs by it)
   LinearDesc linear;
@@ -143,6 +157,11 @@ struct LayerDesc {
   std::int64_t kv_width() const { return kv_heads * head_dim; }
   // The GEMM of a role; throws Error when the layer has none.
   const GemmDesc& gemm(GemmSlot slot) const;
+  // The norm of a slot (absent ones included: NormDesc::present).
+  const NormDesc& norm(NormSlot slot) const;
+  NormDesc& norm(NormSlot slot) {
+    return const_cast<NormDesc&>(static_cast<const LayerDesc*>(this)->norm(slot));
+  }
 };
 
 struct EmbeddingDesc {

@@ -167,12 +167,8 @@ ModelTensors ModelTensors::open(const std::filesystem::path& dir, const ModelCon
   for (const LayerDesc& layer : d.layers) {
     LayerTensors lt;
     for (const GemmDesc& g : layer.gemms) lt.gemms.push_back(f.gemm(g.linear));
-    lt.attention_norm = f.norm(layer.attention_norm);
-    lt.ffn_norm = f.norm(layer.ffn_norm);
-    lt.post_attention_norm = f.norm(layer.post_attention_norm);
-    lt.post_ffn_norm = f.norm(layer.post_ffn_norm);
-    lt.query_norm = f.norm(layer.query_norm);
-    lt.key_norm = f.norm(layer.key_norm);
+    for (const auto& [slot, name] : kNormSlotNames.entries)
+      lt.norms[static_cast<std::size_t>(slot)] = f.norm(layer.norm(slot));
     if (layer.position_key) lt.position_key = f.gemm(*layer.position_key).parts.front();
     if (layer.position_query) lt.position_query = f.gemm(*layer.position_query).parts.front();
     t.layers_.push_back(std::move(lt));

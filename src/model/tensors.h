@@ -7,6 +7,7 @@
 //
 // Immutable after open(); the views stay valid while the ModelTensors lives.
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -37,13 +38,9 @@ struct GemmTensors {
 };
 
 struct LayerTensors {
-  std::vector<GemmTensors> gemms;  // as LayerDesc::gemms
-  NormTensors attention_norm;
-  NormTensors ffn_norm;
-  NormTensors post_attention_norm;  // LayerDesc's; empty when absent
-  NormTensors post_ffn_norm;
-  NormTensors query_norm;  // per head [head_dim]; empty when absent
-  NormTensors key_norm;
+  std::vector<GemmTensors> gemms;             // as LayerDesc::gemms
+  std::array<NormTensors, kNormSlots> norms;  // by NormSlot; empty where the layer has none
+  const NormTensors& norm(NormSlot slot) const { return norms[static_cast<std::size_t>(slot)]; }
   std::optional<LinearTensors> position_key;    // LayerDesc::position_key
   std::optional<LinearTensors> position_query;  // LayerDesc::position_query
 };

@@ -221,23 +221,27 @@ void Encoder::layers(ops::ScoreBias bias) {
     const ops::Linear& attn_out = lw.gemm(GemmSlot::kAttnOut);
     const ops::Linear& ffn_in = lw.gemm(GemmSlot::kFfnIn);
     // Attention block.
-    if (pre) x_in = normalized(lw.attention_norm, ld.attention_norm, qkv);
+    using model::NormSlot;
+    if (pre) x_in = normalized(lw.norm(NormSlot::kAttention), ld.attention_norm, qkv);
     run_gemm(index, ld.gemm(GemmSlot::kQkv), qkv, x_in, rows.qkv,
              ld.gemm(GemmSlot::kQkv).linear.activation);
     attend(i, rows.qkv, rows.context, bias);
     run_gemm(index, ld.gemm(GemmSlot::kAttnOut), attn_out, as_input(rows.context, attn_out),
              rows.projected, ld.gemm(GemmSlot::kAttnOut).linear.activation);
-    if (lw.post_attention_norm.present()) block_norm(lw.post_attention_norm, ld.post_attention_norm, rows.projected);
-    x_in = close_block(pre, lw.attention_norm, ld.attention_norm, rows.projected, &ffn_in);
+    if (ld.post_attention_norm.present())
+      block_norm(lw.norm(NormSlot::kPostAttention), ld.post_attention_norm, rows.projected);
+    x_in =
+        close_block(pre, lw.norm(NormSlot::kAttention), ld.attention_norm, rows.projected, &ffn_in);
     // FFN block.
-    if (pre) x_in = normalized(lw.ffn_norm, ld.ffn_norm, ffn_in);
+    if (pre) x_in = normalized(lw.norm(NormSlot::kFfn), ld.ffn_norm, ffn_in);
     const ops::Rows mid = ffn_middle(i, x_in);
     run_gemm(index, ld.gemm(GemmSlot::kFfnOut), lw.gemm(GemmSlot::kFfnOut),
              ops::ConstRows{mid.data, mid.type, mid.scales}, rows.projected,
              ld.gemm(GemmSlot::kFfnOut).linear.activation);
-    if (lw.post_ffn_norm.present()) block_norm(lw.post_ffn_norm, ld.post_ffn_norm, rows.projected);
+    if (ld.post_ffn_norm.present())
+      block_norm(lw.norm(NormSlot::kPostFfn), ld.post_ffn_norm, rows.projected);
     const ops::Linear* next = i + 1 < layers.size() ? &layers[i + 1].gemm(GemmSlot::kQkv) : nullptr;
-    x_in = close_block(pre, lw.ffn_norm, ld.ffn_norm, rows.projected, next);
+    x_in = close_block(pre, lw.norm(NormSlot::kFfn), ld.ffn_norm, rows.projected, next);
   }
   if (w.final_norm().present()) {
     const ops::Linear* none = nullptr;
@@ -275,12 +279,12 @@ void Encoder::attend(std::size_t i, ops::Rows qkv, ops::Rows context, ops::Score
   const LayerDesc& ld = d.layers[i];
   const LayerWeights& lw = weights_->layers()[i];
   const std::int64_t ld_qkv = ld.gemm(GemmSlot::kQkv).linear.out();
-  if (lw.query_norm.present()) {
+  if (ld.query_norm.present()) {
     auto* rows = static_cast<float*>(qkv.data);
-    ops::head_rms_norm(ctx_, rows, ld_qkv, tokens_, 0, ld.heads, ld.head_dim, lw.query_norm.gamma,
-                       ld.query_norm.eps);
+    ops::head_rms_norm(ctx_, rows, ld_qkv, tokens_, 0, ld.heads, ld.head_dim,
+                       lw.norm(model::NormSlot::kQuery).gamma, ld.query_norm.eps);
     ops::head_rms_norm(ctx_, rows, ld_qkv, tokens_, ld.query_width(), ld.kv_heads, ld.head_dim,
-                       lw.key_norm.gamma, ld.key_norm.eps);
+                       lw.norm(model::NormSlot::kKey).gamma, ld.key_norm.eps);
   }
   ops::AttentionRules rules;
   rules.bias = bias;

@@ -194,7 +194,8 @@ void check_cpu_runs(const EncoderDesc& d, const std::string& where) {
         (l.attention_norm.kind != NormKind::kLayerNorm || l.ffn_norm.kind != NormKind::kLayerNorm))
       refuse(i, "an RMS norm after the residual add");
     for (const NormDesc* n : {&l.post_attention_norm, &l.post_ffn_norm}) {
-      if (n->present() && (n->kind == NormKind::kLayerNorm || l.norm_placement != NormPlacement::kPre))
+      if (n->present() &&
+          (n->kind == NormKind::kLayerNorm || l.norm_placement != NormPlacement::kPre))
         refuse(i, "a LayerNorm or post-norm layer's norm on a block's output");
     }
     if ((l.query_norm.present() && l.query_norm.kind == NormKind::kLayerNorm) ||
@@ -277,12 +278,8 @@ std::shared_ptr<const Weights> Weights::synthetic(const ModelConfig& config,
       layer.index[static_cast<std::size_t>(g.slot)] = static_cast<int>(layer.gemms.size());
       layer.gemms.push_back(linear(g.linear, w->precision_));
     }
-    layer.attention_norm = norm(ld.attention_norm);
-    layer.ffn_norm = norm(ld.ffn_norm);
-    layer.post_attention_norm = norm(ld.post_attention_norm);
-    layer.post_ffn_norm = norm(ld.post_ffn_norm);
-    layer.query_norm = norm(ld.query_norm);
-    layer.key_norm = norm(ld.key_norm);
+    for (const auto& [slot, name] : kNormSlotNames.entries)
+      layer.norms[static_cast<std::size_t>(slot)] = norm(ld.norm(slot));
     if (ld.rope_theta > 0) layer.rotary = w->rotary_table(ld.rope_theta, ld.head_dim);
     if (d.disentangled) {
       const auto square = static_cast<std::size_t>(d.hidden * d.hidden);
@@ -407,12 +404,8 @@ std::shared_ptr<const Weights> Weights::load_with(
       layer.index[static_cast<std::size_t>(id.slot)] = static_cast<int>(k);
       layer.gemms.push_back(L.linear(lt.gemms[k], precision_of(id), range(id)));
     }
-    layer.attention_norm = L.norm(lt.attention_norm, ld.attention_norm);
-    layer.ffn_norm = L.norm(lt.ffn_norm, ld.ffn_norm);
-    layer.post_attention_norm = L.norm(lt.post_attention_norm, ld.post_attention_norm);
-    layer.post_ffn_norm = L.norm(lt.post_ffn_norm, ld.post_ffn_norm);
-    layer.query_norm = L.norm(lt.query_norm, ld.query_norm);
-    layer.key_norm = L.norm(lt.key_norm, ld.key_norm);
+    for (const auto& [slot, name] : kNormSlotNames.entries)
+      layer.norms[static_cast<std::size_t>(slot)] = L.norm(lt.norm(slot), ld.norm(slot));
     if (ld.rope_theta > 0) layer.rotary = w->rotary_table(ld.rope_theta, ld.head_dim);
     w->layers_.push_back(std::move(layer));
   }

@@ -49,12 +49,8 @@ struct EmbeddingWeights {
 struct LayerWeights {
   std::vector<ops::Linear> gemms;                            // as model::LayerDesc::gemms
   std::array<int, model::kGemmSlots> index{-1, -1, -1, -1};  // slot -> position in gemms
-  Norm attention_norm;
-  Norm ffn_norm;
-  Norm post_attention_norm;  // absent unless the description has them (Gemma)
-  Norm post_ffn_norm;
-  Norm query_norm;  // per head [head_dim] (Qwen3); absent otherwise
-  Norm key_norm;
+  std::array<Norm, model::kNormSlots> norms;  // by model::NormSlot; absent where none
+  const Norm& norm(model::NormSlot slot) const { return norms[static_cast<std::size_t>(slot)]; }
   RelativeTables relative;  // DeBERTa-v2: the projected relative-position table; empty otherwise
   const RotaryTable* rotary = nullptr;  // the table of this layer's rotary base, if it has one
   const ops::Linear& gemm(model::GemmSlot slot) const {

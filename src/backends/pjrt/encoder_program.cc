@@ -40,11 +40,12 @@ struct NormParams {
 // One layer's weights as the program takes them (weight_slots' order).
 struct LayerParams {
   std::array<std::optional<LinearParams>, model::kGemmSlots> gemms;
-  std::optional<NormParams> attention;  // none in ModernBERT's first layer
-  NormParams ffn;
-  std::optional<NormParams> query_norm, key_norm;      // per head (Qwen3, Gemma)
-  std::optional<NormParams> post_attention, post_ffn;  // on a block's output (Gemma)
+  // By model::NormSlot: none where the layer has none (ModernBERT's first attention norm).
+  std::array<std::optional<NormParams>, model::kNormSlots> norms;
   std::optional<LinearParams> position_key, position_query;  // DeBERTa-v2
+  const std::optional<NormParams>& norm(model::NormSlot slot) const {
+    return norms[static_cast<std::size_t>(slot)];
+  }
   const LinearParams& gemm(GemmSlot slot) const {
     const auto& g = gemms[static_cast<std::size_t>(slot)];
     if (!g) fail("internal: the layer has no {} GEMM", model::gemm_label({0, slot}));
@@ -130,13 +131,9 @@ class EncoderWriter {
     LayerParams layer;
     for (const model::GemmDesc& g : desc.gemms)
       layer.gemms[static_cast<std::size_t>(g.slot)] = take_linear(g.linear);
-    if (desc.attention_norm.present()) layer.attention = take_norm(desc.attention_norm);
-    layer.ffn = take_norm(desc.ffn_norm);
-    if (desc.query_norm.present()) layer.query_norm = take_norm(desc.query_norm);
-    if (desc.key_norm.present()) layer.key_norm = take_norm(desc.key_norm);
-    if (desc.post_attention_norm.present())
-      layer.post_attention = take_norm(desc.post_attention_norm);
-    if (desc.post_ffn_norm.present()) layer.post_ffn = take_norm(desc.post_ffn_norm);
+    for (const auto& [slot, name] : model::kNormSlotNames.entries)
+      if (desc.norm(slot).present())
+        layer.norms[static_cast<std::size_t>(slot)] = take_norm(desc.norm(slot));
     if (desc.position_key) layer.position_key = take_linear(*desc.position_key);
     if (desc.position_query) layer.position_query = take_linear(*desc.position_query);
     return layer;
@@ -330,8 +327,10 @@ class EncoderWriter {
                         {b_, heads, l_, dim});
     };
     const bool rotate = d_.embeddings.positions == model::PositionScheme::kRotary;
-    const Value q = part(0, heads, w.query_norm ? &*w.query_norm : nullptr, rotate);
-    const Value k = part(width, layer.kv_heads, w.key_norm ? &*w.key_norm : nullptr, rotate);
+    const auto& query_norm = w.norm(model::NormSlot::kQuery);
+    const auto& key_norm = w.norm(model::NormSlot::kKey);
+    const Value q = part(0, heads, query_norm ? &*query_norm : nullptr, rotate);
+    const Value k = part(width, layer.kv_heads, key_norm ? &*key_norm : nullptr, rotate);
     const Value v = part(width + kv, layer.kv_heads, nullptr, false);
     const float scale = d_.score_scale(layer);
     if (band(layer)) {
@@ -394,20 +393,24 @@ class EncoderWriter {
   // then x += FFN(LN(x)), the attention's LN absent in ModernBERT's first layer.
   Value encoder_layer(const Value& x, const Value& mask, const model::LayerDesc& layer,
                       const LayerParams& w) {
+    using model::NormSlot;
+    const auto& attention_norm = w.norm(NormSlot::kAttention);
+    const NormParams& ffn_norm = *w.norm(NormSlot::kFfn);
     if (layer.norm_placement == model::NormPlacement::kPre) {
-      const Value in = w.attention ? layer_norm(x, *w.attention) : x;
+      const Value in = attention_norm ? layer_norm(x, *attention_norm) : x;
       Value attended = linear(attention(in, mask, layer, w), w.gemm(GemmSlot::kAttnOut));
-      if (w.post_attention) attended = layer_norm(attended, *w.post_attention);
+      if (const auto& post = w.norm(NormSlot::kPostAttention))
+        attended = layer_norm(attended, *post);
       const Value x1 = p_.binary("add", x, attended);
-      const Value inner = linear(layer_norm(x1, w.ffn), w.gemm(GemmSlot::kFfnIn));
+      const Value inner = linear(layer_norm(x1, ffn_norm), w.gemm(GemmSlot::kFfnIn));
       Value out = linear(inner, w.gemm(GemmSlot::kFfnOut));
-      if (w.post_ffn) out = layer_norm(out, *w.post_ffn);
+      if (const auto& post = w.norm(NormSlot::kPostFfn)) out = layer_norm(out, *post);
       return p_.binary("add", x1, out);
     }
     const Value attended = linear(attention(x, mask, layer, w), w.gemm(GemmSlot::kAttnOut));
-    const Value x1 = layer_norm(p_.binary("add", attended, x), *w.attention);
+    const Value x1 = layer_norm(p_.binary("add", attended, x), *attention_norm);
     const Value inner = linear(x1, w.gemm(GemmSlot::kFfnIn));
-    return layer_norm(p_.binary("add", linear(inner, w.gemm(GemmSlot::kFfnOut)), x1), w.ffn);
+    return layer_norm(p_.binary("add", linear(inner, w.gemm(GemmSlot::kFfnOut)), x1), ffn_norm);
   }
 
   // Each sequence's first token, or (HeadDesc::mean_pooling) the mean of its real tokens, through
@@ -555,12 +558,8 @@ std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stack
     const model::LayerDesc& layer = d.layers[static_cast<std::size_t>(i)];
     for (const model::GemmDesc& g : layer.gemms)
       linear(prefix + model::gemm_key({0, g.slot}).substr(2), g.linear, true, lead);
-    norm(prefix + "attention_norm", layer.attention_norm, lead);
-    norm(prefix + "ffn_norm", layer.ffn_norm, lead);
-    norm(prefix + "query_norm", layer.query_norm, lead);
-    norm(prefix + "key_norm", layer.key_norm, lead);
-    norm(prefix + "post_attention_norm", layer.post_attention_norm, lead);
-    norm(prefix + "post_ffn_norm", layer.post_ffn_norm, lead);
+    for (const auto& [slot, name] : model::kNormSlotNames.entries)
+      norm(prefix + std::string(name), layer.norm(slot), lead);
     if (layer.position_key) linear(prefix + "position_key", *layer.position_key, false, lead);
     if (layer.position_query) linear(prefix + "position_query", *layer.position_query, false, lead);
   }
@@ -591,16 +590,14 @@ std::vector<Pick> layer_picks(const model::LayerTensors& layer) {
       });
     }
   }
-  for (auto norm : {&model::LayerTensors::attention_norm, &model::LayerTensors::ffn_norm,
-                    &model::LayerTensors::query_norm, &model::LayerTensors::key_norm,
-                    &model::LayerTensors::post_attention_norm, &model::LayerTensors::post_ffn_norm}) {
-    if (!(layer.*norm).gamma) continue;
-    picks.push_back([norm](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
-      to.push_back((l.*norm).gamma);
+  for (std::size_t n = 0; n < model::kNormSlots; ++n) {
+    if (!layer.norms[n].gamma) continue;
+    picks.push_back([n](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+      to.push_back(l.norms[n].gamma);
     });
-    if (!(layer.*norm).beta) continue;
-    picks.push_back([norm](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
-      to.push_back((l.*norm).beta);
+    if (!layer.norms[n].beta) continue;
+    picks.push_back([n](const model::LayerTensors& l, std::vector<const model::Tensor*>& to) {
+      to.push_back(l.norms[n].beta);
     });
   }
   for (auto projection :
