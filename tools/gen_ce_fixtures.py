@@ -47,7 +47,9 @@ import torch
 import transformers
 from safetensors.torch import save_file
 from sentence_transformers import CrossEncoder
-from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+from transformers import (AutoTokenizer, BertConfig, BertForSequenceClassification, BertTokenizerFast,
+                          ModernBertConfig, ModernBertForSequenceClassification, XLMRobertaConfig,
+                          XLMRobertaForSequenceClassification)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixture_weights import randomize  # noqa: E402  (one weight recipe for all model fixtures)
@@ -106,6 +108,9 @@ class Spec:
     # The activation the CrossEncoder is built with (None: sentence-transformers' default).
     activation: torch.nn.Module | None = None
     notes: list = field(default_factory=list)
+    # The body: bert (this generator's WordPiece), xlmr (bge-reranker-v2-m3's family: the
+    # SentencePiece fixture) or modernbert (gte-reranker-modernbert's: its BPE fixture).
+    family: str = "bert"
 
 
 SPECS = {
@@ -114,6 +119,12 @@ SPECS = {
              notes=["one label: sentence-transformers' default Sigmoid, recorded as activation_fn"]),
         Spec("ce6_bert_nli3", ["contradiction", "entailment", "neutral"],
              notes=["three labels: the default Identity (predict returns the logits)"]),
+        Spec("ce6_xlmr_sigmoid", ["LABEL_0"], family="xlmr",
+             notes=["bge-reranker-v2-m3's layout: an XLM-RoBERTa classifier (pairs as <s> q </s></s> p </s>), "
+                    "one label, the default Sigmoid"]),
+        Spec("ce6_modernbert_sigmoid", ["LABEL_0"], family="modernbert",
+             notes=["gte-reranker-modernbert's layout: a ModernBERT classifier (rotary positions, a window "
+                    "shorter than the long pairs, mean pooling into its head), one label, the default Sigmoid"]),
     ],
     "ce53": [
         Spec("ce53_bert_sigmoid", ["LABEL_0"],
@@ -150,14 +161,37 @@ def bert_tokenizer(tmp, model_max_length):
     return tok
 
 
-def build_hf(spec, gen, tmp):
-    """A random BertForSequenceClassification saved with save_pretrained next to its tokenizer."""
-    tok = bert_tokenizer(tmp, POSITIONS)
+TOK = Path(__file__).resolve().parent.parent / "tests/fixtures/tokenizer/models"
+
+
+def classifier(spec):
+    """A random classifier of the spec's family and its tokenizer."""
+    labels = dict(num_labels=len(spec.labels), id2label=dict(enumerate(spec.labels)),
+                  label2id={label: i for i, label in enumerate(spec.labels)})
+    if spec.family == "xlmr":
+        tok = AutoTokenizer.from_pretrained(TOK / "unigram_json", model_max_length=POSITIONS)
+        cfg = XLMRobertaConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, bos_token_id=0, eos_token_id=2,
+                               max_position_embeddings=POSITIONS + 2, type_vocab_size=1, layer_norm_eps=1e-5,
+                               **labels, **SMALL)
+        return XLMRobertaForSequenceClassification(cfg), tok
+    if spec.family == "modernbert":
+        tok = AutoTokenizer.from_pretrained(TOK / "modernbert_json", model_max_length=POSITIONS)
+        cfg = ModernBertConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, cls_token_id=tok.cls_token_id,
+                               sep_token_id=tok.sep_token_id, bos_token_id=tok.cls_token_id,
+                               eos_token_id=tok.sep_token_id, max_position_embeddings=POSITIONS,
+                               global_attn_every_n_layers=2, local_attention=8, classifier_pooling="mean",
+                               **labels, **SMALL)
+        return ModernBertForSequenceClassification(cfg), tok
     cfg = BertConfig(vocab_size=len(vocabulary()), pad_token_id=0, max_position_embeddings=POSITIONS,
-                     type_vocab_size=2, layer_norm_eps=1e-12, num_labels=len(spec.labels),
-                     id2label=dict(enumerate(spec.labels)),
-                     label2id={label: i for i, label in enumerate(spec.labels)}, **SMALL)
-    model = BertForSequenceClassification(cfg)
+                     type_vocab_size=2, layer_norm_eps=1e-12, **labels, **SMALL)
+    return BertForSequenceClassification(cfg), None
+
+
+def build_hf(spec, gen, tmp):
+    """A random classifier of the spec's family saved with save_pretrained next to its tokenizer."""
+    model, tok = classifier(spec)
+    if tok is None:
+        tok = bert_tokenizer(tmp, POSITIONS)
     randomize(model, gen)
     model.config._name_or_path = spec.name  # else config.json would name this machine's temp folder
     hf_dir = tmp / spec.name

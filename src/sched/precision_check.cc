@@ -117,6 +117,36 @@ void observe_fp32(const PrecisionReference& reference, const model::ModelDir& di
   ::malloc_trim(0);
 }
 
+namespace {
+
+// One value per row (a reranker's score, a regression): a row's cosine is ±1 and its argmax
+// trivial, so the rows' scores are compared as one vector (the cosine of the score column) and
+// by their order (the share of row pairs the two rank alike: a reranker's output is its order).
+void compare_scores(const std::vector<float>& got, const std::vector<float>& want,
+                    PrecisionCheck& check) {
+  double dot = 0, na = 0, nb = 0;
+  for (std::size_t r = 0; r < check.rows; ++r) {
+    dot += static_cast<double>(got[r]) * want[r];
+    na += static_cast<double>(got[r]) * got[r];
+    nb += static_cast<double>(want[r]) * want[r];
+  }
+  const double cosine = (na == 0 || nb == 0) ? (na == nb ? 1.0 : 0.0) : dot / std::sqrt(na * nb);
+  check.min_cosine = check.mean_cosine = cosine;
+  std::size_t pairs = 0, alike = 0;
+  for (std::size_t i = 0; i < check.rows; ++i) {
+    for (std::size_t j = i + 1; j < check.rows; ++j) {
+      if (want[i] == want[j]) continue;  // fp32 itself does not order them
+      ++pairs;
+      alike += (got[i] < got[j]) == (want[i] < want[j]) && got[i] != got[j];
+    }
+  }
+  check.score_column = true;
+  check.argmax_agreement =
+      pairs == 0 ? 1.0 : static_cast<double>(alike) / static_cast<double>(pairs);
+}
+
+}  // namespace
+
 PrecisionCheck check_against(const PrecisionReference& reference,
                              std::shared_ptr<const backend::PreparedModel> checked,
                              const model::TaskSpec& task, int threads,
@@ -157,6 +187,7 @@ PrecisionCheck check_against(const PrecisionReference& reference,
   if (check.rows > 0) check.mean_cosine = cosine_sum / static_cast<double>(check.rows);
   if (task.kind == model::TaskKind::kClassify && check.rows > 0)
     check.argmax_agreement = static_cast<double>(same_argmax) / static_cast<double>(check.rows);
+  if (dim == 1 && check.rows > 0) compare_scores(got, want, check);
   check.seconds = reference.seconds +
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   enforce(check, bounds);
@@ -168,11 +199,18 @@ Json PrecisionCheck::to_json() const {
       {"precision", precision},   {"reference", "fp32"},         {"rows", rows},
       {"min_cosine", min_cosine}, {"mean_cosine", mean_cosine},  {"max_abs_diff", max_abs_diff},
       {"seconds", seconds},       {"row_ordinals", row_ordinals}};
-  if (argmax_agreement) j["argmax_agreement"] = *argmax_agreement;
+  if (argmax_agreement) j[score_column ? "rank_agreement" : "argmax_agreement"] = *argmax_agreement;
+  if (score_column) j["compared"] = "the score column (one value per row)";
   return j;
 }
 
 std::string PrecisionCheck::summary() const {
+  if (score_column) {
+    return fmt::format(
+        "precision check: {} rows in {} vs fp32: cosine of the score column {:.6f}, rows ranked "
+        "alike {:.2f}% (of pairs), max abs diff {:.2e}",
+        rows, precision, min_cosine, 100 * argmax_agreement.value_or(1), max_abs_diff);
+  }
   std::string s = fmt::format(
       "precision check: {} rows in {} vs fp32: cosine min {:.6f} mean {:.6f}, max abs diff {:.2e}",
       rows, precision, min_cosine, mean_cosine, max_abs_diff);
@@ -187,8 +225,9 @@ std::string unmet_bound(const PrecisionCheck& check, const PrecisionBounds& boun
   }
   if (bounds.min_agreement && check.argmax_agreement &&
       *check.argmax_agreement < *bounds.min_agreement) {
-    return fmt::format("argmax agreement with fp32 is {:.4f}, below --min-agreement {}",
-                       *check.argmax_agreement, *bounds.min_agreement);
+    return fmt::format("{} agreement with fp32 is {:.4f}, below --min-agreement {}",
+                       check.score_column ? "rank" : "argmax", *check.argmax_agreement,
+                       *bounds.min_agreement);
   }
   if (bounds.max_abs_diff && check.max_abs_diff > *bounds.max_abs_diff) {
     return fmt::format("the largest difference from fp32 is {:.4f}, above int8's target {}",

@@ -36,6 +36,9 @@ struct PrecisionCheck {
   double min_cosine = 1, mean_cosine = 1;  // of each row's output vector
   double max_abs_diff = 0;                 // any output value (probabilities for classifiers)
   std::optional<double> argmax_agreement;  // classify only
+  // One value per row (rerankers, regression): min_cosine is the score column's cosine and
+  // argmax_agreement the share of row pairs ranked alike (compare_scores in the .cc).
+  bool score_column = false;
   // The checked rows' positions among the input's good rows (0-based): which rows int8's
   // calibration saw, so that accuracy can be judged on the others.
   std::vector<std::uint64_t> row_ordinals;

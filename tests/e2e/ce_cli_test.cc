@@ -78,7 +78,10 @@ TEST_P(CeCli, DefaultFlagsGivePredict) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, CeCli,
                          ::testing::Values("ce6_bert_sigmoid", "ce6_bert_nli3", "ce53_bert_sigmoid",
-                                           "ce53_bert_nli3", "ce33_bert_sigmoid", "ce33_bert_nli3"),
+                                           "ce53_bert_nli3", "ce33_bert_sigmoid", "ce33_bert_nli3",
+                                           // bge-reranker-v2-m3's and gte-reranker-modernbert's
+                                           // families
+                                           "ce6_xlmr_sigmoid", "ce6_modernbert_sigmoid"),
                          [](const auto& info) { return info.param; });
 
 // The scores differ from the logits by far more than the tolerance (else the test above could
@@ -148,6 +151,41 @@ TEST(CeCliFlags, ChunkedRunAppliesTheActivation) {
     EXPECT_GT(got.values.at(row)[0], 0.0);
     EXPECT_LT(got.values.at(row)[0], 1.0);
   }
+}
+
+// A reranker's one score per row: the precision gate compares the rows' score column (each row's
+// own cosine would be 1) and the order the rows are ranked in. int8 and (emulated where the CPU
+// lacks it) bf16 stay within the gates; a bound the column's cosine misses stops the run, which a
+// per-row cosine of 1 would have let through.
+TEST(CeCliPrecision, TheGateComparesTheScoreColumnAndItsOrder) {
+  const fs::path model = ce("ce6_modernbert_sigmoid");
+  auto dir = testing::scratch_dir("ce_cli_precision");
+  // run_args with another precision and the progress lines kept.
+  auto args = [&](const std::string& precision, const fs::path& out,
+                  std::vector<std::string> extra) {
+    std::vector<std::string> a = run_args(model, out, std::move(extra));
+    const auto flag = std::find(a.begin(), a.end(), "--precision");
+    *(flag + 1) = precision;
+    a.erase(std::find(a.begin(), a.end(), "--quiet"));
+    return a;
+  };
+  for (const char* precision : {"int8", "bf16"}) {
+    SCOPED_TRACE(precision);
+    auto r = run_cli(args(precision, dir / "o.csv",
+                          {"--check-precision", "12", "--min-agreement", "1", "--report",
+                           (dir / "r.json").string()}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const Json check = read_json_file(dir / "r.json")["precision_check"];
+    EXPECT_EQ(check["rank_agreement"].get<double>(), 1.0) << check.dump();
+    EXPECT_LT(check["min_cosine"].get<double>(), 1.0 - 1e-7) << check.dump();
+    EXPECT_GT(check["min_cosine"].get<double>(), 0.999) << check.dump();
+    EXPECT_NE(r.err.find("cosine of the score column"), std::string::npos) << r.err;
+  }
+  auto r = run_cli(
+      args("int8", dir / "strict.csv", {"--check-precision", "12", "--min-cosine", "0.9999999"}));
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("below --min-cosine 0.9999999"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "strict.csv"));
 }
 
 TEST(CeCliInspect, SaysTheActivationAndWhy) {
