@@ -40,7 +40,9 @@ from safetensors.torch import save_file
 from sentence_transformers import SparseEncoder
 from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sparse_encoder.modules import SpladePooling
-from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+from transformers import (AutoTokenizer, BertConfig, BertForMaskedLM, BertTokenizerFast, DistilBertConfig,
+                          DistilBertForMaskedLM, ModernBertConfig, ModernBertForMaskedLM, XLMRobertaConfig,
+                          XLMRobertaForMaskedLM)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixture_weights import randomize  # noqa: E402  (one weight recipe for all model fixtures)
@@ -56,25 +58,60 @@ SEED = 20261220
 POSITIONS = 64
 MAX_LEN = 24
 SMALL = dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32)
-BIAS_SHIFT = -6.0  # on cls.predictions.bias: most logits negative, so relu leaves zeros
+# On the decoder bias: most logits negative, so relu leaves zeros (the other families' heads give
+# logits of a smaller spread under the weight recipe).
+BIAS_SHIFT = {"bert": -6.0, "xlmr": -2.0, "distilbert": -2.0, "modernbert": -2.0}
 TOP_K = 5
 
-# (name, pooling_strategy, activation_function, max_active_dims saved with the model)
+# (name, pooling_strategy, activation_function, max_active_dims saved with the model, family)
 SPECS = [
-    ("sparse6_bert_max_log1p", "max", "log1p_relu", None),
-    ("sparse6_bert_sum_relu", "sum", "relu", None),
-    ("sparse6_bert_max_active8", "max", "log1p_relu", 8),
+    ("sparse6_bert_max_log1p", "max", "log1p_relu", None, "bert"),
+    ("sparse6_bert_sum_relu", "sum", "relu", None, "bert"),
+    ("sparse6_bert_max_active8", "max", "log1p_relu", 8, "bert"),
+    # The MLM heads of the other families (opensearch's and granite's sparse models are RoBERTa /
+    # XLM-R bodies; DistilBERT and ModernBERT SPLADE models exist too).
+    ("sparse6_xlmr_max_log1p", "max", "log1p_relu", None, "xlmr"),
+    ("sparse6_distilbert_sum_relu", "sum", "relu", None, "distilbert"),
+    ("sparse6_modernbert_max_log1p", "max", "log1p_relu", None, "modernbert"),
 ]
+TOK = ROOT / "tests/fixtures/tokenizer/models"
 
 
-def build(name, pooling, activation, max_active, gen, tmp):
+def masked_lm(family, tmp):
+    """A random *ForMaskedLM of the family, its tokenizer and its decoder bias parameter."""
+    if family == "xlmr":
+        tok = AutoTokenizer.from_pretrained(TOK / "unigram_json", model_max_length=MAX_LEN)
+        cfg = XLMRobertaConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, bos_token_id=0, eos_token_id=2,
+                               max_position_embeddings=POSITIONS + 2, type_vocab_size=1, layer_norm_eps=1e-5,
+                               **SMALL)
+        model = XLMRobertaForMaskedLM(cfg)
+        return model, tok, lambda: model.lm_head.bias
+    if family == "distilbert":
+        tok = bert_tokenizer(tmp, MAX_LEN)
+        cfg = DistilBertConfig(vocab_size=len(vocabulary()), pad_token_id=0, max_position_embeddings=POSITIONS,
+                               dim=16, n_layers=2, n_heads=2, hidden_dim=32, activation="gelu")
+        model = DistilBertForMaskedLM(cfg)
+        return model, tok, lambda: model.vocab_projector.bias
+    if family == "modernbert":
+        tok = AutoTokenizer.from_pretrained(TOK / "modernbert_json", model_max_length=MAX_LEN)
+        cfg = ModernBertConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, cls_token_id=tok.cls_token_id,
+                               sep_token_id=tok.sep_token_id, bos_token_id=tok.cls_token_id,
+                               eos_token_id=tok.sep_token_id, max_position_embeddings=POSITIONS,
+                               global_attn_every_n_layers=2, local_attention=8, **SMALL)
+        model = ModernBertForMaskedLM(cfg)
+        return model, tok, lambda: model.decoder.bias
     tok = bert_tokenizer(tmp, MAX_LEN)
     cfg = BertConfig(vocab_size=len(vocabulary()), pad_token_id=0, max_position_embeddings=POSITIONS,
                      type_vocab_size=2, layer_norm_eps=1e-12, **SMALL)
     model = BertForMaskedLM(cfg)
+    return model, tok, lambda: model.cls.predictions.bias
+
+
+def build(name, pooling, activation, max_active, family, gen, tmp):
+    model, tok, decoder_bias = masked_lm(family, tmp)
     randomize(model, gen)
     with torch.no_grad():
-        model.cls.predictions.bias.add_(BIAS_SHIFT)
+        decoder_bias().add_(BIAS_SHIFT[family])
     model.config._name_or_path = name  # else config.json would name this machine's temp folder
     hf_dir = tmp / name
     model.save_pretrained(hf_dir, safe_serialization=True)
@@ -82,7 +119,7 @@ def build(name, pooling, activation, max_active, gen, tmp):
     transformer = Transformer(str(hf_dir), transformer_task="fill-mask",
                               model_kwargs={"attn_implementation": "eager"})
     splade = SpladePooling(pooling_strategy=pooling, activation_function=activation,
-                           embedding_dimension=len(vocabulary()))
+                           embedding_dimension=model.config.vocab_size)
     return SparseEncoder(modules=[transformer, splade], device="cpu", max_active_dims=max_active)
 
 
@@ -93,9 +130,9 @@ def encode(model, texts, **kwargs):
 
 
 def make(spec, gen, tmp):
-    name, pooling, activation, max_active = spec
+    name, pooling, activation, max_active, family = spec
     d = OUT / name
-    build(name, pooling, activation, max_active, gen, tmp).save(str(d))
+    build(name, pooling, activation, max_active, family, gen, tmp).save(str(d))
     (d / "README.md").unlink(missing_ok=True)
     loaded = SparseEncoder(str(d), device="cpu", model_kwargs={"attn_implementation": "eager"})
     dense = encode(loaded, TEXTS)

@@ -128,6 +128,8 @@ CROSS_ENCODERS = [
     "ce53_bert_nli3",
     "ce33_bert_sigmoid",
     "ce33_bert_nli3",
+    "ce6_xlmr_sigmoid",
+    "ce6_modernbert_sigmoid",
 ]
 
 

@@ -460,6 +460,7 @@ void read_modernbert(const JsonObject& obj, ModelConfig& c) {
   m.mlp_bias = obj.opt_bool("mlp_bias").value_or(false);
   m.norm_bias = obj.opt_bool("norm_bias").value_or(false);
   m.classifier_bias = obj.opt_bool("classifier_bias").value_or(false);
+  m.decoder_bias = obj.opt_bool("decoder_bias").value_or(true);
   m.classifier_act = parse_activation(obj, "classifier_activation",
                                       obj.opt_string("classifier_activation").value_or("gelu"));
   const std::string pooling = obj.opt_string("classifier_pooling").value_or("cls");

@@ -67,6 +67,7 @@ struct ModernBertConfig {
   bool mlp_bias = false;           // Wi and Wo
   bool norm_bias = false;          // every LayerNorm's shift
   bool classifier_bias = false;    // head.dense (the classifier itself always has one)
+  bool decoder_bias = true;        // the masked-LM decoder's bias (decoder.bias)
   Activation classifier_act = Activation::kGeluErf;
   bool mean_pooling = false;  // classifier_pooling "mean" (else "cls": the first token)
 };

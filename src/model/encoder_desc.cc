@@ -389,20 +389,49 @@ std::vector<std::string> EncoderDesc::summary() const {
   return lines;
 }
 
+// Each family's masked-LM head, as its *ForMaskedLM class computes it: BERT's cls.predictions
+// (hidden_act), RoBERTa's and XLM-R's lm_head (GELU), DistilBERT's vocab_transform (its
+// activation) and vocab_layer_norm (eps 1e-12), ModernBERT's head (classifier_activation, its
+// norm's bias as norm_bias says) and decoder.bias (when decoder_bias).
 MlmHeadDesc describe_mlm_head(const ModelConfig& c) {
-  if (c.family != Family::kBert) {
-    fail(
-        "config.json: field 'model_type': a masked-LM head on {} is not supported yet (BERT's "
-        "cls.predictions only)",
-        c.family_name());
-  }
+  const std::int64_t h = c.hidden_size;
   MlmHeadDesc m;
-  m.transform = linear({"cls.predictions.transform.dense"}, c.hidden_size, c.hidden_size,
-                       c.hidden_act, false);
-  m.norm = {"cls.predictions.transform.LayerNorm", c.hidden_size, c.layer_norm_eps};
-  m.decoder_bias = "cls.predictions.bias";
   m.vocab = c.vocab_size;
-  return m;
+  auto head = [&](const char* dense, Activation act, const char* norm, float eps, const char* bias,
+                  const char* untied) {
+    m.transform = linear({dense}, h, h, act, false);
+    m.norm = {norm, h, eps};
+    m.decoder_bias = bias;
+    m.untied_decoder = untied;
+  };
+  switch (c.family) {
+    case Family::kBert:
+      head("cls.predictions.transform.dense", c.hidden_act, "cls.predictions.transform.LayerNorm",
+           c.layer_norm_eps, "cls.predictions.bias", "cls.predictions.decoder.weight");
+      return m;
+    case Family::kRoberta:
+      head("lm_head.dense", Activation::kGeluErf, "lm_head.layer_norm", c.layer_norm_eps,
+           "lm_head.bias", "lm_head.decoder.weight");
+      return m;
+    case Family::kDistilBert:
+      head("vocab_transform", c.hidden_act, "vocab_layer_norm", 1e-12f, "vocab_projector.bias",
+           "vocab_projector.weight");
+      return m;
+    case Family::kModernBert: {
+      const ModernBertConfig& mb = *c.modernbert;
+      head("head.dense", mb.classifier_act, "head.norm", c.layer_norm_eps,
+           mb.decoder_bias ? "decoder.bias" : "", "decoder.weight");
+      m.transform.bias = mb.classifier_bias;
+      m.norm.bias = mb.norm_bias;
+      return m;
+    }
+    default:
+      break;
+  }
+  fail(
+      "config.json: field 'model_type': a masked-LM head on {} is not supported (BERT, RoBERTa, "
+      "XLM-R, CamemBERT, DistilBERT and ModernBERT heads)",
+      c.family_name());
 }
 
 float EncoderDesc::score_scale(const LayerDesc& layer) const {

@@ -231,8 +231,12 @@ struct HeadDesc {
 struct MlmHeadDesc {
   LinearDesc transform;
   NormDesc norm;
-  std::string decoder_bias;  // tensor name, at the checkpoint's top
+  std::string decoder_bias;  // tensor name, at the checkpoint's top; empty: none (ModernBERT's
+                             // decoder_bias false)
   std::int64_t vocab = 0;
+  // Where an untied decoder's own weight would be: refused (the head projects onto the word
+  // embeddings, as tie_word_embeddings does).
+  std::string untied_decoder;
 };
 
 struct EncoderDesc {

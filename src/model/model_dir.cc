@@ -15,17 +15,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// SpladePooling weighs every vocabulary token: its width is the MLM head's, which only BERT's
-// (cls.predictions) is described so far.
+// SpladePooling weighs every vocabulary token: its width is the MLM head's, the vocabulary.
 void check_sparse_encoder(const fs::path& dir, const StSplade& splade, const ModelConfig& config) {
   if (splade.embedding_dimension && *splade.embedding_dimension != config.vocab_size) {
     fail("{}: field '{}': {} differs from the model's vocab_size {}",
          (dir / splade.source).string(), splade.dimension_field, *splade.embedding_dimension,
          config.vocab_size);
-  }
-  if (config.family != Family::kBert) {
-    fail("{}: a SparseEncoder on {} is not supported yet (its MLM head: BERT's only)",
-         (dir / "modules.json").string(), config.family_name());
   }
 }
 

@@ -183,14 +183,15 @@ ModelTensors ModelTensors::open(const std::filesystem::path& dir, const ModelCon
   }
   if (const auto& m = d.mlm_head) {
     // An untied decoder would be another [vocab, hidden] matrix: not what this head describes.
-    if (t.checkpoint_.find("cls.predictions.decoder.weight") != nullptr) {
+    if (const Tensor* untied = t.checkpoint_.find(m->untied_decoder)) {
       fail(
-          "{}: tensor 'cls.predictions.decoder.weight': an untied MLM decoder is not supported "
-          "(mcinfer projects onto the word embeddings, as tie_word_embeddings does)",
-          t.checkpoint_.find("cls.predictions.decoder.weight")->file->string());
+          "{}: tensor '{}': an untied MLM decoder is not supported (mcinfer projects onto the word "
+          "embeddings, as tie_word_embeddings does)",
+          untied->file->string(), m->untied_decoder);
     }
-    t.mlm_head_ = MlmHeadTensors{f.gemm(m->transform), f.norm(m->norm, false),
-                                 &f.find(m->decoder_bias, {m->vocab}, false)};
+    t.mlm_head_ = MlmHeadTensors{
+        f.gemm(m->transform), f.norm(m->norm, false),
+        m->decoder_bias.empty() ? nullptr : &f.find(m->decoder_bias, {m->vocab}, false)};
   }
   f.check_all_used(warnings);
   return t;

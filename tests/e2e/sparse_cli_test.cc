@@ -89,7 +89,10 @@ TEST_P(SparseCli, TopKGivesMaxActiveDims) {
 
 INSTANTIATE_TEST_SUITE_P(Models, SparseCli,
                          ::testing::Values("sparse6_bert_max_log1p", "sparse6_bert_sum_relu",
-                                           "sparse6_bert_max_active8"));
+                                           "sparse6_bert_max_active8",
+                                           // the MLM heads of the other families
+                                           "sparse6_xlmr_max_log1p", "sparse6_distilbert_sum_relu",
+                                           "sparse6_modernbert_max_log1p"));
 
 TEST(SparseCliRefusals, CsvOutputRefusedBeforeAnyRow) {
   const fs::path dir = sparse("sparse6_bert_max_log1p");
