@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -176,3 +177,35 @@ def test_cli_merges_sparse_rows_as_a_dense_groupby_mean(tmp_path: Path) -> None:
     got_ids, got = _sparse_table(merged, dense.shape[1])
     assert got_ids == [f"t{i:02d}" for i in range(dense.shape[0])]
     _expect_equal(got, (1 * dense + 3 * top5) / 4, "merge")
+
+
+def test_console_script_refuses_formats_before_reading_the_weights(tmp_path: Path) -> None:
+    """The wheel's console script has no Arrow: a Parquet output is refused, as CSV is for
+    sparse rows, before the weights are read (they are broken here) or a row is computed."""
+    script = Path(sys.executable).parent / "mcinfer"
+    version = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True)
+    assert "Parquet: none" in version.stdout, version.stdout
+    model = tmp_path / "model"
+    shutil.copytree(FIXTURES / "sparse" / "sparse6_bert_max_log1p", model)
+    (model / "model.safetensors").write_bytes(b"not safetensors")
+    for ext, message in (
+        ("parquet", "this mcinfer was built without Parquet support"),
+        ("csv", "CSV cannot hold sparse rows; write JSONL (.jsonl) or Parquet (.parquet)"),
+    ):
+        out = tmp_path / f"o.{ext}"
+        done = subprocess.run(
+            [str(script), "run", str(model), "--input", str(model / "input.csv"), "--output",
+             str(out)],
+            capture_output=True, text=True, check=False,
+        )
+        assert done.returncode != 0
+        assert message in done.stderr, done.stderr
+        assert "safetensors" not in done.stderr, done.stderr
+        assert not out.exists()
+    # The weights are what fails once the output is one this build writes.
+    done = subprocess.run(
+        [str(script), "run", str(model), "--input", str(model / "input.csv"), "--output",
+         str(tmp_path / "o.jsonl")],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode != 0 and "model.safetensors" in done.stderr, done.stderr

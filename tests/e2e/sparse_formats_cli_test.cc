@@ -158,6 +158,32 @@ INSTANTIATE_TEST_SUITE_P(Models, SparseFormats,
                          ::testing::Values("sparse6_bert_max_log1p", "sparse6_bert_sum_relu",
                                            "sparse6_bert_max_active8"));
 
+// A format that cannot hold sparse rows (CSV), or that this build cannot write (Parquet without
+// Arrow), is refused before the weights are read (they are broken here), so before any row.
+TEST(SparseRefusals, FormatsRefusedBeforeTheWeightsAreRead) {
+  const auto scratch = testing::scratch_dir("sparse_refusals");
+  const fs::path model = scratch / "model";
+  fs::remove_all(model);
+  fs::copy(sparse("sparse6_bert_max_log1p"), model, fs::copy_options::recursive);
+  std::ofstream(model / "model.safetensors", std::ios::trunc) << "not safetensors";
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {".csv", "CSV cannot hold sparse rows; write JSONL (.jsonl) or Parquet (.parquet)"}};
+  if (!data::parquet_available())
+    cases.emplace_back(".parquet", "this mcinfer was built without Parquet support");
+  for (const auto& [ext, message] : cases) {
+    const fs::path out = scratch / ("o" + ext);
+    auto r = run_sparse(model, model / "input.csv", out);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("safetensors"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  // With an output the build writes, the broken weights are what fails.
+  auto r = run_sparse(model, model / "input.csv", scratch / "o.jsonl");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("model.safetensors"), std::string::npos) << r.err;
+}
+
 // The shards a sparse run keeps hold sparse JSONL rows, whatever the output's format: a
 // Parquet run's shards are not CSV rows of the 162-word vocabulary.
 TEST(SparseShards, HoldSparseRows) {
