@@ -49,7 +49,14 @@ for name in "$@"; do
   "$env/bin/pip" install -q --no-index --find-links "$deps" "$wheel"
   "$env/bin/pip" install -q -r "$root/python/requirements-test.txt"
   empty=$(mktemp -d)
-  (cd "$empty" && MCINFER_MINILM_DIR="$minilm" MCINFER_SOURCE_TREE="$root" \
+  # The CLI tests that write Parquet need a CLI built with Arrow (the wheel's console script is
+  # not): the build tree's, when it has one that says so (MCINFER_CLI given wins).
+  cli="${MCINFER_CLI:-}"
+  tree_cli="${MCINFER_BUILD_DIR:-$root/build}/tools/mcinfer/mcinfer"
+  if [ -z "$cli" ] && [ -x "$tree_cli" ] && "$tree_cli" --version | grep -q "Arrow"; then
+    cli=$tree_cli
+  fi
+  (cd "$empty" && MCINFER_MINILM_DIR="$minilm" MCINFER_SOURCE_TREE="$root" MCINFER_CLI="$cli" \
     "$env/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests")
   rm -rf "$empty"
 done

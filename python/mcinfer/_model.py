@@ -134,7 +134,7 @@ class Model:
 
     @property
     def task(self) -> str:
-        """``"embed"`` or ``"classify"``."""
+        """``"embed"``, ``"classify"`` or ``"sparse"`` (a SPLADE sparse encoder)."""
         return str(self._model.task)
 
     @property
@@ -205,6 +205,12 @@ class Model:
     ) -> Any:
         """Sentence embeddings, float32 [N, D], as ``SentenceTransformer.encode`` computes them.
 
+        A sparse encoder (SPLADE, ``task == "sparse"``) gives ``SparseEncoder.encode``'s token
+        weights: a ``scipy.sparse.csr_matrix`` float32 [N, vocabulary] when scipy can be
+        imported, else a list of ``(indices, values)`` per row (int32 and float32 numpy arrays,
+        indices ascending); ``output="arrow"``: a pyarrow Table with ``indices``
+        list<int32> and ``values`` list<float32> columns, as ``mcinfer run`` writes Parquet.
+
         ``sentences``: a list of str, a numpy/pandas string column, or any Arrow array or stream
         (pyarrow, polars, pandas, duckdb: read in place). The directory's modules decide the
         pooling and normalisation; ``normalize_embeddings=True`` normalises on top, as in
@@ -213,7 +219,7 @@ class Model:
         ``batch_size`` caps their rows. ``output="arrow"``: a ``fixed_size_list<float32>[D]``
         pyarrow array. Ctrl-C stops after the batches in flight (KeyboardInterrupt).
         """
-        if self.task != "embed":
+        if self.task not in ("embed", "sparse"):
             raise ValueError(
                 f"{self.model_dir}: a classifier; use predict(), or load it with task='embed'"
             )
@@ -229,6 +235,10 @@ class Model:
             show_progress_bar=show_progress_bar,
             output=output,
         )
+        if self.task == "sparse":
+            if normalize_embeddings:
+                raise ValueError("normalize_embeddings does not apply to a sparse encoder")
+            return _sparse_rows(values, output)
         if normalize_embeddings:
             # torch.nn.functional.normalize's eps, as sentence-transformers uses it.
             norms = np.maximum(np.linalg.norm(values, axis=1, keepdims=True), 1e-12)
@@ -323,6 +333,36 @@ def _split_pairs(sentences: Any) -> tuple[Any, Any]:
                 raise ValueError(f"sentences[{i}]: expected a (text, text) pair")
         return [row[0] for row in sentences], [row[1] for row in sentences]
     return sentences, None
+
+
+def _sparse_rows(values: npt.NDArray[np.float32], output: Output) -> Any:
+    """A sparse encoder's rows (dense [N, vocabulary] as computed) as their nonzeros."""
+    rows, cols = np.nonzero(values)  # row-major: each row's indices ascending
+    data = values[rows, cols]
+    # int32 offsets as scipy and Arrow's list<> use them, while the nonzeros fit.
+    offset_type = np.int32 if data.size < 2**31 else np.int64
+    indptr = np.zeros(values.shape[0] + 1, dtype=offset_type)
+    np.cumsum(np.bincount(rows, minlength=values.shape[0]), out=indptr[1:])
+    indices = cols.astype(np.int32)
+    if output == "arrow":
+        import pyarrow as pa
+
+        lists = pa.ListArray if offset_type == np.int32 else pa.LargeListArray
+        offsets = pa.array(indptr)
+        return pa.table(
+            {
+                "indices": lists.from_arrays(offsets, pa.array(indices, type=pa.int32())),
+                "values": lists.from_arrays(offsets, pa.array(data, type=pa.float32())),
+            }
+        )
+    try:
+        import scipy.sparse
+    except ImportError:
+        return [
+            (indices[indptr[i] : indptr[i + 1]], data[indptr[i] : indptr[i + 1]])
+            for i in range(values.shape[0])
+        ]
+    return scipy.sparse.csr_matrix((data, indices, indptr), shape=values.shape)
 
 
 def _embeddings_to_arrow(values: npt.NDArray[np.float32]) -> Any:

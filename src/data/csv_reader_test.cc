@@ -301,8 +301,11 @@ TEST(CsvRows, ResolveFormat) {
   EXPECT_EQ(resolve_output_format("b.json"), OutputFormat::kJsonl);
   EXPECT_THROW(resolve_output_format("b.txt"), UsageError);
   EXPECT_EQ(run_output_format("b.txt"), OutputFormat::kCsv);
-  EXPECT_EQ(shard_format(OutputFormat::kParquet), LineFormat::kCsv);
-  EXPECT_EQ(shard_format(OutputFormat::kJsonl), LineFormat::kJsonl);
+  EXPECT_EQ(shard_format(OutputFormat::kParquet, RowKind::kEmbedding), LineFormat::kCsv);
+  EXPECT_EQ(shard_format(OutputFormat::kJsonl, RowKind::kColumns), LineFormat::kJsonl);
+  // Sparse rows are never shards of vocabulary-wide dense rows: JSONL whatever the output.
+  EXPECT_EQ(shard_format(OutputFormat::kParquet, RowKind::kSparse), LineFormat::kJsonl);
+  EXPECT_EQ(shard_format(OutputFormat::kJsonl, RowKind::kSparse), LineFormat::kJsonl);
   EXPECT_FALSE(line_format(OutputFormat::kParquet));
 }
 

@@ -5,17 +5,25 @@
 // Only those two files include it: nothing else in mcinfer sees an Arrow header.
 
 #include <arrow/api.h>
+#include <arrow/io/interfaces.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/schema.h>
 #include <parquet/exception.h>
 
 #include <charconv>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "core/error.h"
+#include "core/file_writer.h"
+
+namespace mcinfer::data {
+class PredictionReader;
+class PredictionWriter;
+}  // namespace mcinfer::data
 
 namespace mcinfer::data::parquet_io {
 
@@ -90,6 +98,43 @@ class BatchCursor {
 int leaf_column(const parquet::arrow::FileReader& reader, const std::filesystem::path& path,
                 const std::string& name);
 
+// Arrow's output stream over an AtomicFile's writer: the same temporary file, fsync and
+// rename as the line formats. An I/O error keeps its own message (the file, the cause).
+class AtomicStream final : public arrow::io::OutputStream {
+ public:
+  explicit AtomicStream(FileWriter& out) : out_(out) {}
+  arrow::Status Close() override {
+    closed_ = true;
+    return arrow::Status::OK();
+  }
+  bool closed() const override { return closed_; }
+  arrow::Result<std::int64_t> Tell() const override {
+    return static_cast<std::int64_t>(out_.offset());
+  }
+  arrow::Status Write(const void* data, std::int64_t nbytes) override {
+    try {
+      out_.write(
+          std::string_view(static_cast<const char*>(data), static_cast<std::size_t>(nbytes)));
+    } catch (const std::exception& e) {
+      error_ = std::current_exception();
+      return arrow::Status::IOError(e.what());
+    }
+    return arrow::Status::OK();
+  }
+  void rethrow() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  FileWriter& out_;
+  bool closed_ = false;
+  std::exception_ptr error_;
+};
+
+// Whether the table's schema is a sparse prediction table's: a list column `indices` or
+// `values` (parquet_sparse.cc reads it, and refuses any other column).
+bool is_sparse_table(parquet::arrow::FileReader& reader, const std::filesystem::path& path);
+
 // One column of a record batch read as text: strings as they are, integers as decimal text.
 class TextColumn {
  public:
@@ -112,3 +157,13 @@ class TextColumn {
 };
 
 }  // namespace mcinfer::data::parquet_io
+
+namespace mcinfer::data {
+
+// parquet_sparse.cc: sparse prediction tables (`indices` list<int32>, `values` list<float32>).
+std::unique_ptr<PredictionReader> make_sparse_parquet_reader(
+    const std::filesystem::path& path, std::unique_ptr<parquet::arrow::FileReader> reader);
+std::unique_ptr<PredictionWriter> make_sparse_parquet_writer(const std::filesystem::path& path,
+                                                             bool integer_ids);
+
+}  // namespace mcinfer::data

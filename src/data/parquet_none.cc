@@ -23,6 +23,8 @@ namespace {
 
 std::string parquet_library() { return "none"; }
 
+bool parquet_available() { return false; }
+
 std::unique_ptr<RowReader> make_parquet_row_reader(const std::filesystem::path& path,
                                                    const ColumnSpec&, const ReaderOptions&) {
   refuse(path);

@@ -5,13 +5,13 @@
 // int64, else string), then the values as float32: one column per label (classifiers), one
 // fixed_size_list<float32>[D] column `embedding` (embeddings), and with several outputs one
 // column per label of a labelled group (`probs.neg`) and one fixed_size_list column per vector
-// group (`cls`). The Arrow schema is stored in the file, so a list column reads back as a
-// fixed_size_list (pyarrow, pandas, polars, DuckDB read the file as it is). No dictionary
-// encoding (ids and values are mostly distinct); statistics for `id` only; no compression
-// (float32 embeddings barely compress: all-MiniLM-L6-v2's over 2,795 rows, 4.34 MB, shrink by
-// 8% with zstd and 1% with snappy; measured 2026-12-06).
+// group (`cls`); sparse rows (--task sparse) as `indices` list<int32> and `values`
+// list<float32>, the nonzeros with their indices ascending. The Arrow schema is stored in the file,
+// so a list column reads back as a fixed_size_list (pyarrow, pandas, polars, DuckDB read the file
+// as it is). No dictionary encoding (ids and values are mostly distinct); statistics for `id` only;
+// no compression (float32 embeddings barely compress: all-MiniLM-L6-v2's over 2,795 rows, 4.34 MB,
+// shrink by 8% with zstd and 1% with snappy; measured 2026-12-06).
 
-#include <arrow/io/interfaces.h>
 #include <fmt/format.h>
 #include <parquet/arrow/writer.h>
 
@@ -28,43 +28,11 @@
 namespace mcinfer::data {
 namespace {
 
+using parquet_io::AtomicStream;
 using parquet_io::check;
 using parquet_io::take;
 
 constexpr std::size_t kRowGroupBytes = std::size_t{64} << 20;  // of values, before encoding
-
-// Arrow's output stream over an AtomicFile's writer: the same temporary file, fsync and
-// rename as the line formats. An I/O error keeps its own message (the file, the cause).
-class AtomicStream final : public arrow::io::OutputStream {
- public:
-  explicit AtomicStream(FileWriter& out) : out_(out) {}
-  arrow::Status Close() override {
-    closed_ = true;
-    return arrow::Status::OK();
-  }
-  bool closed() const override { return closed_; }
-  arrow::Result<std::int64_t> Tell() const override {
-    return static_cast<std::int64_t>(out_.offset());
-  }
-  arrow::Status Write(const void* data, std::int64_t nbytes) override {
-    try {
-      out_.write(
-          std::string_view(static_cast<const char*>(data), static_cast<std::size_t>(nbytes)));
-    } catch (const std::exception& e) {
-      error_ = std::current_exception();
-      return arrow::Status::IOError(e.what());
-    }
-    return arrow::Status::OK();
-  }
-  void rethrow() const {
-    if (error_) std::rethrow_exception(error_);
-  }
-
- private:
-  FileWriter& out_;
-  bool closed_ = false;
-  std::exception_ptr error_;
-};
 
 // One value field of the file: `count` consecutive schema columns from `first`, a float32
 // column (count 1) or a fixed_size_list of `count`.
@@ -132,6 +100,11 @@ class ParquetWriter final : public PredictionWriter {
                                                     properties, arrow_properties),
                    path_, "cannot start the Parquet file");
     reset_buffers();
+  }
+
+  void add_sparse(std::string_view, bool, std::span<const std::int32_t>,
+                  std::span<const double>) override {
+    fail("internal: {}: a sparse row for a dense Parquet table", path_.string());
   }
 
   void add(std::string_view id, bool id_is_string, std::span<const double> values) override {
@@ -217,8 +190,9 @@ class ParquetWriter final : public PredictionWriter {
 // columns of float32/float64 or fixed_size_lists of them.
 class ParquetPredictionReader final : public PredictionReader {
  public:
-  explicit ParquetPredictionReader(const std::filesystem::path& path)
-      : path_(path), reader_(parquet_io::open_reader(path)) {
+  ParquetPredictionReader(const std::filesystem::path& path,
+                          std::unique_ptr<parquet::arrow::FileReader> reader)
+      : path_(path), reader_(std::move(reader)) {
     std::shared_ptr<arrow::Schema> schema;
     check(reader_->GetSchema(&schema), path_, "cannot read the schema");
     if (parquet_io::leaf_column(*reader_, path_, "id") < 0) {
@@ -385,15 +359,22 @@ class ParquetPredictionReader final : public PredictionReader {
 
 std::string parquet_library() { return "Arrow " MCINFER_ARROW_VERSION_STRING; }
 
+bool parquet_available() { return true; }
+
 std::unique_ptr<PredictionReader> make_parquet_prediction_reader(
     const std::filesystem::path& path) {
-  return parquet_io::guard_metadata(
-      path, [&] { return std::make_unique<ParquetPredictionReader>(path); });
+  return parquet_io::guard_metadata(path, [&]() -> std::unique_ptr<PredictionReader> {
+    auto reader = parquet_io::open_reader(path);
+    if (parquet_io::is_sparse_table(*reader, path))
+      return make_sparse_parquet_reader(path, std::move(reader));
+    return std::make_unique<ParquetPredictionReader>(path, std::move(reader));
+  });
 }
 
 std::unique_ptr<PredictionWriter> make_parquet_prediction_writer(const std::filesystem::path& path,
                                                                  const PredictionSchema& schema,
                                                                  const TableFacts& facts) {
+  if (schema.sparse) return make_sparse_parquet_writer(path, facts.integer_ids);
   return std::make_unique<ParquetWriter>(path, schema, facts);
 }
 

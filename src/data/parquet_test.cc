@@ -345,6 +345,102 @@ TEST(ParquetMerge, ParquetInputsMergeIntoEveryFormat) {
   EXPECT_EQ(testing::read_file(dir / "m.csv"), "id,neg,pos\n3,0,1\n2,0.625,0.375\n1,0,1\n");
 }
 
+// A list<T> array of `rows` from flat values and offsets, as another tool would write it.
+std::shared_ptr<arrow::Array> list_array(const std::vector<std::int32_t>& offsets,
+                                         std::shared_ptr<arrow::Array> items) {
+  auto offsets_array = std::make_shared<arrow::Int32Array>(
+      static_cast<std::int64_t>(offsets.size()), arrow::Buffer::FromVector(offsets));
+  return testing::ok(arrow::ListArray::FromArrays(*offsets_array, *items));
+}
+
+TEST(ParquetTables, SparseRowsAreTwoListColumnsThatReadBack) {
+  const fs::path path = testing::scratch_dir("pq_sparse") / "out.parquet";
+  PredictionSchema schema;
+  schema.sparse = true;
+  std::vector<std::vector<std::int32_t>> indices;
+  std::vector<std::vector<double>> values;
+  {
+    auto writer =
+        PredictionWriter::open(path, OutputFormat::kParquet, schema, {.integer_ids = true});
+    // Row widths vary (none, one, many) across more rows than one record batch holds.
+    for (int i = 0; i < 70000; ++i) {
+      auto& idx = indices.emplace_back();
+      auto& val = values.emplace_back();
+      for (int k = 0; k < i % 7; ++k) {
+        idx.push_back(k * 1000 + i % 13);
+        val.push_back(0.5 + k + 1.0 / (i + 1));
+      }
+      writer->add_sparse(std::to_string(i), false, idx, val);
+    }
+    writer->commit();
+  }
+  auto table = testing::read_parquet(path);
+  EXPECT_EQ(table->schema()->ToString(),
+            "id: int64 not null\nindices: list<element: int32 not null> not null\nvalues: "
+            "list<element: float not null> not null");
+  auto reader = PredictionReader::open(path, std::nullopt);
+  ASSERT_TRUE(reader->schema().sparse);
+  PredictionRow row;
+  for (int i = 0; i < 70000; ++i) {
+    ASSERT_TRUE(reader->next(row));
+    ASSERT_EQ(row.id, std::to_string(i));
+    ASSERT_EQ(std::vector<std::int32_t>(row.indices.begin(), row.indices.end()), indices[i]);
+    ASSERT_EQ(row.values.size(), values[i].size());
+    for (std::size_t k = 0; k < values[i].size(); ++k)
+      ASSERT_EQ(row.values[k], static_cast<float>(values[i][k]));
+  }
+  EXPECT_FALSE(reader->next(row));
+}
+
+TEST(ParquetTables, MalformedSparseTablesNamedByRowAndColumn) {
+  const fs::path dir = testing::scratch_dir("pq_sparse_bad");
+  auto ints = [](std::vector<std::int64_t> v) { return testing::int64_array(v); };
+  auto read_all = [](const fs::path& path) {
+    return error_of([&] {
+      auto reader = PredictionReader::open(path, std::nullopt);
+      PredictionRow row;
+      while (reader->next(row)) {
+      }
+    });
+  };
+  const std::pair<std::vector<std::int64_t>, std::string> cases[] = {
+      {{1, 5, 3}, "row 2: indices[1]: 3 after 5: indices must ascend"},
+      {{1, -2, 3}, "row 2: indices[0]: -2 is not in [0, 2147483647]"},
+      {{1, 4, 2147483648}, "row 2: indices[1]: 2147483648 is not in [0, 2147483647]"},
+  };
+  for (const auto& [flat, want] : cases) {
+    testing::write_parquet(dir / "bad.parquet",
+                           {{"id", testing::text_array({"a", "b"})},
+                            {"indices", list_array({0, 1, 3}, ints(flat))},
+                            {"values", list_array({0, 1, 3}, testing::float_array({1, 2, 3}))}});
+    EXPECT_EQ(read_all(dir / "bad.parquet"), (dir / "bad.parquet").string() + ": " + want);
+  }
+  testing::write_parquet(dir / "lengths.parquet",
+                         {{"id", testing::text_array({"a"})},
+                          {"indices", list_array({0, 2}, ints({1, 2}))},
+                          {"values", list_array({0, 1}, testing::float_array({1}))}});
+  EXPECT_NE(read_all(dir / "lengths.parquet")
+                .find("row 1: 'indices' has 2 items and 'values' 1: one value per index"),
+            std::string::npos);
+  testing::write_parquet(dir / "nan.parquet",
+                         {{"id", testing::text_array({"a"})},
+                          {"indices", list_array({0, 1}, ints({1}))},
+                          {"values", list_array({0, 1}, testing::float_array({NAN}))}});
+  EXPECT_NE(read_all(dir / "nan.parquet").find("row 1: values[0]: nan is not a finite number"),
+            std::string::npos);
+  testing::write_parquet(dir / "extra.parquet",
+                         {{"id", testing::text_array({"a"})},
+                          {"indices", list_array({0, 1}, ints({1}))},
+                          {"values", list_array({0, 1}, testing::float_array({1}))},
+                          {"e", testing::float_array({1})}});
+  EXPECT_NE(read_all(dir / "extra.parquet")
+                .find("column 'e': a sparse table has the columns id, indices and values only"),
+            std::string::npos);
+  testing::write_parquet(dir / "novalues.parquet", {{"id", testing::text_array({"a"})},
+                                                    {"indices", list_array({0, 1}, ints({1}))}});
+  EXPECT_NE(read_all(dir / "novalues.parquet").find("no column 'values'"), std::string::npos);
+}
+
 TEST(ParquetLibrary, NamesArrow) { EXPECT_EQ(parquet_library().rfind("Arrow ", 0), 0u); }
 
 }  // namespace

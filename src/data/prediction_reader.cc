@@ -19,6 +19,8 @@ namespace {
 
 constexpr std::string_view kIdColumn = "id";
 constexpr std::string_view kEmbedding = "embedding";
+constexpr std::string_view kIndices = "indices";
+constexpr std::string_view kSparseValues = "values";
 
 struct RowProblem {
   std::string reason;
@@ -209,7 +211,13 @@ class JsonlPredictionReader final : public PredictionReader {
     }
     if (!line_.terminated) warning_ = unterminated_warning(path_, line_.number);
     row.line = line_.number;
-    row.values = values_;
+    if (schema_.sparse) {
+      row.indices = indices_;
+      row.values = sparse_values_;
+    } else {
+      row.indices = {};
+      row.values = values_;
+    }
     return true;
   }
 
@@ -310,12 +318,17 @@ class JsonlPredictionReader final : public PredictionReader {
     c.begin_object();
     std::string_view key;
     bool seen_id = false;
-    std::size_t numbers = 0;
+    std::size_t numbers = 0, sparse_fields = 0;
     while (c.next_key(key)) {
       if (key == kIdColumn) {
         if (seen_id) throw RowProblem{"field 'id' appears twice"};
         seen_id = true;
         read_id(c, nullptr);
+        continue;
+      }
+      if ((key == kIndices || key == kSparseValues) && c.peek_kind() == JsonCursor::Kind::kArray) {
+        ++sparse_fields;  // parse_sparse_row checks them (the first row is read again)
+        c.skip_value();
         continue;
       }
       if (!field_index_.emplace(std::string(key), fields_.size()).second)
@@ -332,6 +345,16 @@ class JsonlPredictionReader final : public PredictionReader {
     }
     if (!c.at_end()) c.fail("unexpected data after the object");
     if (!seen_id) throw RowProblem{"missing field 'id'"};
+    if (sparse_fields > 0) {
+      if (sparse_fields != 2 || !fields_.empty()) {
+        throw RowProblem{
+            "a sparse row has exactly the fields id, indices and values (arrays of the nonzeros' "
+            "indices and values)"};
+      }
+      schema_.sparse = true;
+      first_line_ = line_.number;
+      return;
+    }
     if (schema_.columns.empty()) throw RowProblem{"no value fields besides 'id'"};
     describe_groups(numbers);
     values_.resize(schema_.columns.size());
@@ -427,12 +450,81 @@ class JsonlPredictionReader final : public PredictionReader {
     return it->second;
   }
 
+  // The nonzeros' indices: integers in [0, kMaxSparseIndex], strictly ascending.
+  void read_indices(JsonCursor& c) {
+    if (c.peek_kind() != JsonCursor::Kind::kArray)
+      throw RowProblem{
+          fmt::format("field 'indices': expected an array, got {}", json_kind_name(c.peek_kind()))};
+    indices_.clear();
+    c.begin_array();
+    while (c.next_item()) {
+      const std::size_t k = indices_.size();
+      if (c.peek_kind() != JsonCursor::Kind::kNumber)
+        throw RowProblem{fmt::format("field 'indices'[{}]: expected an integer, got {}", k,
+                                     json_kind_name(c.peek_kind()))};
+      const std::string_view text = c.number();
+      std::int64_t v = -1;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc() || end != text.data() + text.size() || v < 0 || v > kMaxSparseIndex)
+        throw RowProblem{fmt::format("field 'indices'[{}]: {} is not an integer in [0, {}]", k,
+                                     text.substr(0, 40), kMaxSparseIndex)};
+      if (k > 0 && v <= indices_.back())
+        throw RowProblem{fmt::format("field 'indices'[{}]: {} after {}: indices must ascend", k, v,
+                                     indices_.back())};
+      indices_.push_back(static_cast<std::int32_t>(v));
+    }
+  }
+
+  void read_sparse_values(JsonCursor& c) {
+    if (c.peek_kind() != JsonCursor::Kind::kArray)
+      throw RowProblem{
+          fmt::format("field 'values': expected an array, got {}", json_kind_name(c.peek_kind()))};
+    sparse_values_.clear();
+    c.begin_array();
+    while (c.next_item())
+      sparse_values_.push_back(read_number(c, fmt::format("values[{}]", sparse_values_.size())));
+  }
+
+  // {"id": ..., "indices": [...], "values": [...]}, the keys in any order.
+  void parse_sparse_row(JsonCursor& c, PredictionRow& row) {
+    bool seen[3] = {false, false, false};
+    c.begin_object();
+    std::string_view key;
+    while (c.next_key(key)) {
+      const int which = key == kIdColumn ? 0 : key == kIndices ? 1 : key == kSparseValues ? 2 : -1;
+      if (which < 0)
+        throw RowProblem{fmt::format(
+            "unexpected field '{}' (a sparse row, as the first on line {}: id, indices, values)",
+            key, first_line_)};
+      if (seen[which]) throw RowProblem{fmt::format("field '{}' appears twice", key)};
+      seen[which] = true;
+      if (which == 0) {
+        read_id(c, &row);
+      } else if (which == 1) {
+        read_indices(c);
+      } else {
+        read_sparse_values(c);
+      }
+    }
+    if (!c.at_end()) c.fail("unexpected data after the object");
+    constexpr std::string_view kNames[] = {kIdColumn, kIndices, kSparseValues};
+    for (int i = 0; i < 3; ++i)
+      if (!seen[i]) throw RowProblem{fmt::format("missing field '{}'", kNames[i])};
+    if (indices_.size() != sparse_values_.size())
+      throw RowProblem{fmt::format("'indices' has {} items and 'values' {}: one value per index",
+                                   indices_.size(), sparse_values_.size())};
+  }
+
   void parse_row(PredictionRow& row) {
     check_line();
     JsonCursor c(line_.text);
     auto top = c.peek_kind();
     if (top != JsonCursor::Kind::kObject) {
       throw RowProblem{fmt::format("expected a JSON object, got {}", json_kind_name(top))};
+    }
+    if (schema_.sparse) {
+      parse_sparse_row(c, row);
+      return;
     }
     ++row_stamp_;
     bool seen_id = false;
@@ -483,6 +575,8 @@ class JsonlPredictionReader final : public PredictionReader {
   std::unordered_map<std::string, std::size_t> field_index_;  // key -> field
   std::unordered_map<std::string, std::size_t> index_;        // "<group>.<label>" -> column
   std::vector<double> values_;
+  std::vector<std::int32_t> indices_;  // sparse rows
+  std::vector<double> sparse_values_;
   std::vector<std::uint64_t> stamp_;
   std::uint64_t row_stamp_ = 0;
   std::string id_scratch_, label_scratch_;
@@ -506,15 +600,13 @@ std::unique_ptr<PredictionReader> PredictionReader::open(const std::filesystem::
                                                          std::optional<OutputFormat> format,
                                                          const ReaderOptions& options) {
   const OutputFormat f = format ? *format : resolve_output_format(path);
-  switch (f) {
-    case OutputFormat::kCsv:
-    case OutputFormat::kJsonl:
-      return make(StreamBuffer::open_file(path, options.chunk_bytes), path, *line_format(f),
-                  options);
-    case OutputFormat::kParquet:
-      return make_parquet_prediction_reader(path);
-  }
-  fail("internal: output format {}", static_cast<int>(f));
+  return format_info(f).open_reader(path, options);
+}
+
+std::unique_ptr<PredictionReader> open_line_prediction_reader(const std::filesystem::path& path,
+                                                              LineFormat format,
+                                                              const ReaderOptions& options) {
+  return make(StreamBuffer::open_file(path, options.chunk_bytes), path, format, options);
 }
 
 std::unique_ptr<PredictionReader> PredictionReader::open_bytes(std::string_view bytes,

@@ -26,6 +26,9 @@ struct PredictionRow {
   std::string_view id;             // valid until the next call
   bool id_is_string = true;        // false for JSON numbers (kept as spelled)
   std::span<const double> values;  // in schema().columns order; valid until the next call
+  // Sparse tables (schema().sparse): the nonzeros' indices, strictly ascending, each with its
+  // value in `values`; empty otherwise.
+  std::span<const std::int32_t> indices;
 };
 
 class PredictionReader {
@@ -39,7 +42,9 @@ class PredictionReader {
   // naming the file, row and column. CSV: the header's `id` column holds
   // ids and every other column values (columns named e0..e{d-1} are an embedding). JSONL:
   // the first row's keys define the columns (or its "embedding" array); later rows must
-  // have the same keys, in any order.
+  // have the same keys, in any order. Sparse rows ({"id", "indices", "values"} in JSONL, list
+  // columns `indices` and `values` in Parquet) make a sparse schema: indices are integers in
+  // [0, 2^31 - 1], strictly ascending, as many as the values (else an Error naming the row).
   static std::unique_ptr<PredictionReader> open(const std::filesystem::path& path,
                                                 std::optional<OutputFormat> format,
                                                 const ReaderOptions& options = {});
@@ -58,6 +63,11 @@ class PredictionReader {
   // Set once the end is reached when the last line was torn (dropped) or unterminated.
   virtual const std::optional<std::string>& warning() const = 0;
 };
+
+// CSV or JSONL (prediction_reader.cc).
+std::unique_ptr<PredictionReader> open_line_prediction_reader(const std::filesystem::path& path,
+                                                              LineFormat format,
+                                                              const ReaderOptions& options);
 
 // parquet_tables.cc (parquet_none.cc without Arrow: an Error saying so).
 std::unique_ptr<PredictionReader> make_parquet_prediction_reader(const std::filesystem::path& path);

@@ -20,10 +20,14 @@ class LineWriter final : public PredictionWriter {
 
   void add(std::string_view id, bool id_is_string, std::span<const double> values) override {
     append_prediction(schema_, format_, id, id_is_string, values, buf_);
-    if (buf_.size() >= kFlushBytes) {
-      file_.writer().write(buf_);
-      buf_.clear();
-    }
+    maybe_flush();
+  }
+
+  void add_sparse(std::string_view id, bool id_is_string, std::span<const std::int32_t> indices,
+                  std::span<const double> values) override {
+    // check_table_format keeps sparse rows out of CSV.
+    append_sparse_prediction(id, id_is_string, indices, values, buf_);
+    maybe_flush();
   }
 
   void commit() override {
@@ -33,6 +37,13 @@ class LineWriter final : public PredictionWriter {
   }
 
  private:
+  void maybe_flush() {
+    if (buf_.size() >= kFlushBytes) {
+      file_.writer().write(buf_);
+      buf_.clear();
+    }
+  }
+
   AtomicFile file_;
   LineFormat format_;
   PredictionSchema schema_;
@@ -54,21 +65,14 @@ std::unique_ptr<PredictionWriter> PredictionWriter::open(const std::filesystem::
                                                          OutputFormat format,
                                                          const PredictionSchema& schema,
                                                          const TableFacts& facts) {
-  if (schema.sparse && format != OutputFormat::kJsonl) {
-    fail_usage(
-        "{}: sparse rows (--task sparse) are written as JSONL only, not {} (Parquet list "
-        "columns are planned); name a .jsonl output",
-        path.string(), format_name(format));
-  }
-  switch (format) {
-    case OutputFormat::kCsv:
-      return std::make_unique<LineWriter>(path, LineFormat::kCsv, schema);
-    case OutputFormat::kJsonl:
-      return std::make_unique<LineWriter>(path, LineFormat::kJsonl, schema);
-    case OutputFormat::kParquet:
-      return make_parquet_prediction_writer(path, schema, facts);
-  }
-  fail("internal: output format {}", static_cast<int>(format));
+  check_table_format(path, format, row_kind(schema), parquet_available());
+  return format_info(format).open_writer(path, schema, facts);
+}
+
+std::unique_ptr<PredictionWriter> make_line_prediction_writer(const std::filesystem::path& path,
+                                                              LineFormat format,
+                                                              const PredictionSchema& schema) {
+  return std::make_unique<LineWriter>(path, format, schema);
 }
 
 }  // namespace mcinfer::data

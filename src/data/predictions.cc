@@ -21,6 +21,15 @@ void append_number(T value, LineFormat format, std::string& out) {
   out.append(buf, end);
 }
 
+void append_json_id(std::string_view id, bool id_is_string, std::string& out) {
+  out.append("{\"id\":");
+  if (id_is_string) {
+    append_json_string(id, out);
+  } else {
+    out.append(id);
+  }
+}
+
 template <typename T>
 void append_array(std::span<const T> values, std::string& out) {
   out.push_back('[');
@@ -94,12 +103,7 @@ void append_row(const PredictionSchema& schema, LineFormat format, std::string_v
     out.push_back('\n');
     return;
   }
-  out.append("{\"id\":");
-  if (id_is_string) {
-    append_json_string(id, out);
-  } else {
-    out.append(id);
-  }
+  append_json_id(id, id_is_string, out);
   if (!schema.groups.empty()) {
     append_groups(schema, values, out);
     out.append("}\n");
@@ -128,6 +132,31 @@ void append_row(const PredictionSchema& schema, LineFormat format, std::string_v
 }
 
 }  // namespace
+
+RowKind row_kind(const PredictionSchema& schema) {
+  if (schema.sparse) return RowKind::kSparse;
+  if (!schema.groups.empty()) return RowKind::kGroups;
+  return schema.embedding ? RowKind::kEmbedding : RowKind::kColumns;
+}
+
+void append_sparse_prediction(std::string_view id, bool id_is_string,
+                              std::span<const std::int32_t> indices, std::span<const double> values,
+                              std::string& out) {
+  append_json_id(id, id_is_string, out);
+  out.append(",\"indices\":[");
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    char buf[16];
+    char* end = fmt::format_to(buf, FMT_COMPILE("{}"), indices[i]);
+    out.append(buf, end);
+  }
+  out.append("],\"values\":[");
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    append_number(static_cast<float>(values[i]), LineFormat::kJsonl, out);
+  }
+  out.append("]}\n");
+}
 
 void append_csv_field(std::string_view text, std::string& out) {
   bool quote = !text.empty() && (text.front() == ' ' || text.front() == '\t' ||

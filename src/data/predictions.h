@@ -1,9 +1,10 @@
 #pragma once
 // Prediction tables: what `run` writes (shards and output) and `merge` reads and writes.
-// CSV: header `id,<col>,...`, one row per prediction. Sparse rows: JSONL only (see
-// PredictionSchema::sparse). JSONL: {"id": ..., "<col>": v, ...}, or
-// for embeddings {"id": ..., "embedding": [v, ...]} (CSV then names the columns e0..e{d-1}).
-// Several outputs of one pass (`run --outputs probs,cls`) are groups of columns: CSV names them
+// CSV: header `id,<col>,...`, one row per prediction. Sparse rows: JSONL (see
+// PredictionSchema::sparse) and Parquet (parquet_tables.cc), never CSV (formats.h's table). JSONL:
+// {"id": ..., "<col>": v, ...}, or for embeddings {"id": ..., "embedding": [v, ...]} (CSV then
+// names the columns e0..e{d-1}). Several outputs of one pass (`run --outputs probs,cls`) are groups
+// of columns: CSV names them
 // `<output>.<label>` or `<output>.e<i>` (`probs.neg,probs.pos,cls.e0,...`), JSONL gives each
 // output one field, an object of labels or an array ({"id": 1, "probs": {"neg": 0.1, "pos":
 // 0.9}, "cls": [0.3, ...]}).
@@ -11,6 +12,7 @@
 // failure, never a prediction) is written as nan/inf/-inf in CSV and null in JSONL, so that
 // merge stops on it with the file and line.
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,11 +45,26 @@ struct PredictionSchema {
   std::vector<std::string> columns;  // value columns in order (labels, or e0..e{d-1})
   bool embedding = false;            // JSONL uses one "embedding" array instead of columns
   std::vector<OutputGroup> groups;   // empty, or covering `columns` exactly (then !embedding)
-  // Sparse token weights (--task sparse; with `embedding`): JSONL writes the nonzero values,
-  // {"id": ..., "indices": [i, ...], "values": [v, ...]}, indices ascending, values as float32.
-  // No other format holds it yet. Last, so that {columns, embedding, groups} still reads.
+  // Sparse token weights (--task sparse): JSONL writes the nonzero values,
+  // {"id": ..., "indices": [i, ...], "values": [v, ...]}, indices ascending, values as float32;
+  // Parquet two list columns. A run's schema keeps its dense columns e0..e{vocab-1} (with
+  // `embedding`: what a batch's values are), a table read back has none. Last, so that
+  // {columns, embedding, groups} still reads.
   bool sparse = false;
 };
+
+// What the schema's rows hold, as formats.h's table names it.
+RowKind row_kind(const PredictionSchema& schema);
+
+// A sparse row's index: at most the largest int32 (Parquet's list<int32>), far above any
+// vocabulary.
+inline constexpr std::int64_t kMaxSparseIndex = 2147483647;
+
+// Appends one sparse JSONL row, newline included: {"id":...,"indices":[...],"values":[...]},
+// values as float32. The indices are ascending (the caller's rows are).
+void append_sparse_prediction(std::string_view id, bool id_is_string,
+                              std::span<const std::int32_t> indices, std::span<const double> values,
+                              std::string& out);
 
 // The groups that CSV columns named as above form ("probs.neg", "probs.pos", "cls.e0", ...), or
 // none when any column is not such a name or a group's columns are not consecutive.

@@ -14,6 +14,7 @@
 #include "data/predictions.h"
 #include "merge/id_table.h"
 #include "merge/shard_names.h"
+#include "merge/sparse_sums.h"
 
 namespace mcinfer::merge {
 namespace {
@@ -78,6 +79,12 @@ class Merger {
       ncols_ = schema_.columns.size();
       for (std::size_t i = 0; i < ncols_; ++i) column_index_[schema_.columns[i]] = i;
       init_storage();
+    } else if (schema.sparse != schema_.sparse) {
+      fail(
+          "{}: {} rows, but {} has {} rows: sparse rows (indices, values) merge only with sparse "
+          "rows",
+          reader.path().string(), schema.sparse ? "sparse" : "dense", schema_source_.string(),
+          schema_.sparse ? "sparse" : "dense");
     } else {
       check_columns(reader);
     }
@@ -94,23 +101,18 @@ class Merger {
     return true;
   }
 
-  void add(std::string_view id, bool id_is_string, std::span<const double> file_values,
-           double weight) {
-    const double* v = file_values.data();
+  void add(const data::PredictionRow& row, double weight) {
+    if (schema_.sparse) {
+      auto [slot, first] = slot_of_row(row.id, row.id_is_string);
+      sparse_->add(slot, row.indices, row.values, weight, first);
+      return;
+    }
+    const double* v = row.values.data();
     if (!identity_) {
-      for (std::size_t j = 0; j < file_values.size(); ++j) scratch_[map_[j]] = file_values[j];
+      for (std::size_t j = 0; j < row.values.size(); ++j) scratch_[map_[j]] = row.values[j];
       v = scratch_.data();
     }
-    bool inserted = false;
-    std::uint32_t slot = table_.insert(id, inserted);
-    if (inserted) new_slot();
-    ++report_.rows_read;
-    std::uint8_t& flags = flags_[slot];
-    const bool first = (flags & kSeen) == 0;
-    if (first) {
-      flags |= kSeen | ((id_is_string || (flags & kExpected)) ? 0 : kNumber);
-      if (expecting_) seen_order_.push_back(slot);
-    }
+    auto [slot, first] = slot_of_row(row.id, row.id_is_string);
     switch (options_.reduce) {
       case Reduce::kMean: {
         double* acc = values_[slot];
@@ -144,6 +146,22 @@ class Merger {
         break;
       }
     }
+  }
+
+  // The slot of a row's id (made for an id not seen before), and whether it is the id's first
+  // row.
+  std::pair<std::uint32_t, bool> slot_of_row(std::string_view id, bool id_is_string) {
+    bool inserted = false;
+    std::uint32_t slot = table_.insert(id, inserted);
+    if (inserted) new_slot();
+    ++report_.rows_read;
+    std::uint8_t& flags = flags_[slot];
+    const bool first = (flags & kSeen) == 0;
+    if (first) {
+      flags |= kSeen | ((id_is_string || (flags & kExpected)) ? 0 : kNumber);
+      if (expecting_) seen_order_.push_back(slot);
+    }
+    return {slot, first};
   }
 
   Report finish_report() {
@@ -187,7 +205,6 @@ class Merger {
       case data::OutputFormat::kParquet:
         break;
     }
-    schema.sparse = options_.sparse_output;
     std::vector<std::uint32_t> order = output_order();
     // Parquet types the id column before the first row: int64 when every id allows it.
     const data::TableFacts facts{.integer_ids = format == data::OutputFormat::kParquet &&
@@ -195,9 +212,16 @@ class Merger {
     auto writer = data::PredictionWriter::open(output, format, schema, facts);
     std::vector<double> row(ncols_);
     std::vector<double> column;
+    std::vector<std::int32_t> indices;
     for (std::uint32_t slot : order) {
+      const bool id_is_string = (flags_[slot] & kNumber) == 0;
+      if (sparse_) {
+        sparse_->reduce(slot, indices, row);
+        writer->add_sparse(table_.id_of(slot), id_is_string, indices, row);
+        continue;
+      }
       reduce_into(slot, row, column);
-      writer->add(table_.id_of(slot), (flags_[slot] & kNumber) == 0, row);
+      writer->add(table_.id_of(slot), id_is_string, row);
     }
     writer->commit();
     report_.rows_written = order.size();
@@ -207,6 +231,11 @@ class Merger {
 
  private:
   void init_storage() {
+    if (schema_.sparse) {
+      sparse_.emplace(options_.reduce);
+      for (std::size_t s = 0; s < flags_.size(); ++s) sparse_->new_slot();
+      return;
+    }
     scratch_.resize(ncols_);
     switch (options_.reduce) {
       case Reduce::kMean:
@@ -234,7 +263,12 @@ class Merger {
 
   void new_slot() {
     flags_.push_back(0);
-    if (bound_) append_storage();
+    if (!bound_) return;
+    if (sparse_) {
+      sparse_->new_slot();
+    } else {
+      append_storage();
+    }
   }
 
   void check_columns(const data::PredictionReader& reader) {
@@ -364,10 +398,11 @@ class Merger {
   std::vector<double> scratch_;
   bool any_jsonl_ = false;
   bool jsonl_embedding_ = false;
-  BlockArray<double> values_;       // mean: sums and the weight sum; max, min, first: values
-  BlockArray<double> occurrences_;  // median: every row's values
-  BlockArray<std::uint32_t> next_;  // median: the slot's previous occurrence + 1
-  BlockArray<std::uint32_t> head_;  // median: the slot's last occurrence + 1
+  BlockArray<double> values_;         // mean: sums and the weight sum; max, min, first: values
+  BlockArray<double> occurrences_;    // median: every row's values
+  BlockArray<std::uint32_t> next_;    // median: the slot's previous occurrence + 1
+  BlockArray<std::uint32_t> head_;    // median: the slot's last occurrence + 1
+  std::optional<SparseSums> sparse_;  // sparse tables: every reduction
 };
 
 void check_options(const std::vector<std::filesystem::path>& inputs,
@@ -426,6 +461,9 @@ Report merge_files(const std::vector<std::filesystem::path>& inputs,
   check_options(inputs, output, options);
   const data::OutputFormat out_format =
       options.output_format ? *options.output_format : data::resolve_output_format(output);
+  // A format this build cannot write is refused before any input is read (the kind of rows is
+  // checked once the first input says it).
+  data::check_table_format(output, out_format, std::nullopt, data::parquet_available());
   const bool expecting = options.expected_ids || options.expect_input;
   Merger merger(options, expecting);
   Report& report = merger.report();
@@ -452,7 +490,7 @@ Report merge_files(const std::vector<std::filesystem::path>& inputs,
     std::uint32_t slots_before = merger.slots();
     if (merger.bind(*reader)) {
       data::PredictionRow row;
-      while (reader->next(row)) merger.add(row.id, row.id_is_string, row.values, weight);
+      while (reader->next(row)) merger.add(row, weight);
       if (sizes[i] > 0 && bytes_left > 0) {
         double new_per_byte = double(merger.slots() - slots_before) / double(sizes[i]);
         auto estimate = static_cast<std::size_t>(new_per_byte * double(bytes_left) * 1.02);

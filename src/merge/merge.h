@@ -11,6 +11,8 @@
 // - Ids compare as exact strings (a CSV "5" and a JSON 5 are the same id); the output keeps
 //   the kind (JSON string or number) of an id's first row.
 // - Every row contributes with its file's weight (mean only): mean = sum(w*x) / sum(w).
+// - Sparse tables (rows of indices and values) merge only with sparse tables, each id's rows
+//   reduced over the union of their indices as their dense vectors would be (sparse_sums.h).
 //   median averages the two middle values of an even count, as pandas does. first is the
 //   first row in input-file order, then line order.
 // - With expected ids (expected_ids or expect_input; duplicates allowed), ids with no row are
@@ -67,9 +69,6 @@ struct Options {
   bool allow_missing = false;
   std::optional<data::OutputFormat> output_format;  // default: from the output's extension
   data::ReaderOptions reader;                       // row size limit and read size for the inputs
-  // The inputs are dense token weights (a sparse run's shards): written as sparse rows
-  // (data::PredictionSchema::sparse), which only JSONL holds.
-  bool sparse_output = false;
 };
 
 struct Report {

@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include "core/json.h"
 #include "data/prediction_reader.h"
+#include "data/predictions.h"
 #include "merge/shard_names.h"
 #include "support/paths.h"
 #include "support/predictions.h"
@@ -334,6 +337,111 @@ TEST(Merge, ManyIdsThroughGrowth) {
   for (std::size_t r = 0; r < t.ids.size(); ++r) {
     long i = std::stol(t.ids[r].substr(1));
     ASSERT_EQ(t.values[r][0], i % 1000 == 0 ? i + 1 : i) << t.ids[r];
+  }
+}
+
+}  // namespace
+}  // namespace mcinfer::merge
+
+namespace mcinfer::merge {
+namespace {
+
+// Sparse tables: every reduction over an id's rows equals the same reduction of the rows' dense
+// vectors (an index a row lacks is 0 there), computed here densely; a result of 0 is not written.
+TEST(SparseMerge, EveryReductionIsTheDenseOne) {
+  const fs::path dir = testing::scratch_dir("merge_sparse");
+  constexpr std::size_t kVocab = 12;
+  struct Row {
+    std::string id;
+    std::vector<std::int32_t> indices;
+    std::vector<double> values;
+  };
+  // Two files; ids a (3 rows, overlapping and disjoint indices, a value cancelling to 0 in the
+  // mean), b (2 rows), c (1 row), d (no nonzero).
+  const std::vector<Row> file1 = {
+      {"a", {0, 3, 7}, {1, 2, 3}}, {"b", {5}, {-4}}, {"a", {3, 11}, {-1, 6}}, {"d", {}, {}}};
+  const std::vector<Row> file2 = {
+      {"c", {2, 4}, {0.5, 0.25}}, {"a", {0, 3}, {2, -1}}, {"b", {5, 6}, {8, 1}}};
+  const double weights[] = {1.0, 3.0};
+  auto write = [&](const fs::path& path, const std::vector<Row>& rows) {
+    std::string bytes;
+    for (const Row& r : rows)
+      data::append_sparse_prediction(r.id, true, r.indices, r.values, bytes);
+    std::ofstream(path) << bytes;
+  };
+  write(dir / "1.jsonl", file1);
+  write(dir / "2.jsonl", file2);
+  // The dense rows of each id, with their file's weight.
+  std::map<std::string, std::vector<std::pair<double, std::vector<double>>>> dense;
+  std::vector<std::string> order;
+  for (int f = 0; f < 2; ++f) {
+    for (const Row& r : f == 0 ? file1 : file2) {
+      if (!dense.contains(r.id)) order.push_back(r.id);
+      std::vector<double> v(kVocab, 0.0);
+      for (std::size_t k = 0; k < r.indices.size(); ++k)
+        v[static_cast<std::size_t>(r.indices[k])] = r.values[k];
+      dense[r.id].emplace_back(weights[f], v);
+    }
+  }
+  for (Reduce reduce :
+       {Reduce::kMean, Reduce::kMedian, Reduce::kMax, Reduce::kMin, Reduce::kFirst}) {
+    Options options;
+    options.reduce = reduce;
+    if (reduce == Reduce::kMean) options.weights = {weights[0], weights[1]};
+    for (const char* out_name : {"m.jsonl", "m.json"}) {
+      const fs::path out = dir / out_name;
+      merge_files({dir / "1.jsonl", dir / "2.jsonl"}, out, options);
+      auto reader = data::PredictionReader::open(out, std::nullopt);
+      ASSERT_TRUE(reader->schema().sparse);
+      data::PredictionRow row;
+      std::size_t n = 0;
+      while (reader->next(row)) {
+        ASSERT_LT(n, order.size());
+        ASSERT_EQ(row.id, order[n]);
+        const auto& rows = dense[order[n]];
+        std::vector<double> got(kVocab, 0.0);
+        for (std::size_t k = 0; k < row.indices.size(); ++k) {
+          ASSERT_NE(row.values[k], 0.0) << "zeros are not written";
+          got[static_cast<std::size_t>(row.indices[k])] = row.values[k];
+        }
+        for (std::size_t v = 0; v < kVocab; ++v) {
+          std::vector<double> column;
+          double sum = 0, weight = 0;
+          for (const auto& [w, values] : rows) {
+            column.push_back(values[v]);
+            sum += w * values[v];
+            weight += w;
+          }
+          double want = 0;
+          std::vector<double> sorted = column;
+          std::sort(sorted.begin(), sorted.end());
+          switch (reduce) {
+            case Reduce::kMean:
+              want = sum / weight;
+              break;
+            case Reduce::kMedian:
+              want = sorted.size() % 2
+                         ? sorted[sorted.size() / 2]
+                         : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+              break;
+            case Reduce::kMax:
+              want = sorted.back();
+              break;
+            case Reduce::kMin:
+              want = sorted.front();
+              break;
+            case Reduce::kFirst:
+              want = column.front();
+              break;
+          }
+          // Values are written as float32 (in their shortest decimal form).
+          EXPECT_EQ(static_cast<float>(got[v]), static_cast<float>(want))
+              << "reduce " << static_cast<int>(reduce) << " id " << order[n] << " index " << v;
+        }
+        ++n;
+      }
+      EXPECT_EQ(n, order.size());
+    }
   }
 }
 

@@ -179,6 +179,12 @@ Json run_fingerprint(const RunOptions& o, const RunPlan& plan, const model::Mode
       outputs.push_back(model::output_kind_name(kind));
     flags["outputs"] = outputs;
   }
+  if (plan.task.kind == model::TaskKind::kSparse) {
+    // The rows kept, and the shards' rows: sparse JSONL (a directory of the first sparse
+    // runs, whose shards held dense rows, is refused rather than appended to).
+    flags["sparse_top_k"] = plan.task.sparse.top_k;
+    flags["shard_rows"] = "sparse";
+  }
   if (o.chunk.mode == LongInput::kChunk) {
     // Which windows exist and how they make a row; a truncating record stays as it was.
     flags["long_input"] = kLongInputNames.name(o.chunk.mode);
@@ -348,7 +354,6 @@ void merge_shards(const RunOptions& o, const RunPlan& plan,
   mo.reduce = merge::Reduce::kMean;
   mo.order = merge::Order::kInput;
   mo.output_format = plan.out_format;
-  mo.sparse_output = plan.task.kind == model::TaskKind::kSparse;
   mo.expected_ids = std::move(feeder.ids());
   try {
     tally.merged = merge::merge_files(shards, o.output, mo);

@@ -53,6 +53,7 @@ data::PredictionSchema make_schema(const model::ModelConfig& config, const model
   if (task.kind == model::TaskKind::kSparse) embedding_dim = config.vocab_size;
   if (task.kind == model::TaskKind::kEmbed || task.kind == model::TaskKind::kSparse) {
     schema.embedding = true;
+    schema.sparse = task.kind == model::TaskKind::kSparse;
     for (std::int64_t i = 0; i < embedding_dim; ++i)
       schema.columns.push_back(fmt::format("e{}", i));
     return schema;
@@ -103,19 +104,12 @@ void check_chunking(const RunOptions& o, const TaskPlan& plan) {
   }
 }
 
-// Sparse rows are JSONL only for now; refused before a weight is loaded or a row computed.
-void check_sparse_output(const RunOptions& o, const RunPlan& plan) {
-  if (plan.task.kind != model::TaskKind::kSparse) return;
-  if (plan.out_format != data::OutputFormat::kJsonl) {
-    fail_usage(
-        "--output {}: --task sparse writes JSONL rows {{\"id\", \"indices\", \"values\"}}; {} "
-        "cannot hold them ({}); name a .jsonl output",
-        o.output.string(), data::format_name(plan.out_format),
-        plan.out_format == data::OutputFormat::kCsv
-            ? "CSV has fixed columns; Parquet list columns are planned"
-            : "Parquet list columns are planned");
-  }
-  if (o.chunk.mode == LongInput::kChunk)
+// The output's format must hold the task's rows and be one this build writes (formats.h's
+// table): refused before a weight is loaded or a row computed, not when the shards are merged.
+void check_output_format(const RunOptions& o, const RunPlan& plan) {
+  data::check_table_format(o.output, plan.out_format, data::row_kind(plan.schema),
+                           data::parquet_available());
+  if (plan.task.kind == model::TaskKind::kSparse && o.chunk.mode == LongInput::kChunk)
     fail_usage("--long-input chunk does not apply to --task sparse yet; use --long-input truncate");
 }
 
@@ -310,7 +304,6 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
   RunPlan plan;
   plan.in_format = data::resolve_input_format(o.input, o.format);
   plan.out_format = data::run_output_format(o.output);
-  plan.shard_format = data::shard_format(plan.out_format);
   plan.replicas = o.replicas > 0 ? o.replicas : rank.replica_slots(backend.replica_slots());
   plan.first_cpu = rank.first_cpu(plan.replicas);
   plan.batch_shape = backend.batch_shape();
@@ -319,7 +312,8 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
       plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len, o.outputs, o.prompt,
                       o.prompt_name, o.tokenizer_compat, o.sparse_top_k, o.truncate_dim});
   check_chunking(o, plan);
-  check_sparse_output(o, plan);
+  check_output_format(o, plan);
+  plan.shard_format = data::shard_format(plan.out_format, data::row_kind(plan.schema));
   const model::ModelConfig& config = dir.config();
   plan.window = window_task(plan.task, config, o.chunk);
   plan.feed = FeedOptions{.input = o.input,

@@ -1,6 +1,8 @@
 #pragma once
-// A replica's shard: an append-only file of (id, prediction) rows in the output's format, plus
-// its manifest (see manifest.h). A batch is durable once write_batch() returns.
+// A replica's shard: an append-only file of (id, prediction) rows in its line format
+// (data::shard_format: the output's lines, CSV for Parquet; a sparse run's rows are sparse JSONL
+// rows of each row's nonzeros, written from the batch's dense values), plus its manifest (see
+// manifest.h). A batch is durable once write_batch() returns.
 
 #include <cstdint>
 #include <filesystem>

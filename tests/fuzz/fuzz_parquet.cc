@@ -51,7 +51,9 @@ void read_predictions(const fs::path& path) {
         mcinfer::data::PredictionReader::open(path, mcinfer::data::OutputFormat::kParquet);
     mcinfer::data::PredictionRow row;
     for (std::uint64_t n = 0; n < kMaxRows && reader->next(row); ++n) {
-      if (row.values.size() != reader->schema().columns.size()) __builtin_trap();
+      const std::size_t width =
+          reader->schema().sparse ? row.indices.size() : reader->schema().columns.size();
+      if (row.values.size() != width) __builtin_trap();
     }
   } catch (const mcinfer::Error&) {
   }

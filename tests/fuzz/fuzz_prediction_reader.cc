@@ -22,9 +22,16 @@ std::vector<std::string> read_all(std::string_view body, mcinfer::data::LineForm
     }
     mcinfer::data::PredictionRow row;
     while (reader->next(row)) {
-      events.push_back(fmt::format("{} {}{} {}", row.line, row.id, row.id_is_string ? "s" : "n",
-                                   fmt::join(row.values, ",")));
-      if (row.values.size() != reader->schema().columns.size()) __builtin_trap();
+      events.push_back(fmt::format("{} {}{} {} {}", row.line, row.id, row.id_is_string ? "s" : "n",
+                                   fmt::join(row.indices, ","), fmt::join(row.values, ",")));
+      // A sparse row has one value per index, ascending; a dense row one per column.
+      if (reader->schema().sparse) {
+        if (row.values.size() != row.indices.size()) __builtin_trap();
+        for (std::size_t k = 1; k < row.indices.size(); ++k)
+          if (row.indices[k] <= row.indices[k - 1] || row.indices[0] < 0) __builtin_trap();
+      } else if (row.values.size() != reader->schema().columns.size() || !row.indices.empty()) {
+        __builtin_trap();
+      }
     }
     if (reader->warning()) events.push_back("warning " + *reader->warning());
   } catch (const mcinfer::Error& e) {
