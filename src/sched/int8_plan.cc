@@ -82,6 +82,11 @@ PrecisionBounds default_int8_targets(const model::TaskSpec& task) {
   PrecisionBounds b;
   if (task.kind == model::TaskKind::kEmbed) {
     b.min_cosine = 0.99;
+  } else if (task.kind == model::TaskKind::kSparse) {
+    // Token weights reach tens (sum pooling): an absolute bound would not scale with them. The
+    // row's vector and the tokens it keeps are what an index sees.
+    b.min_cosine = 0.99;
+    b.min_agreement = 0.95;
   } else {
     b.max_abs_diff = 0.05;
   }

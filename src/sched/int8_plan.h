@@ -40,7 +40,8 @@ struct Int8Request {
   PrecisionBounds bounds;  // the user's: added to int8's default targets (int8_targets)
 };
 
-// The default targets: embeddings cosine ≥ 0.99 on every check row; classifiers |Δp| ≤ 0.05.
+// The default targets: embeddings cosine ≥ 0.99 on every check row; sparse rows that cosine and
+// a top-k overlap ≥ 0.95; classifiers |Δp| ≤ 0.05.
 PrecisionBounds default_int8_targets(const model::TaskSpec& task);
 // What the automatic plan must meet: the defaults, with the user's bounds added (a bound of a
 // default's kind replaces it; another kind is checked besides it), never fewer.

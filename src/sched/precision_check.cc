@@ -140,9 +140,35 @@ void compare_scores(const std::vector<float>& got, const std::vector<float>& wan
       alike += (got[i] < got[j]) == (want[i] < want[j]) && got[i] != got[j];
     }
   }
-  check.score_column = true;
-  check.argmax_agreement =
-      pairs == 0 ? 1.0 : static_cast<double>(alike) / static_cast<double>(pairs);
+  check.agreement_kind = PrecisionCheck::Agreement::kRank;
+  check.agreement = pairs == 0 ? 1.0 : static_cast<double>(alike) / static_cast<double>(pairs);
+}
+
+// Sparse rows: a search index keeps a row's nonzero tokens, so what matters beyond the cosine is
+// whether the same tokens are kept. Per row, the share of the fp32 row's K nonzero indices among
+// the checked row's K largest values (K already bounded by the run's top-k); the rows' mean.
+void compare_top_k(const std::vector<float>& got, const std::vector<float>& want, std::int64_t dim,
+                   PrecisionCheck& check) {
+  double sum = 0;
+  std::vector<std::int64_t> order(static_cast<std::size_t>(dim));
+  for (std::size_t r = 0; r < check.rows; ++r) {
+    const float* a = got.data() + r * static_cast<std::size_t>(dim);
+    const float* b = want.data() + r * static_cast<std::size_t>(dim);
+    const auto k =
+        static_cast<std::size_t>(std::count_if(b, b + dim, [](float v) { return v != 0; }));
+    if (k == 0) {
+      sum += 1;  // nothing to find; a checked row that is not empty has cosine 0 already
+      continue;
+    }
+    for (std::int64_t j = 0; j < dim; ++j) order[static_cast<std::size_t>(j)] = j;
+    std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k - 1), order.end(),
+                     [a](std::int64_t x, std::int64_t y) { return a[x] > a[y]; });
+    std::size_t found = 0;
+    for (std::size_t i = 0; i < k; ++i) found += a[order[i]] != 0 && b[order[i]] != 0;
+    sum += static_cast<double>(found) / static_cast<double>(k);
+  }
+  check.agreement_kind = PrecisionCheck::Agreement::kTopK;
+  check.agreement = sum / static_cast<double>(check.rows);
 }
 
 }  // namespace
@@ -186,8 +212,9 @@ PrecisionCheck check_against(const PrecisionReference& reference,
   }
   if (check.rows > 0) check.mean_cosine = cosine_sum / static_cast<double>(check.rows);
   if (task.kind == model::TaskKind::kClassify && check.rows > 0)
-    check.argmax_agreement = static_cast<double>(same_argmax) / static_cast<double>(check.rows);
+    check.agreement = static_cast<double>(same_argmax) / static_cast<double>(check.rows);
   if (dim == 1 && check.rows > 0) compare_scores(got, want, check);
+  if (task.kind == model::TaskKind::kSparse && check.rows > 0) compare_top_k(got, want, dim, check);
   check.seconds = reference.seconds +
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   enforce(check, bounds);
@@ -199,22 +226,38 @@ Json PrecisionCheck::to_json() const {
       {"precision", precision},   {"reference", "fp32"},         {"rows", rows},
       {"min_cosine", min_cosine}, {"mean_cosine", mean_cosine},  {"max_abs_diff", max_abs_diff},
       {"seconds", seconds},       {"row_ordinals", row_ordinals}};
-  if (argmax_agreement) j[score_column ? "rank_agreement" : "argmax_agreement"] = *argmax_agreement;
-  if (score_column) j["compared"] = "the score column (one value per row)";
+  if (agreement) j[std::string(agreement_name())] = *agreement;
+  if (score_column()) j["compared"] = "the score column (one value per row)";
   return j;
 }
 
+std::string_view PrecisionCheck::agreement_name() const {
+  switch (agreement_kind) {
+    case Agreement::kArgmax:
+      return "argmax_agreement";
+    case Agreement::kRank:
+      return "rank_agreement";
+    case Agreement::kTopK:
+      return "top_k_overlap";
+  }
+  return "agreement";
+}
+
 std::string PrecisionCheck::summary() const {
-  if (score_column) {
+  if (score_column()) {
     return fmt::format(
         "precision check: {} rows in {} vs fp32: cosine of the score column {:.6f}, rows ranked "
         "alike {:.2f}% (of pairs), max abs diff {:.2e}",
-        rows, precision, min_cosine, 100 * argmax_agreement.value_or(1), max_abs_diff);
+        rows, precision, min_cosine, 100 * agreement.value_or(1), max_abs_diff);
   }
   std::string s = fmt::format(
       "precision check: {} rows in {} vs fp32: cosine min {:.6f} mean {:.6f}, max abs diff {:.2e}",
       rows, precision, min_cosine, mean_cosine, max_abs_diff);
-  if (argmax_agreement) s += fmt::format(", argmax agreement {:.2f}%", 100 * *argmax_agreement);
+  if (agreement && agreement_kind == Agreement::kTopK) {
+    s += fmt::format(", top-k overlap {:.2f}%", 100 * *agreement);
+  } else if (agreement) {
+    s += fmt::format(", argmax agreement {:.2f}%", 100 * *agreement);
+  }
   return s;
 }
 
@@ -223,10 +266,12 @@ std::string unmet_bound(const PrecisionCheck& check, const PrecisionBounds& boun
     return fmt::format("the lowest cosine to fp32 is {:.6f}, below --min-cosine {}",
                        check.min_cosine, *bounds.min_cosine);
   }
-  if (bounds.min_agreement && check.argmax_agreement &&
-      *check.argmax_agreement < *bounds.min_agreement) {
-    return fmt::format("{} agreement with fp32 is {:.4f}, below --min-agreement {}",
-                       check.score_column ? "rank" : "argmax", *check.argmax_agreement,
+  if (bounds.min_agreement && check.agreement && *check.agreement < *bounds.min_agreement) {
+    const std::string_view what = check.agreement_kind == PrecisionCheck::Agreement::kTopK
+                                      ? "the top-k overlap"
+                                  : check.score_column() ? "rank agreement"
+                                                         : "argmax agreement";
+    return fmt::format("{} with fp32 is {:.4f}, below --min-agreement {}", what, *check.agreement,
                        *bounds.min_agreement);
   }
   if (bounds.max_abs_diff && check.max_abs_diff > *bounds.max_abs_diff) {

@@ -24,7 +24,7 @@ using mcinfer::PrecisionCheckError;
 
 struct PrecisionBounds {
   std::optional<double> min_cosine;     // every sampled row's output vs fp32
-  std::optional<double> min_agreement;  // classify: share of rows with the same argmax
+  std::optional<double> min_agreement;  // PrecisionCheck::agreement (classify and sparse only)
   // Not a flag: int8's default target for classifiers (the largest |Δp| on a sampled row).
   std::optional<double> max_abs_diff;
   bool any() const { return min_cosine || min_agreement || max_abs_diff; }
@@ -35,10 +35,15 @@ struct PrecisionCheck {
   std::size_t rows = 0;
   double min_cosine = 1, mean_cosine = 1;  // of each row's output vector
   double max_abs_diff = 0;                 // any output value (probabilities for classifiers)
-  std::optional<double> argmax_agreement;  // classify only
-  // One value per row (rerankers, regression): min_cosine is the score column's cosine and
-  // argmax_agreement the share of row pairs ranked alike (compare_scores in the .cc).
-  bool score_column = false;
+  // What agreement means depends on the output: a classifier's share of rows with the fp32
+  // argmax; for one value per row (rerankers, regression), where min_cosine is the score column's
+  // cosine, the share of row pairs ranked alike; for sparse rows the mean share of the fp32 row's
+  // nonzero indices found among the checked row's as many largest (the top-k overlap).
+  enum class Agreement { kArgmax, kRank, kTopK };
+  Agreement agreement_kind = Agreement::kArgmax;
+  std::optional<double> agreement;  // none for embeddings
+  bool score_column() const { return agreement_kind == Agreement::kRank; }
+  std::string_view agreement_name() const;  // the report's key: argmax_agreement, ...
   // The checked rows' positions among the input's good rows (0-based): which rows int8's
   // calibration saw, so that accuracy can be judged on the others.
   std::vector<std::uint64_t> row_ordinals;

@@ -59,10 +59,11 @@ class RankBarrier {
 // The figure's kind comes first, before the precision is resolved: a bound the task cannot have
 // is the same mistake on every CPU, whatever this one supports.
 void check_bound_kinds(const RunOptions& o, const model::TaskSpec& task) {
-  if (o.min_agreement && task.kind != model::TaskKind::kClassify) {
+  if (o.min_agreement && task.kind != model::TaskKind::kClassify &&
+      task.kind != model::TaskKind::kSparse) {
     fail_usage(
-        "--min-agreement bounds the share of rows whose class (argmax) matches fp32; an embedding "
-        "run has no classes (use --min-cosine)");
+        "--min-agreement bounds the share of rows whose class (argmax) matches fp32, or the top-k "
+        "overlap of sparse rows; an embedding run has neither (use --min-cosine)");
   }
 }
 

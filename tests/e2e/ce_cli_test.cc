@@ -12,6 +12,7 @@
 
 #include "core/json.h"
 #include "support/cli.h"
+#include "support/pjrt.h"
 #include "support/predictions.h"
 #include "support/reference.h"
 
@@ -74,6 +75,31 @@ TEST_P(CeCli, DefaultFlagsGivePredict) {
   EXPECT_LE(worst_difference(out, ref.floats("scores")), kTolerance);
   const Json meta = read_json_file(dir / "reference.json");
   EXPECT_EQ(testing::read_table(out).columns.size(), meta["labels"].size());
+}
+
+// --backend pjrt (XLA's CPU plugin): fp32 gives predict() too; bf16 (GEMMs in bf16 on the
+// device) stays close, with the gate's figures for the score column in the report.
+TEST_P(CeCli, PjrtGivesPredict) {
+  MCINFER_NEED_PJRT_CPU();
+  const fs::path dir = ce(GetParam());
+  const testing::Reference ref(dir / "reference.safetensors");
+  const auto scratch = testing::scratch_dir("ce_cli_pjrt_" + GetParam());
+  const std::vector<std::string> pjrt = {"--backend", "pjrt", "--plugin",
+                                         testing::pjrt_cpu_plugin()};
+  auto r = run_cli(run_args(dir, scratch / "fp32.csv", pjrt));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LE(worst_difference(scratch / "fp32.csv", ref.floats("scores")), kTolerance);
+  std::vector<std::string> a = run_args(dir, scratch / "bf16.csv", pjrt);
+  *(std::find(a.begin(), a.end(), "--precision") + 1) = "bf16";
+  a.insert(a.end(), {"--check-precision", "12", "--report", (scratch / "r.json").string()});
+  r = run_cli(a);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double bf16 = worst_difference(scratch / "bf16.csv", ref.floats("scores"));
+  EXPECT_GT(bf16, kTolerance) << "no different from fp32: did bf16 run?";
+  EXPECT_LT(bf16, 0.05);
+  const Json check = read_json_file(scratch / "r.json")["precision_check"];
+  EXPECT_EQ(check["precision"], "bf16");
+  EXPECT_GT(check["min_cosine"].get<double>(), 0.99) << check.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, CeCli,

@@ -295,11 +295,11 @@ TEST(Precision, BoundsThatCannotBeEnforcedAreRefused) {
   const std::vector<Case> cases = {
       {cls, input, {"--precision", "fp32", "--min-cosine", "0.999"}, "this run is fp32"},
       {cls, input, {"--precision", "fp32", "--min-agreement", "1"}, "this run is fp32"},
-      {embed, embed_input, {"--min-agreement", "1"}, "an embedding run has no classes"},
+      {embed, embed_input, {"--min-agreement", "1"}, "an embedding run has neither"},
       {embed,
        embed_input,
        {"--precision", "int8", "--min-agreement", "1"},
-       "an embedding run has no classes"},
+       "an embedding run has neither"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.reason);

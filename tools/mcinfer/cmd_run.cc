@@ -170,8 +170,9 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "lower")
       ->check(CLI::Range(-1.0, 1.0));
   sub->add_option("--min-agreement", f->options.min_agreement,
-                  "Classifiers: stop (exit 4) if the share of sampled rows with the fp32 argmax is "
-                  "lower")
+                  "Stop (exit 4) if the agreement with fp32 is lower: classifiers the share of "
+                  "sampled rows with the fp32 argmax (rerankers: row pairs ranked alike), sparse "
+                  "encoders the mean share of a row's fp32 nonzeros among its largest values")
       ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--int8-keep", f->options.int8_keep,
                   "int8: GEMMs kept in bf16 (fp32 without native bf16), e.g. 11.ffn_out,3 (all of "

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <optional>
 
 #include "backends/pjrt/attention_program.h"
@@ -102,8 +103,9 @@ class EncoderWriter {
     std::vector<Value> results;
     if (spec_.hidden) results.push_back(x);
     if (spec_.logits) results.push_back(head(x));
+    if (spec_.sparse) results.push_back(splade(x, *spec_.sparse));
     // Without logits the head's weights stay unused parameters (one upload serves every task).
-    if (spec_.logits && next_ != end_)
+    if ((spec_.logits || spec_.sparse) && next_ != end_)
       fail("internal: the program took fewer weights than it was given");
     return p_.module(results);
   }
@@ -140,7 +142,8 @@ class EncoderWriter {
   }
 
   Value embeddings(const Value& ids, const Value& types, const Value& positions) {
-    Value x = p_.gather_rows(weight(), ids);
+    word_embeddings_ = weight();
+    Value x = p_.gather_rows(word_embeddings_, ids);
     // Gemma: the token embeddings times √hidden.
     if (d_.embeddings.scale != 1)
       x = p_.binary("multiply", x, p_.splat(d_.embeddings.scale, x.dims));
@@ -438,6 +441,49 @@ class EncoderWriter {
     return linear(y, out);
   }
 
+  // SpladePooling of the MLM head's logits: per real token, transform + activation and its norm,
+  // then the logits against the word embeddings (+ the decoder's bias), log1p(relu) (twice for
+  // log1p_relu), pooled by max or sum over the sequence: [b, vocab]. The logits are made `step`
+  // positions at a time in a loop (position-major slices of the transformed tokens), each folded
+  // into the pooled rows, so no [b, l, vocab] tensor exists; a masked position adds 0, which max
+  // pooling ignores too (every activation is ≥ 0).
+  Value splade(const Value& x, const model::SparseSpec& spec) {
+    const model::MlmHeadDesc& m = *d_.mlm_head;
+    const LinearParams transform = take_linear(m.transform);
+    const NormParams norm = take_norm(m.norm);
+    const std::optional<Value> bias =
+        m.decoder_bias.empty() ? std::nullopt : std::optional<Value>(weight());
+    const std::int64_t vocab = word_embeddings_.dims[0];
+    const std::int64_t step = std::gcd(l_, std::int64_t{8});
+    const std::int64_t trips = l_ / step;
+    const Value y = layer_norm(linear(x, transform), norm);  // [b, l, h]
+    const Value by_step =
+        p_.reshape(p_.transpose(y, {1, 0, 2}), {trips, step, b_, h_});  // [trips, step, b, h]
+    const Dims positions{l_, b_};
+    const Value real =
+        p_.compare("LT", p_.iota(positions, 0), p_.broadcast(lengths_, positions, {1}));
+    const Value keep = p_.reshape(
+        p_.select(real, p_.splat(1.0f, positions), p_.splat(0.0f, positions)), {trips, step, b_});
+    const Value zero_bias = p_.splat(0.0f, {vocab});
+    const std::vector<Value> carried{p_.splat(0.0f, {b_, vocab}), by_step, keep, word_embeddings_,
+                                     bias.value_or(zero_bias)};
+    const bool max_pool = spec.pooling == model::SpladePooling::kMax;
+    const auto body = [&](const Value& index, const std::vector<Value>& in) {
+      const Value tokens = p_.index_first(in[1], index);  // [step, b, h]
+      const Dims dims{step, b_, vocab};
+      Value logits = p_.dot(tokens, in[3], {}, {}, {2}, {1}, DType::kF32);
+      logits = p_.binary("add", logits, p_.broadcast(in[4], dims, {2}));
+      Value w = p_.unary("log_plus_one", p_.binary("maximum", logits, p_.splat(0.0f, dims)));
+      if (spec.activation == model::SpladeActivation::kLog1pRelu) w = p_.unary("log_plus_one", w);
+      w = p_.binary("multiply", w, p_.broadcast(p_.index_first(in[2], index), dims, {0, 1}));
+      const Value pooled = p_.reduce(w, max_pool ? "maximum" : "add", {0});
+      std::vector<Value> next(in);
+      next[0] = p_.binary(max_pool ? "maximum" : "add", in[0], pooled);
+      return next;
+    };
+    return p_.loop(trips, carried, body).front();
+  }
+
   // x [b, l, h] at each sequence's last real token whose id is not the pad id (transformers'
   // argmax of index · (id ≠ pad): the first token when every one is the pad): [b, h].
   Value last_non_pad(const Value& x) {
@@ -472,6 +518,7 @@ class EncoderWriter {
   std::size_t layer_slots_ = 0;
   Value relative_table_, relative_index_;     // DeBERTa: the (normed) table [rows, h], pairs [l, l]
   Value lengths_, positions_, ids_;           // the run's inputs [b], [b, l] and [b, l]
+  Value word_embeddings_;                     // [vocab, width]: an MLM head's decoder too
   std::map<double, RotaryAngles> rotary_;     // by rotary base
   std::map<std::int64_t, Value> band_masks_;  // by window
   std::map<std::int64_t, Value> causal_masks_;  // by window (0: none)
@@ -569,6 +616,13 @@ std::vector<WeightSlot> weight_slots(const EncoderDesc& d, bool head, bool stack
     norm("head.norm", d.head->norm);
     linear("head.out", d.head->out, true);
   }
+  if (d.mlm_head) {
+    // The MLM head stays f32, as on the CPU backend; its decoder is the word embeddings' slot.
+    if (head) fail("internal: a model with both a classification head and an MLM head");
+    linear("mlm.transform", d.mlm_head->transform, false);
+    norm("mlm.norm", d.mlm_head->norm);
+    if (!d.mlm_head->decoder_bias.empty()) add("mlm.decoder_bias", {d.mlm_head->vocab});
+  }
   return slots;
 }
 
@@ -660,6 +714,13 @@ std::vector<std::vector<const model::Tensor*>> slot_tensors(const model::ModelTe
     norm(t.head()->norm);
     linear(t.head()->out);
   }
+  if (d.mlm_head) {
+    const auto& m = t.mlm_head();
+    if (!m) fail("internal: an MLM head was described but its tensors were not found");
+    for (const model::LinearTensors& part : m->transform.parts) linear(part);
+    norm(m->norm);
+    if (m->decoder_bias) one(m->decoder_bias);
+  }
   return out;
 }
 
@@ -668,7 +729,9 @@ std::string encoder_program(const EncoderDesc& desc, const std::vector<WeightSlo
   if (spec.precision != model::Precision::kFp32 && spec.precision != model::Precision::kBf16)
     fail("internal: the PJRT program runs fp32 or bf16, not {}",
          model::precision_name(spec.precision));
-  if (!spec.hidden && !spec.logits) fail("internal: a program with no output");
+  if (!spec.hidden && !spec.logits && !spec.sparse) fail("internal: a program with no output");
+  if (spec.sparse && !desc.mlm_head)
+    fail("internal: token weights asked of a model without an MLM head");
   return EncoderWriter(desc, spec).write(slots);
 }
 

@@ -3,7 +3,8 @@
 // description (model/encoder_desc.h): embeddings (and their projection), every layer as the
 // description lists its GEMMs and norms (post-norm, or pre-norm with a final norm), the relative
 // position bias or rotary positions where the family has them, sliding-window layers as a band
-// (attention_program.h), and on request the classification head (first token or mean). Weights are
+// (attention_program.h), and on request the classification head (first token or mean) or a
+// SparseEncoder's MLM head through SpladePooling (token weights per vocabulary entry). Weights are
 // parameters (uploaded once per device and passed to every run), so one program serves any
 // checkpoint of the same description.
 //
@@ -17,16 +18,18 @@
 //
 // Precision: fp32 throughout, or bf16 GEMM inputs (weights stored in bf16 on the device) with
 // f32 accumulation, attention products in bf16 with scores and softmax in f32; LayerNorm,
-// residuals, GELU (and a gated FFN's product), rotary positions, the embedding projection and the
-// head's activation stay f32.
+// residuals, GELU (and a gated FFN's product), rotary positions, the embedding projection, the
+// head's activation and the MLM head (as on the CPU backend) stay f32.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/pjrt/stablehlo.h"
 #include "model/encoder_desc.h"
 #include "model/precision.h"
+#include "model/task.h"
 #include "model/tensors.h"
 
 namespace mcinfer::pjrt {
@@ -46,7 +49,9 @@ bool stacks_layers(const model::EncoderDesc& desc, bool loop_layers);
 // the relative bias table, then each layer's GEMM weights and biases in the description's order
 // and its norms (`stacked`: each stacked over the layers, [layers, ...], as a looped program
 // takes them; only where stacks_layers), the final norm, then with `head` the classification
-// head's (dense, its norm, out). A norm without a shift has no bias slot; an absent one none.
+// head's (dense, its norm, out), and for a SparseEncoder its MLM head's (transform, its norm, the
+// decoder's bias; the decoder's weight is the word embeddings' slot). A norm without a shift has no
+// bias slot; an absent one none.
 std::vector<WeightSlot> weight_slots(const model::EncoderDesc& desc, bool head, bool stacked);
 // The checkpoint tensors of each slot, in the same order (a fused GEMM's parts in order; a stacked
 // slot: every layer's, in layer order); a single null for DistilBERT's sinusoidal position table
@@ -67,6 +72,10 @@ struct ProgramSpec {
   // so a program's compile time grows with its layers: looped there (not yet measured on one:
   // no GPU was available).
   bool loop_layers = false;
+  // An output: SpladePooling of the MLM head's logits, [batch, vocab] f32 (top_k is the host's).
+  // The logits are computed a few positions at a time in a loop, so that the device never holds a
+  // [batch, length, vocab] tensor.
+  std::optional<model::SparseSpec> sparse;
 };
 
 std::string encoder_program(const model::EncoderDesc& desc, const std::vector<WeightSlot>& slots,

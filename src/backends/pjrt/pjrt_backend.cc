@@ -32,6 +32,23 @@ using model::Precision;
 // it; a window's last batch is padded up to it); a batch of more than kMaxRows runs in parts.
 constexpr std::int64_t kRowMultiple = 8;
 constexpr std::int64_t kMaxRows = 512;
+// A SparseEncoder's program holds [8, rows, vocab] f32 logits per loop trip (ProgramSpec::sparse):
+// its rows per run are capped so that those stay within this.
+constexpr std::int64_t kSparseLogitBytes = std::int64_t{128} << 20;
+
+// The rows of one run: kMaxRows, or fewer for token weights (kSparseLogitBytes).
+std::int64_t max_rows(bool sparse, std::int64_t vocab) {
+  if (!sparse) return kMaxRows;
+  const std::int64_t fit = kSparseLogitBytes / (8 * std::max<std::int64_t>(vocab, 1) * 4);
+  return std::clamp(fit / kRowMultiple * kRowMultiple, kRowMultiple, kMaxRows);
+}
+
+// The key of a compiled program: its shape and outputs (a SparseSpec's pooling and activation).
+using ProgramKey = std::tuple<std::int64_t, std::int64_t, bool, bool, int>;
+int sparse_key(const std::optional<model::SparseSpec>& sparse) {
+  if (!sparse) return 0;
+  return 1 + 2 * static_cast<int>(sparse->pooling) + static_cast<int>(sparse->activation);
+}
 
 // One weight slot in host memory, in its device element type.
 struct HostWeight {
@@ -121,8 +138,9 @@ class ModelState {
 
   // The program for [rows, length] with the outputs asked for, compiled once and shared.
   std::shared_ptr<const Executable> program(std::int64_t rows, std::int64_t length, bool hidden,
-                                            bool logits) {
-    const auto key = std::make_tuple(rows, length, hidden, logits);
+                                            bool logits,
+                                            const std::optional<model::SparseSpec>& sparse) {
+    const ProgramKey key{rows, length, hidden, logits, sparse_key(sparse)};
     std::promise<std::shared_ptr<const Executable>> mine;
     std::shared_future<std::shared_ptr<const Executable>> compiled;
     bool compile_here = false;
@@ -137,7 +155,7 @@ class ModelState {
     }
     if (compile_here) {
       try {
-        ProgramSpec spec{rows, length, precision_, hidden, logits, loop_layers_};
+        ProgramSpec spec{rows, length, precision_, hidden, logits, loop_layers_, sparse};
         const auto start = std::chrono::steady_clock::now();
         auto exe = client_->compile(encoder_program(desc_, slots_, spec));
         const double seconds =
@@ -147,9 +165,12 @@ class ModelState {
           compile_seconds_ += seconds;
           ++compiled_;
         }
-        if (exe->outputs() != static_cast<std::size_t>(hidden) + static_cast<std::size_t>(logits))
+        const std::size_t outputs = static_cast<std::size_t>(hidden) +
+                                    static_cast<std::size_t>(logits) +
+                                    static_cast<std::size_t>(sparse.has_value());
+        if (exe->outputs() != outputs)
           fail("PJRT plugin {}: the compiled model has {} outputs, not {}",
-               client_->plugin().path().string(), exe->outputs(), int(hidden) + int(logits));
+               client_->plugin().path().string(), exe->outputs(), outputs);
         mine.set_value(std::move(exe));
       } catch (...) {
         mine.set_exception(std::current_exception());
@@ -180,9 +201,7 @@ class ModelState {
   std::vector<std::vector<DeviceBuffer>> devices_;  // [device][slot]
   int compiled_ = 0;                                // programs compiled so far
   double compile_seconds_ = 0;  // their compile time, summed over the threads that compiled
-  std::map<std::tuple<std::int64_t, std::int64_t, bool, bool>,
-           std::shared_future<std::shared_ptr<const Executable>>>
-      programs_;
+  std::map<ProgramKey, std::shared_future<std::shared_ptr<const Executable>>> programs_;
   std::size_t used_devices_;
   bool loop_layers_;
   std::atomic<std::size_t> next_device_{0};
@@ -200,6 +219,7 @@ class PjrtReplica final : public backend::Replica {
                std::vector<float>& out) override {
     const ModelConfig& c = state_->config();
     model::pack_batch(c, batch, packed_);
+    if (task.kind == model::TaskKind::kSparse) return predict_sparse(task.sparse, out);
     const bool hidden = model::needs_hidden(task), logits = model::needs_logits(task);
     if (logits && !state_->head())
       fail("{}: the model has no classification head (architecture '{}'); use --task embed",
@@ -209,10 +229,35 @@ class PjrtReplica final : public backend::Replica {
     logits_.resize(logits ? static_cast<std::size_t>(n * c.num_labels) : 0);
     const std::int64_t length = length_bucket(packed_.longest(), c.max_sequence_length());
     last_computed_ = 0;
+    run_all(length, hidden, logits, std::nullopt);
+    model::write_task_outputs(c, task, batch, packed_.spans, hidden ? hidden_.data() : nullptr,
+                              logits ? logits_.data() : nullptr, out);
+  }
+  // SpladePooling's rows straight from the device ([batch, vocab]), then the run's top-k.
+  void predict_sparse(const model::SparseSpec& spec, std::vector<float>& out) {
+    const ModelConfig& c = state_->config();
+    if (!state_->desc().mlm_head)
+      fail("{}: the model has no MLM head (not a SparseEncoder directory); --task sparse needs one",
+           state_->source());
+    const auto n = static_cast<std::int64_t>(packed_.spans.size());
+    out.resize(static_cast<std::size_t>(n * c.vocab_size));
+    sparse_out_ = out.data();
+    run_all(length_bucket(packed_.longest(), c.max_sequence_length()), false, false, spec);
+    sparse_out_ = nullptr;
+    model::keep_top_k(out.data(), n, c.vocab_size, spec.top_k);
+  }
+
+  // The packed batch in runs of at most max_rows sequences, and its work counted.
+  void run_all(std::int64_t length, bool hidden, bool logits,
+               const std::optional<model::SparseSpec>& sparse) {
+    const ModelConfig& c = state_->config();
+    const auto n = static_cast<std::int64_t>(packed_.spans.size());
+    const std::int64_t most = max_rows(sparse.has_value(), c.vocab_size);
+    last_computed_ = 0;
     for (std::int64_t first = 0; first < n;) {
-      const std::int64_t count = std::min(kMaxRows, n - first);
+      const std::int64_t count = std::min(most, n - first);
       const std::int64_t rows = padded_rows(count);
-      run(first, count, rows, length, hidden, logits);
+      run(first, count, rows, length, hidden, logits, sparse);
       last_computed_ += rows * length;
       first += count;
     }
@@ -221,10 +266,9 @@ class PjrtReplica final : public backend::Replica {
       const double t = static_cast<double>(s.length), h = static_cast<double>(c.hidden_size);
       flops +=
           c.num_layers * (2.0 * t * (4 * h * h + 2 * h * c.intermediate_size) + 4.0 * t * t * h);
+      if (sparse) flops += 2.0 * t * (h * h + h * static_cast<double>(c.vocab_size));
     }
     last_flops_ = flops;
-    model::write_task_outputs(c, task, batch, packed_.spans, hidden ? hidden_.data() : nullptr,
-                              logits ? logits_.data() : nullptr, out);
   }
   double last_flops() const override { return last_flops_; }
   std::int64_t last_computed_tokens() const override { return last_computed_; }
@@ -233,7 +277,7 @@ class PjrtReplica final : public backend::Replica {
  private:
   // Sequences [first, first + count) of the packed batch, padded to [rows, length].
   void run(std::int64_t first, std::int64_t count, std::int64_t rows, std::int64_t length,
-           bool hidden, bool logits) {
+           bool hidden, bool logits, const std::optional<model::SparseSpec>& sparse) {
     const ModelConfig& c = state_->config();
     const auto cells = static_cast<std::size_t>(rows * length);
     ids_.assign(cells, static_cast<std::int32_t>(c.pad_token_id));
@@ -274,7 +318,7 @@ class PjrtReplica final : public backend::Replica {
     std::vector<PJRT_Buffer*> args;
     for (const DeviceBuffer& w : *weights_) args.push_back(w.get());
     for (const DeviceBuffer& in : inputs) args.push_back(in.get());
-    const auto exe = state_->program(rows, length, hidden, logits);
+    const auto exe = state_->program(rows, length, hidden, logits, sparse);
     const auto outputs = exe->execute(client.devices()[device_].device, args);
     std::size_t next = 0;
     if (hidden) {
@@ -293,6 +337,12 @@ class PjrtReplica final : public backend::Replica {
       outputs[next++].to_host(padded_.data(), padded_.size() * sizeof(float));
       std::copy_n(padded_.data(), count * labels, logits_.data() + first * labels);
     }
+    if (sparse) {
+      const std::int64_t vocab = c.vocab_size;
+      padded_.resize(static_cast<std::size_t>(rows * vocab));
+      outputs[next++].to_host(padded_.data(), padded_.size() * sizeof(float));
+      std::copy_n(padded_.data(), count * vocab, sparse_out_ + first * vocab);
+    }
   }
 
   std::shared_ptr<ModelState> state_;
@@ -303,9 +353,10 @@ class PjrtReplica final : public backend::Replica {
   std::vector<std::int32_t> lengths_;                  // [rows]
   std::vector<std::int32_t> buckets_;  // [length, length]: relative position buckets
   std::int64_t buckets_length_ = 0;
-  std::vector<float> padded_;  // one output as the device wrote it: [rows, length, hidden]
-  std::vector<float> hidden_;  // [tokens, hidden]: the packed kept tokens
-  std::vector<float> logits_;  // [batch, labels]
+  std::vector<float> padded_;    // one output as the device wrote it: [rows, length, hidden]
+  std::vector<float> hidden_;    // [tokens, hidden]: the packed kept tokens
+  std::vector<float> logits_;    // [batch, labels]
+  float* sparse_out_ = nullptr;  // [batch, vocab]: predict_sparse's output, during its runs
   double last_flops_ = 0;
   std::int64_t last_computed_ = 0;  // [rows, length] positions of the last batch's runs
 };
@@ -380,15 +431,11 @@ class PjrtBackend final : public backend::Backend {
   std::shared_ptr<const backend::PreparedModel> prepare(
       const model::ModelDir& dir, const backend::PrepareOptions& options,
       std::vector<std::string>* warnings) const override {
-    if (dir.splade()) {
-      fail(
-          "{}: a SparseEncoder (--task sparse) does not run on --backend pjrt yet; use "
-          "--backend cpu",
-          dir.path().string());
-    }
     const ModelConfig& config = dir.config();
-    const model::ModelTensors tensors = model::ModelTensors::open(
-        dir.path(), config, warnings, options.description ? &*options.description : nullptr);
+    const model::EncoderDesc desc =
+        options.description ? *options.description : model::describe_model(dir);
+    const model::ModelTensors tensors =
+        model::ModelTensors::open(dir.path(), config, warnings, &desc);
     const bool head = tensors.head().has_value();
     const bool stacked = stacks_layers(tensors.desc(), loop_layers());
     const auto slots = weight_slots(tensors.desc(), head, stacked);

@@ -47,7 +47,8 @@ class Program {
   // Element-wise, same dims and type: "add", "subtract", "multiply", "divide", "maximum",
   // "minimum", "and".
   Value binary(std::string_view op, const Value& a, const Value& b);
-  // "exponential", "tanh", "rsqrt", "sqrt", "negate", "logistic", "abs", "cosine", "sine";
+  // "exponential", "log_plus_one", "tanh", "rsqrt", "sqrt", "negate", "logistic", "abs",
+  // "cosine", "sine";
   // "erf" (chlo).
   Value unary(std::string_view op, const Value& a);
   Value convert(const Value& a, DType type);
