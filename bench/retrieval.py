@@ -347,11 +347,14 @@ def run(job: str, reps: int, systems: list, limit: int) -> None:
     spec = JOBS[job]
     input_path = WORK / spec["input"]
     if limit:
-        with open(input_path, encoding="utf-8") as f:
-            lines = [line for _, line in zip(range(limit + 1), f)]
+        # Records, not lines: a quoted passage may hold line breaks.
+        with open(input_path, newline="", encoding="utf-8") as f:
+            records = [r for _, r in zip(range(limit + 1), csv.reader(f))]
         input_path = WORK / f"first{limit}-{spec['input']}"
-        input_path.write_text("".join(lines), encoding="utf-8")
-    rows = sum(1 for _ in open(input_path, encoding="utf-8")) - 1
+        with open(input_path, "w", newline="", encoding="utf-8") as f:
+            csv.writer(f, lineterminator="\n").writerows(records)
+    with open(input_path, newline="", encoding="utf-8") as f:
+        rows = sum(1 for _ in csv.reader(f)) - 1
     times = {s: [] for s in systems}
     rss = {s: 0.0 for s in systems}
     outputs = {}

@@ -218,13 +218,18 @@ class Model:
         directory's default prompt. Batches hold ``batch_tokens`` tokens (rows longest first);
         ``batch_size`` caps their rows. ``output="arrow"``: a ``fixed_size_list<float32>[D]``
         pyarrow array. Ctrl-C stops after the batches in flight (KeyboardInterrupt).
+
+        One ``str`` gives one row, as in sentence-transformers: float32 [D] (a sparse encoder's:
+        its [1, vocabulary] csr_matrix row, or its ``(indices, values)``); with
+        ``output="arrow"``, the array of that one row.
         """
         if self.task not in ("embed", "sparse"):
             raise ValueError(
                 f"{self.model_dir}: a classifier; use predict(), or load it with task='embed'"
             )
-        if isinstance(sentences, str):
-            raise TypeError("sentences: one str; give a list of str")
+        single = isinstance(sentences, str)
+        if single:
+            sentences = [sentences]
         values = self._compute(
             sentences,
             None,
@@ -238,12 +243,15 @@ class Model:
         if self.task == "sparse":
             if normalize_embeddings:
                 raise ValueError("normalize_embeddings does not apply to a sparse encoder")
-            return _sparse_rows(values, output)
+            rows = _sparse_rows(values, output)
+            return rows[0] if single and isinstance(rows, list) else rows
         if normalize_embeddings:
             # torch.nn.functional.normalize's eps, as sentence-transformers uses it.
             norms = np.maximum(np.linalg.norm(values, axis=1, keepdims=True), 1e-12)
             np.divide(values, norms, out=values)
-        return _embeddings_to_arrow(values) if output == "arrow" else values
+        if output == "arrow":
+            return _embeddings_to_arrow(values)
+        return values[0] if single else values
 
     def predict(
         self,

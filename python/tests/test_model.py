@@ -26,14 +26,26 @@ def test_encode_matches_sentence_transformers_on_minilm(
     assert np.abs(got - minilm_reference).max() <= 1e-5
 
 
+def test_encode_of_one_str_is_one_vector(
+    minilm_dir: Path, minilm_sentences: list[str], minilm_reference: np.ndarray
+) -> None:
+    # As SentenceTransformer.encode("...") returns [D], not [1, D].
+    got = mcinfer.Model(minilm_dir, precision="fp32").encode(minilm_sentences[3])
+    assert got.dtype == np.float32 and got.shape == (384,)
+    assert np.abs(got - minilm_reference[3]).max() <= 1e-5
+
+
 def test_encode_auto_precision_stays_close_to_fp32(
     minilm_dir: Path, minilm_sentences: list[str], minilm_reference: np.ndarray
 ) -> None:
     model = mcinfer.Model(minilm_dir)  # auto: bf16 where the CPU has bf16 dot products
     got = model.encode(minilm_sentences)
     cosine = np.sum(got * minilm_reference, axis=1)  # both are normalised
-    assert model.precision in ("fp32", "bf16")
-    assert cosine.min() >= (0.999 if model.precision == "bf16" else 0.99999)
+    # What auto must pick, from the CPU's own flags rather than from what the model says it did.
+    flags = set(Path("/proc/cpuinfo").read_text().split())
+    native_bf16 = bool(flags & {"avx512_bf16", "amx_bf16"})
+    assert model.precision == ("bf16" if native_bf16 else "fp32")
+    assert cosine.min() >= (0.999 if native_bf16 else 0.99999)
 
 
 @pytest.mark.parametrize(
@@ -233,6 +245,11 @@ def test_run_options_are_checked_by_name(tmp_path: Path, minilm_dir: Path) -> No
         mcinfer.run(minilm_dir, source, tmp_path / "o.csv", text_column="text")
     with pytest.raises(mcinfer.UsageError, match="--precision"):
         mcinfer.run(minilm_dir, source, tmp_path / "o.csv", precision="fp16")
+    # The same bounds as the CLI's, checked in the same place (NaN included) before the model loads.
+    with pytest.raises(mcinfer.UsageError, match="--min-cosine must be a number from -1 to 1, not 1.5"):
+        mcinfer.run(minilm_dir, source, tmp_path / "o.csv", precision="int8", min_cosine=1.5)
+    with pytest.raises(mcinfer.UsageError, match="--min-agreement must be a number from 0 to 1, not nan"):
+        mcinfer.run(minilm_dir, source, tmp_path / "o.csv", precision="int8", min_agreement=float("nan"))
     with pytest.raises(mcinfer.Error, match="missing.csv"):
         mcinfer.run(minilm_dir, tmp_path / "missing.csv", tmp_path / "o.csv", quiet=True)
     assert not (tmp_path / "o.csv").exists()

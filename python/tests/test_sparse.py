@@ -54,6 +54,9 @@ def test_encode_returns_a_csr_matrix_equal_to_sparse_encoder(name: str) -> None:
     assert model.task == "sparse"
     got = model.encode(_texts(directory))
     assert isinstance(got, scipy.sparse.csr_matrix)
+    one = model.encode(_texts(directory)[2])  # one str: its [1, vocabulary] row
+    assert one.shape == (1, want.shape[1])
+    _expect_equal(one.toarray().astype(np.float64), want[2:3], name)
     assert got.dtype == np.float32 and got.indices.dtype == np.int32
     assert got.has_sorted_indices
     _expect_equal(got.toarray().astype(np.float64), want, name)
@@ -70,6 +73,8 @@ def test_encode_without_scipy_gives_indices_and_values_per_row(
     monkeypatch.setitem(sys.modules, "scipy.sparse", None)
     rows = model.encode(_texts(directory))
     assert isinstance(rows, list) and len(rows) == want.shape[0]
+    one = model.encode(_texts(directory)[1])  # one str: that row's (indices, values)
+    assert isinstance(one, tuple) and np.array_equal(one[0], rows[1][0])
     assert all(i.dtype == np.int32 and v.dtype == np.float32 for i, v in rows)
     got = _dense([list(i) for i, _ in rows], [list(v) for _, v in rows], want.shape[1])
     _expect_equal(got, want, "list of (indices, values)")

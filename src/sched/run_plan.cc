@@ -62,7 +62,17 @@ data::PredictionSchema make_schema(const model::ModelConfig& config, const model
   return schema;
 }
 
+// A bound of the precision check is a number in its range. NaN compares false with everything:
+// taken as given it would be accepted and never stop a run.
+void check_bound_value(const std::optional<double>& bound, double low, double high,
+                       std::string_view flag) {
+  if (bound && !(*bound >= low && *bound <= high))
+    fail_usage("{} must be a number from {} to {}, not {}", flag, low, high, *bound);
+}
+
 void check_flags(const RunOptions& o) {
+  check_bound_value(o.min_cosine, -1, 1, "--min-cosine");
+  check_bound_value(o.min_agreement, 0, 1, "--min-agreement");
   if (o.threads_per_replica < 1) fail_usage("--threads-per-replica must be at least 1");
   if (o.schedule == Schedule::kStatic && o.batch_size < 1)
     fail_usage("--batch-size must be at least 1");
