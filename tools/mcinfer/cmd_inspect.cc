@@ -100,43 +100,60 @@ void print_sparse(const model::ModelDir& dir, const model::StSplade& sp,
              c.vocab_size);
 }
 
-int run_inspect(const InspectOptions& o) {
-  const auto backend = backend::make_backend(o.backend);
-  std::vector<std::string> warnings;
-  const auto dir = model::ModelDir::open(o.model_dir);
-  const auto prepared = backend->prepare(dir, {}, &warnings);
-  const model::ModelConfig& c = prepared->config();
-  // What `run` applies with no flag, and where each choice comes from.
-  const auto task = dir.default_task();
-  const model::EmbeddingPlan plan = dir.embedding_plan(std::nullopt, std::nullopt);
-  const sched::TaskPlan text_plan = text_plan_for(dir, o.text);
-  std::optional<std::size_t> tokenizer_limit;
-  std::size_t specials = 0;
-  if (const auto* tok = text_plan.tokenizer.get()) {
-    tokenizer_limit = tok->model_max_length();
-    specials = tok->special_tokens(false);
+// What inspect reports, gathered once for both of its forms: what `run` applies with no flag,
+// where each choice comes from, and what one replica costs.
+struct Inspected {
+  Inspected(const InspectOptions& o)
+      : backend(backend::make_backend(o.backend)),
+        dir(model::ModelDir::open(o.model_dir)),
+        prepared(backend->prepare(dir, {}, &warnings)),
+        c(prepared->config()),
+        task(dir.default_task()),
+        plan(dir.embedding_plan(std::nullopt, std::nullopt)),
+        text_plan(text_plan_for(dir, o.text)),
+        network(model::describe_model(dir).summary()) {
+    std::optional<std::size_t> tokenizer_limit;
+    if (const auto* tok = text_plan.tokenizer.get()) {
+      tokenizer_limit = tok->model_max_length();
+      specials = tok->special_tokens(false);
+    }
+    max_len = dir.max_len(tokenizer_limit, std::nullopt);
+    // --long-input chunk: the content tokens of one window at the default max length.
+    window = max_len.value > specials ? max_len.value - specials : 0;
+    // A batch of 1,000 tokens whose longest sequence is as long as the model allows (the worst
+    // case for the attention scores).
+    longest = std::min<std::int64_t>(kPerTokens, c.max_sequence_length());
+    activation = backend->replica_bytes(c, kPerTokens, longest, 1, model::Precision::kFp32);
+    // The largest batch a run with the default flags gives a replica (dynamic schedule: the token
+    // budget, or one row as long as the model allows): the working set the memory plan checks.
+    largest_batch = std::max<std::int64_t>(mcinfer::RunSettings{}.batch_tokens,
+                                           static_cast<std::int64_t>(max_len.value));
+    largest_bytes =
+        backend->replica_bytes(c, largest_batch, max_len.value, 1, model::Precision::kFp32);
   }
-  const auto max_len = dir.max_len(tokenizer_limit, std::nullopt);
-  // --long-input chunk: the content tokens of one window at the default max length.
-  const std::size_t window = max_len.value > specials ? max_len.value - specials : 0;
-  const backend::WeightStats& s = prepared->stats();
-  // A batch of 1,000 tokens whose longest sequence is as long as the model allows (the worst case
-  // for the attention scores).
-  const std::int64_t per_tokens = 1000;
-  const std::int64_t longest = std::min<std::int64_t>(per_tokens, c.max_sequence_length());
-  const std::uint64_t activation =
-      backend->replica_bytes(c, per_tokens, longest, 1, model::Precision::kFp32);
-  // The largest batch a run with the default flags gives a replica (dynamic schedule: the token
-  // budget, or one row as long as the model allows): the working set the memory plan checks.
-  const std::int64_t largest_batch = std::max<std::int64_t>(
-      mcinfer::RunSettings{}.batch_tokens, static_cast<std::int64_t>(max_len.value));
-  const std::uint64_t largest_bytes =
-      backend->replica_bytes(c, largest_batch, max_len.value, 1, model::Precision::kFp32);
 
+  static constexpr std::int64_t kPerTokens = 1000;
+  std::vector<std::string> warnings;  // before `prepared`, which adds to it
+  std::unique_ptr<backend::Backend> backend;
+  model::ModelDir dir;
+  std::shared_ptr<const backend::PreparedModel> prepared;
+  const model::ModelConfig& c;
+  model::Sourced<model::TaskKind> task;
+  model::EmbeddingPlan plan;
+  sched::TaskPlan text_plan;
+  std::vector<std::string> network;  // the description every backend runs, line by line
+  std::size_t specials = 0;
+  model::Sourced<std::size_t> max_len{0, ""};
+  std::size_t window = 0;
+  std::int64_t longest = 0, largest_batch = 0;
+  std::uint64_t activation = 0, largest_bytes = 0;
+};
+
+Json inspect_json(const InspectOptions& o, const Inspected& in) {
+  const model::ModelConfig& c = in.c;
+  const backend::WeightStats& s = in.prepared->stats();
   Json labels = Json::array();
   for (const auto& l : c.labels) labels.push_back(l);
-  // What every backend runs: the encoder description, line by line.
-  const std::vector<std::string> network = model::describe_model(dir).summary();
   Json report = {
       {"model_dir", o.model_dir},
       {"model_type", c.model_type},
@@ -147,7 +164,7 @@ int run_inspect(const InspectOptions& o) {
       {"head_dim", c.head_dim()},
       {"intermediate_size", c.intermediate_size},
       {"hidden_act", c.hidden_act_name},
-      {"network", network},
+      {"network", in.network},
       {"vocab_size", c.vocab_size},
       {"max_sequence_length", c.max_sequence_length()},
       {"parameters", s.parameters},
@@ -155,55 +172,57 @@ int run_inspect(const InspectOptions& o) {
       {"weight_file_bytes", s.file_bytes},
       {"packed_gemm_bytes", s.packed_bytes},
       {"converted_bytes", s.converted_bytes},
-      {"task", model::task_name(task.value)},
-      {"task_source", task.source},
-      {"embedding", plan.to_json()},
-      {"max_len", max_len.value},
-      {"max_len_source", max_len.source},
-      {"strips_text", dir.strips_text()},
-      {"text", sched::text_plan_json(text_plan)},
+      {"task", model::task_name(in.task.value)},
+      {"task_source", in.task.source},
+      {"embedding", in.plan.to_json()},
+      {"max_len", in.max_len.value},
+      {"max_len_source", in.max_len.source},
+      {"strips_text", in.dir.strips_text()},
+      {"text", sched::text_plan_json(in.text_plan)},
       {"saved_by",
-       {{"transformers", dir.transformers_version().value_or("")},
-        {"sentence_transformers", dir.st_behaviour().version},
+       {{"transformers", in.dir.transformers_version().value_or("")},
+        {"sentence_transformers", in.dir.st_behaviour().version},
         {"dtype", c.torch_dtype}}},
       {"num_labels", c.num_labels},
       {"labels", labels},
-      {"activation_bytes_per_1000_tokens", activation},
+      {"activation_bytes_per_1000_tokens", in.activation},
       {"activation_bytes_largest_batch",
-       {{"tokens", largest_batch}, {"longest", max_len.value}, {"bytes", largest_bytes}}},
-      {"special_tokens", specials},
-      {"window_content_tokens", window},
-      {"warnings", warnings},
+       {{"tokens", in.largest_batch}, {"longest", in.max_len.value}, {"bytes", in.largest_bytes}}},
+      {"special_tokens", in.specials},
+      {"window_content_tokens", in.window},
+      {"warnings", in.warnings},
       {"backend",
-       {{"name", backend->name()},
-        {"description", backend->description()},
-        {"replica_slots", backend->replica_slots()},
-        {"devices", backend->device_lines()}}},
+       {{"name", in.backend->name()},
+        {"description", in.backend->description()},
+        {"replica_slots", in.backend->replica_slots()},
+        {"devices", in.backend->device_lines()}}},
   };
   if (c.head == model::Head::kSequenceClassification)
     report["problem_type"] = std::string(model::problem_type_name(c.problem_type));
-  if (const auto& a = text_plan.activation) {
+  if (const auto& a = in.text_plan.activation) {
     report["activation"] = {{"value", model::output_activation_name(a->value)},
                             {"source", a->source}};
   }
-  if (const model::StSplade* sp = dir.splade()) {
+  if (const model::StSplade* sp = in.dir.splade()) {
     report["sparse"] = {{"pooling", model::kSpladePoolingNames.name(sp->pooling)},
                         {"activation", model::kSpladeActivationNames.name(sp->activation)},
                         {"source", sp->source},
-                        {"top_k", dir.max_active_dims().value_or(0)},
+                        {"top_k", in.dir.max_active_dims().value_or(0)},
                         {"values_per_row", c.vocab_size}};
   }
-  if (o.json) {
-    fmt::print("{}\n", report.dump(2));
-    return kExitOk;
-  }
+  return report;
+}
+
+void print_inspect(const InspectOptions& o, const Inspected& in) {
+  const model::ModelConfig& c = in.c;
+  const backend::WeightStats& s = in.prepared->stats();
   fmt::print("model            {}\n", o.model_dir);
-  fmt::print("architecture     {} (model_type {})\n", report["architecture"].get<std::string>(),
-             c.model_type);
+  fmt::print("architecture     {} (model_type {})\n",
+             c.architecture.empty() ? c.family_name() : c.architecture, c.model_type);
   fmt::print("layers           {}, hidden {}, {} heads of {}, intermediate {}, {}\n", c.num_layers,
              c.hidden_size, c.num_heads, c.head_dim(), c.intermediate_size, c.hidden_act_name);
-  for (std::size_t i = 0; i < network.size(); ++i)
-    fmt::print("{}{}\n", i == 0 ? "network          " : "                 ", network[i]);
+  for (std::size_t i = 0; i < in.network.size(); ++i)
+    fmt::print("{}{}\n", i == 0 ? "network          " : "                 ", in.network[i]);
   fmt::print("vocabulary       {} tokens, sequences up to {} tokens\n", c.vocab_size,
              c.max_sequence_length());
   fmt::print("parameters       {} ({:.1f} M), stored as {}\n", s.parameters, s.parameters / 1e6,
@@ -213,33 +232,42 @@ int run_inspect(const InspectOptions& o) {
   if (s.converted_bytes) fmt::print("; {} converted to float32", human_bytes(s.converted_bytes));
   fmt::print("\n");
   print_head(c);
-  fmt::print("task             {} ({})\n", model::task_name(task.value), task.source);
-  if (const auto& a = text_plan.activation) {
+  fmt::print("task             {} ({})\n", model::task_name(in.task.value), in.task.source);
+  if (const auto& a = in.text_plan.activation) {
     fmt::print("activation       {} ({})\n", model::output_activation_name(a->value), a->source);
   }
-  if (const model::StSplade* sp = dir.splade()) {
-    print_sparse(dir, *sp, c);
+  if (const model::StSplade* sp = in.dir.splade()) {
+    print_sparse(in.dir, *sp, c);
   } else {
-    print_embedding(dir, plan);
+    print_embedding(in.dir, in.plan);
   }
-  fmt::print("max length       {} tokens ({})\n", max_len.value, max_len.source);
-  print_text_and_origin(dir, c, text_plan);
-  fmt::print("backend          {}: {}\n", backend->name(), backend->description());
-  for (const auto& line : backend->device_lines()) fmt::print("  {}\n", line);
+  fmt::print("max length       {} tokens ({})\n", in.max_len.value, in.max_len.source);
+  print_text_and_origin(in.dir, c, in.text_plan);
+  fmt::print("backend          {}: {}\n", in.backend->name(), in.backend->description());
+  for (const auto& line : in.backend->device_lines()) fmt::print("  {}\n", line);
   fmt::print("activations      {} per replica per 1,000 batch tokens (longest sequence {})\n",
-             human_bytes(activation), longest);
+             human_bytes(in.activation), in.longest);
   fmt::print(
       "                 {} per replica for the largest batch of a default run ({} tokens, rows up "
       "to {})\n",
-      human_bytes(largest_bytes), largest_batch, max_len.value);
-  if (dir.has_tokenizer()) {
+      human_bytes(in.largest_bytes), in.largest_batch, in.max_len.value);
+  if (in.dir.has_tokenizer()) {
     fmt::print(
         "long rows        --long-input chunk: windows of {} text tokens + {} special tokens; a row "
         "of T text tokens takes 1 + ceil((T - {}) / ({} - stride)) windows, each planned and "
         "computed as a row of up to {} tokens\n",
-        window, specials, window, window, max_len.value);
+        in.window, in.specials, in.window, in.window, in.max_len.value);
   }
-  for (const auto& w : warnings) fmt::print("note             {}\n", w);
+  for (const auto& w : in.warnings) fmt::print("note             {}\n", w);
+}
+
+int run_inspect(const InspectOptions& o) {
+  const Inspected in(o);
+  if (o.json) {
+    fmt::print("{}\n", inspect_json(o, in).dump(2));
+  } else {
+    print_inspect(o, in);
+  }
   return kExitOk;
 }
 

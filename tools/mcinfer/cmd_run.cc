@@ -83,25 +83,18 @@ int run_run(RunFlags& f) {
   return kExitOk;
 }
 
-}  // namespace
-
-Action add_run_command(CLI::App& app, const Invocation& invocation) {
-  auto f = std::make_shared<RunFlags>();
-  CLI::App* sub = app.add_subcommand("run", "Run a model over every row of a CSV or JSONL file");
-  sub->add_option("model_dir", f->options.model_dir,
-                  "Hugging Face model directory (config.json, *.safetensors, tokenizer)")
-      ->required();
-  sub->add_option("--input", f->options.input, "Input rows: .csv (with a header) or .jsonl")
-      ->required();
-  sub->add_option("--output", f->options.output,
-                  "Predictions: .csv or .jsonl, written atomically at the end")
-      ->required();
+// The flags of `run`, in the groups --help lists them in: the input, ...
+void add_input_flags(CLI::App* sub, RunFlags* f) {
   sub->add_option("--format", f->format, "Input format when the extension does not say")
       ->check(CLI::IsMember(run_flag_choices("--format")));
   sub->add_option("--id-col", f->options.id_col, "Id column (absent: row numbers)")
       ->capture_default_str();
   sub->add_option("--text-col", f->options.text_col, "Text column")->capture_default_str();
   sub->add_option("--text-pair-col", f->text_pair_col, "Second text column, for sentence pairs");
+}
+
+// ... what the model computes and how long rows are handled, ...
+void add_task_flags(CLI::App* sub, RunFlags* f) {
   sub->add_option("--task", f->task,
                   "classify, embed or sparse (default: sparse for a SparseEncoder, classify for "
                   "a model with a head, else embed)")
@@ -156,6 +149,10 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
                   "probs")
       ->check(CLI::IsMember(run_flag_choices("--chunk-values")))
       ->capture_default_str();
+}
+
+// ... the precision and its check, ...
+void add_precision_flags(CLI::App* sub, RunFlags* f) {
   sub->add_option("--precision", f->options.precision,
                   "fp32, bf16, int8, or auto: bf16 where the CPU has native bf16 dot products "
                   "(avx512_bf16, AMX), else fp32 (auto never picks int8)")
@@ -177,6 +174,10 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_option("--int8-keep", f->options.int8_keep,
                   "int8: GEMMs kept in bf16 (fp32 without native bf16), e.g. 11.ffn_out,3 (all of "
                   "layer 3) or none (default: chosen on the --check-precision rows)");
+}
+
+// ... and where and how the rows run.
+void add_execution_flags(CLI::App* sub, RunFlags* f) {
   sub->add_option("--replicas", f->replicas,
                   "Model replicas (threads), or auto: one per physical core")
       ->capture_default_str();
@@ -221,6 +222,25 @@ Action add_run_command(CLI::App& app, const Invocation& invocation) {
   sub->add_flag("!--no-pin", f->options.pin_threads, "Do not pin replica threads to cores");
   sub->add_flag("--profile", f->options.profile,
                 "Time every op and stage; the report gets time_share");
+}
+
+}  // namespace
+
+Action add_run_command(CLI::App& app, const Invocation& invocation) {
+  auto f = std::make_shared<RunFlags>();
+  CLI::App* sub = app.add_subcommand("run", "Run a model over every row of a CSV or JSONL file");
+  sub->add_option("model_dir", f->options.model_dir,
+                  "Hugging Face model directory (config.json, *.safetensors, tokenizer)")
+      ->required();
+  sub->add_option("--input", f->options.input, "Input rows: .csv (with a header) or .jsonl")
+      ->required();
+  sub->add_option("--output", f->options.output,
+                  "Predictions: .csv or .jsonl, written atomically at the end")
+      ->required();
+  add_input_flags(sub, f.get());
+  add_task_flags(sub, f.get());
+  add_precision_flags(sub, f.get());
+  add_execution_flags(sub, f.get());
   f->argv = invocation.argv;
   return [f] { return run_run(*f); };
 }
