@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "data/parquet_arrow.h"
+#include "data/parquet_table_reader.h"
 #include "data/prediction_reader.h"
 #include "data/prediction_writer.h"
 
@@ -146,11 +147,11 @@ bool is_float_type(const arrow::DataType& t) {
 
 // A sparse table written as above, or by another tool: `indices` a list of int32 or int64,
 // `values` a list of float32 or float64.
-class SparseParquetReader final : public PredictionReader {
+class SparseParquetReader final : public parquet_io::TableReader {
  public:
   SparseParquetReader(const std::filesystem::path& path,
                       std::unique_ptr<parquet::arrow::FileReader> reader)
-      : path_(path), reader_(std::move(reader)) {
+      : TableReader(path, std::move(reader)) {
     std::shared_ptr<arrow::Schema> schema;
     check(reader_->GetSchema(&schema), path_, "cannot read the schema");
     check_field(
@@ -178,41 +179,25 @@ class SparseParquetReader final : public PredictionReader {
     }
     schema_.sparse = true;
     reader_->set_batch_size(kReadRows);
-    batches_ = parquet_io::BatchCursor(
-        take(reader_->GetRecordBatchReader(), path_, "cannot read its row groups"));
+    start();
   }
 
-  bool has_schema() const override { return true; }
-  const PredictionSchema& schema() const override { return schema_; }
-  OutputFormat format() const override { return OutputFormat::kParquet; }
-  const std::filesystem::path& path() const override { return path_; }
-  const std::optional<std::string>& warning() const override { return warning_; }
+ private:
+  static constexpr std::int64_t kReadRows = 8192;
 
-  bool next(PredictionRow& row) override {
-    const std::int64_t i =
-        batches_.next_row(path_, rows_, [&](const arrow::RecordBatch& batch) { bind(batch); });
-    if (i < 0) return false;
-    const std::uint64_t number = ++rows_;
-    if (id_.is_null(i)) fail("{}: row {}: column 'id' is null", path_.string(), number);
+  void read_values(std::int64_t i, std::uint64_t number, PredictionRow& row) override {
     if (indices_->IsNull(i) || values_->IsNull(i))
       fail("{}: row {}: column '{}' is null", path_.string(), number,
            indices_->IsNull(i) ? kIndices : kValues);
-    row.line = number;
-    row.id = id_.text(i, id_scratch_);
-    row.id_is_string = !id_.is_integer();
     const std::int64_t n = indices_->value_length(i);
     if (values_->value_length(i) != n)
       fail("{}: row {}: 'indices' has {} items and 'values' {}: one value per index",
            path_.string(), number, n, values_->value_length(i));
     read_indices(number, indices_->value_offset(i), n);
-    read_values(number, values_->value_offset(i), n);
+    read_weights(number, values_->value_offset(i), n);
     row.indices = row_indices_;
     row.values = row_values_;
-    return true;
   }
-
- private:
-  static constexpr std::int64_t kReadRows = 8192;
 
   template <typename Accepts>
   void check_field(const arrow::Schema& schema, std::string_view name, Accepts accepts,
@@ -228,8 +213,7 @@ class SparseParquetReader final : public PredictionReader {
     }
   }
 
-  void bind(const arrow::RecordBatch& batch) {
-    id_.bind(batch.GetColumnByName("id"));
+  void bind_values(const arrow::RecordBatch& batch) override {
     indices_ =
         std::static_pointer_cast<arrow::ListArray>(batch.GetColumnByName(std::string(kIndices)));
     values_ =
@@ -255,7 +239,7 @@ class SparseParquetReader final : public PredictionReader {
     }
   }
 
-  void read_values(std::uint64_t number, std::int64_t first, std::int64_t n) {
+  void read_weights(std::uint64_t number, std::int64_t first, std::int64_t n) {
     const arrow::Array& items = *values_->values();
     row_values_.clear();
     for (std::int64_t k = 0; k < n; ++k) {
@@ -270,17 +254,9 @@ class SparseParquetReader final : public PredictionReader {
     }
   }
 
-  std::filesystem::path path_;
-  std::unique_ptr<parquet::arrow::FileReader> reader_;
-  parquet_io::BatchCursor batches_;
-  std::uint64_t rows_ = 0;
-  parquet_io::TextColumn id_;
   std::shared_ptr<arrow::ListArray> indices_, values_;  // of the current batch
-  PredictionSchema schema_;
   std::vector<std::int32_t> row_indices_;
   std::vector<double> row_values_;
-  std::string id_scratch_;
-  std::optional<std::string> warning_;
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "core/file_writer.h"
 #include "data/parquet.h"
 #include "data/parquet_arrow.h"
+#include "data/parquet_table_reader.h"
 #include "data/prediction_reader.h"
 #include "data/prediction_writer.h"
 
@@ -188,11 +189,11 @@ class ParquetWriter final : public PredictionWriter {
 
 // A prediction table written as above, or by another tool: `id` (text or integers) and value
 // columns of float32/float64 or fixed_size_lists of them.
-class ParquetPredictionReader final : public PredictionReader {
+class ParquetPredictionReader final : public parquet_io::TableReader {
  public:
   ParquetPredictionReader(const std::filesystem::path& path,
                           std::unique_ptr<parquet::arrow::FileReader> reader)
-      : path_(path), reader_(std::move(reader)) {
+      : TableReader(path, std::move(reader)) {
     std::shared_ptr<arrow::Schema> schema;
     check(reader_->GetSchema(&schema), path_, "cannot read the schema");
     if (parquet_io::leaf_column(*reader_, path_, "id") < 0) {
@@ -235,25 +236,11 @@ class ParquetPredictionReader final : public PredictionReader {
     schema_.groups = output_groups_of(schema_.columns);
     schema_.embedding = schema_.groups.empty() && is_embedding_columns(schema_.columns);
     values_.resize(schema_.columns.size());
-    batches_ = parquet_io::BatchCursor(
-        take(reader_->GetRecordBatchReader(), path_, "cannot read its row groups"));
+    start();
   }
 
-  bool has_schema() const override { return true; }
-  const PredictionSchema& schema() const override { return schema_; }
-  OutputFormat format() const override { return OutputFormat::kParquet; }
-  const std::filesystem::path& path() const override { return path_; }
-  const std::optional<std::string>& warning() const override { return warning_; }
-
-  bool next(PredictionRow& row) override {
-    const std::int64_t i =
-        batches_.next_row(path_, rows_, [&](const arrow::RecordBatch& batch) { bind(batch); });
-    if (i < 0) return false;
-    const std::uint64_t number = ++rows_;
-    if (id_.is_null(i)) fail("{}: row {}: column 'id' is null", path_.string(), number);
-    row.line = number;
-    row.id = id_.text(i, id_scratch_);
-    row.id_is_string = !id_.is_integer();
+ private:
+  void read_values(std::int64_t i, std::uint64_t number, PredictionRow& row) override {
     double* out = values_.data();
     for (const Source& source : sources_) {
       if (source.array->IsNull(i) || (source.values_have_nulls && has_null_value(source, i)))
@@ -273,10 +260,8 @@ class ParquetPredictionReader final : public PredictionReader {
       }
     }
     row.values = values_;
-    return true;
   }
 
- private:
   static constexpr std::int64_t kReadRows = 8192;
   // Values per row (all columns and list entries): far above any model's outputs (the widest
   // embeddings are a few thousand values), and small enough to name each one.
@@ -316,8 +301,7 @@ class ParquetPredictionReader final : public PredictionReader {
          path_.string(), field.name(), type.ToString());
   }
 
-  void bind(const arrow::RecordBatch& batch) {
-    id_.bind(batch.GetColumnByName("id"));
+  void bind_values(const arrow::RecordBatch& batch) override {
     for (Source& source : sources_) {
       source.array = batch.GetColumnByName(source.name);
       source.values = source.array.get();
@@ -343,16 +327,8 @@ class ParquetPredictionReader final : public PredictionReader {
     return false;
   }
 
-  std::filesystem::path path_;
-  std::unique_ptr<parquet::arrow::FileReader> reader_;
-  parquet_io::BatchCursor batches_;
-  std::uint64_t rows_ = 0;
-  parquet_io::TextColumn id_;
   std::vector<Source> sources_;
-  PredictionSchema schema_;
   std::vector<double> values_;
-  std::string id_scratch_;
-  std::optional<std::string> warning_;
 };
 
 }  // namespace
