@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <numeric>
 #include <thread>
 
+#include "core/enum_names.h"
 #include "sched/replica_pool.h"
 
 namespace mcinfer::sched {
@@ -144,6 +146,18 @@ void compare_scores(const std::vector<float>& got, const std::vector<float>& wan
   check.agreement = pairs == 0 ? 1.0 : static_cast<double>(alike) / static_cast<double>(pairs);
 }
 
+// Each kind of agreement: its key in the report and its words in messages.
+constexpr EnumNames<PrecisionCheck::Agreement, 3> kAgreementKeys{{{
+    {PrecisionCheck::Agreement::kArgmax, "argmax_agreement"},
+    {PrecisionCheck::Agreement::kRank, "rank_agreement"},
+    {PrecisionCheck::Agreement::kTopK, "top_k_overlap"},
+}}};
+constexpr EnumNames<PrecisionCheck::Agreement, 3> kAgreementWords{{{
+    {PrecisionCheck::Agreement::kArgmax, "argmax agreement"},
+    {PrecisionCheck::Agreement::kRank, "rank agreement"},
+    {PrecisionCheck::Agreement::kTopK, "top-k overlap"},
+}}};
+
 // Sparse rows: a search index keeps a row's nonzero tokens, so what matters beyond the cosine is
 // whether the same tokens are kept. Per row, the share of the fp32 row's K nonzero indices among
 // the checked row's K largest values (K already bounded by the run's top-k); the rows' mean.
@@ -160,7 +174,7 @@ void compare_top_k(const std::vector<float>& got, const std::vector<float>& want
       sum += 1;  // nothing to find; a checked row that is not empty has cosine 0 already
       continue;
     }
-    for (std::int64_t j = 0; j < dim; ++j) order[static_cast<std::size_t>(j)] = j;
+    std::iota(order.begin(), order.end(), std::int64_t{0});
     std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k - 1), order.end(),
                      [a](std::int64_t x, std::int64_t y) { return a[x] > a[y]; });
     std::size_t found = 0;
@@ -226,21 +240,9 @@ Json PrecisionCheck::to_json() const {
       {"precision", precision},   {"reference", "fp32"},         {"rows", rows},
       {"min_cosine", min_cosine}, {"mean_cosine", mean_cosine},  {"max_abs_diff", max_abs_diff},
       {"seconds", seconds},       {"row_ordinals", row_ordinals}};
-  if (agreement) j[std::string(agreement_name())] = *agreement;
+  if (agreement) j[std::string(kAgreementKeys.name(agreement_kind))] = *agreement;
   if (score_column()) j["compared"] = "the score column (one value per row)";
   return j;
-}
-
-std::string_view PrecisionCheck::agreement_name() const {
-  switch (agreement_kind) {
-    case Agreement::kArgmax:
-      return "argmax_agreement";
-    case Agreement::kRank:
-      return "rank_agreement";
-    case Agreement::kTopK:
-      return "top_k_overlap";
-  }
-  return "agreement";
 }
 
 std::string PrecisionCheck::summary() const {
@@ -253,11 +255,8 @@ std::string PrecisionCheck::summary() const {
   std::string s = fmt::format(
       "precision check: {} rows in {} vs fp32: cosine min {:.6f} mean {:.6f}, max abs diff {:.2e}",
       rows, precision, min_cosine, mean_cosine, max_abs_diff);
-  if (agreement && agreement_kind == Agreement::kTopK) {
-    s += fmt::format(", top-k overlap {:.2f}%", 100 * *agreement);
-  } else if (agreement) {
-    s += fmt::format(", argmax agreement {:.2f}%", 100 * *agreement);
-  }
+  if (agreement)
+    s += fmt::format(", {} {:.2f}%", kAgreementWords.name(agreement_kind), 100 * *agreement);
   return s;
 }
 
@@ -267,11 +266,8 @@ std::string unmet_bound(const PrecisionCheck& check, const PrecisionBounds& boun
                        check.min_cosine, *bounds.min_cosine);
   }
   if (bounds.min_agreement && check.agreement && *check.agreement < *bounds.min_agreement) {
-    const std::string_view what = check.agreement_kind == PrecisionCheck::Agreement::kTopK
-                                      ? "the top-k overlap"
-                                  : check.score_column() ? "rank agreement"
-                                                         : "argmax agreement";
-    return fmt::format("{} with fp32 is {:.4f}, below --min-agreement {}", what, *check.agreement,
+    return fmt::format("the {} with fp32 is {:.4f}, below --min-agreement {}",
+                       kAgreementWords.name(check.agreement_kind), *check.agreement,
                        *bounds.min_agreement);
   }
   if (bounds.max_abs_diff && check.max_abs_diff > *bounds.max_abs_diff) {

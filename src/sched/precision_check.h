@@ -43,7 +43,6 @@ struct PrecisionCheck {
   Agreement agreement_kind = Agreement::kArgmax;
   std::optional<double> agreement;  // none for embeddings
   bool score_column() const { return agreement_kind == Agreement::kRank; }
-  std::string_view agreement_name() const;  // the report's key: argmax_agreement, ...
   // The checked rows' positions among the input's good rows (0-based): which rows int8's
   // calibration saw, so that accuracy can be judged on the others.
   std::vector<std::uint64_t> row_ordinals;

@@ -454,7 +454,7 @@ class EncoderWriter {
     const std::optional<Value> bias =
         m.decoder_bias.empty() ? std::nullopt : std::optional<Value>(weight());
     const std::int64_t vocab = word_embeddings_.dims[0];
-    const std::int64_t step = std::gcd(l_, std::int64_t{8});
+    const std::int64_t step = std::gcd(l_, kSparsePositionsPerTrip);
     const std::int64_t trips = l_ / step;
     const Value y = layer_norm(linear(x, transform), norm);  // [b, l, h]
     const Value by_step =

@@ -59,6 +59,10 @@ std::vector<WeightSlot> weight_slots(const model::EncoderDesc& desc, bool head, 
 std::vector<std::vector<const model::Tensor*>> slot_tensors(const model::ModelTensors& tensors,
                                                             bool head, bool stacked);
 
+// ProgramSpec::sparse makes the vocabulary logits this many positions at a time (fewer where the
+// length is not a multiple of it: its largest divisor that divides the length).
+inline constexpr std::int64_t kSparsePositionsPerTrip = 8;
+
 struct ProgramSpec {
   std::int64_t batch = 1, length = 1;
   model::Precision precision = model::Precision::kFp32;  // kFp32 or kBf16

@@ -32,14 +32,15 @@ using model::Precision;
 // it; a window's last batch is padded up to it); a batch of more than kMaxRows runs in parts.
 constexpr std::int64_t kRowMultiple = 8;
 constexpr std::int64_t kMaxRows = 512;
-// A SparseEncoder's program holds [8, rows, vocab] f32 logits per loop trip (ProgramSpec::sparse):
-// its rows per run are capped so that those stay within this.
+// A SparseEncoder's program holds [kSparsePositionsPerTrip, rows, vocab] f32 logits per loop trip
+// (ProgramSpec::sparse): its rows per run are capped so that those stay within this.
 constexpr std::int64_t kSparseLogitBytes = std::int64_t{128} << 20;
 
 // The rows of one run: kMaxRows, or fewer for token weights (kSparseLogitBytes).
 std::int64_t max_rows(bool sparse, std::int64_t vocab) {
   if (!sparse) return kMaxRows;
-  const std::int64_t fit = kSparseLogitBytes / (8 * std::max<std::int64_t>(vocab, 1) * 4);
+  const std::int64_t fit =
+      kSparseLogitBytes / (kSparsePositionsPerTrip * std::max<std::int64_t>(vocab, 1) * 4);
   return std::clamp(fit / kRowMultiple * kRowMultiple, kRowMultiple, kMaxRows);
 }
 
@@ -228,8 +229,7 @@ class PjrtReplica final : public backend::Replica {
     hidden_.resize(hidden ? static_cast<std::size_t>(packed_.tokens() * c.hidden_size) : 0);
     logits_.resize(logits ? static_cast<std::size_t>(n * c.num_labels) : 0);
     const std::int64_t length = length_bucket(packed_.longest(), c.max_sequence_length());
-    last_computed_ = 0;
-    run_all(length, hidden, logits, std::nullopt);
+    run_all(length, hidden, logits, std::nullopt, nullptr);
     model::write_task_outputs(c, task, batch, packed_.spans, hidden ? hidden_.data() : nullptr,
                               logits ? logits_.data() : nullptr, out);
   }
@@ -241,15 +241,15 @@ class PjrtReplica final : public backend::Replica {
            state_->source());
     const auto n = static_cast<std::int64_t>(packed_.spans.size());
     out.resize(static_cast<std::size_t>(n * c.vocab_size));
-    sparse_out_ = out.data();
-    run_all(length_bucket(packed_.longest(), c.max_sequence_length()), false, false, spec);
-    sparse_out_ = nullptr;
+    run_all(length_bucket(packed_.longest(), c.max_sequence_length()), false, false, spec,
+            out.data());
     model::keep_top_k(out.data(), n, c.vocab_size, spec.top_k);
   }
 
-  // The packed batch in runs of at most max_rows sequences, and its work counted.
+  // The packed batch in runs of at most max_rows sequences, and its work counted; with `sparse`,
+  // the rows' token weights into sparse_out [batch, vocab].
   void run_all(std::int64_t length, bool hidden, bool logits,
-               const std::optional<model::SparseSpec>& sparse) {
+               const std::optional<model::SparseSpec>& sparse, float* sparse_out) {
     const ModelConfig& c = state_->config();
     const auto n = static_cast<std::int64_t>(packed_.spans.size());
     const std::int64_t most = max_rows(sparse.has_value(), c.vocab_size);
@@ -257,7 +257,7 @@ class PjrtReplica final : public backend::Replica {
     for (std::int64_t first = 0; first < n;) {
       const std::int64_t count = std::min(most, n - first);
       const std::int64_t rows = padded_rows(count);
-      run(first, count, rows, length, hidden, logits, sparse);
+      run(first, count, rows, length, hidden, logits, sparse, sparse_out);
       last_computed_ += rows * length;
       first += count;
     }
@@ -277,7 +277,8 @@ class PjrtReplica final : public backend::Replica {
  private:
   // Sequences [first, first + count) of the packed batch, padded to [rows, length].
   void run(std::int64_t first, std::int64_t count, std::int64_t rows, std::int64_t length,
-           bool hidden, bool logits, const std::optional<model::SparseSpec>& sparse) {
+           bool hidden, bool logits, const std::optional<model::SparseSpec>& sparse,
+           float* sparse_out) {
     const ModelConfig& c = state_->config();
     const auto cells = static_cast<std::size_t>(rows * length);
     ids_.assign(cells, static_cast<std::int32_t>(c.pad_token_id));
@@ -341,7 +342,7 @@ class PjrtReplica final : public backend::Replica {
       const std::int64_t vocab = c.vocab_size;
       padded_.resize(static_cast<std::size_t>(rows * vocab));
       outputs[next++].to_host(padded_.data(), padded_.size() * sizeof(float));
-      std::copy_n(padded_.data(), count * vocab, sparse_out_ + first * vocab);
+      std::copy_n(padded_.data(), count * vocab, sparse_out + first * vocab);
     }
   }
 
@@ -353,10 +354,9 @@ class PjrtReplica final : public backend::Replica {
   std::vector<std::int32_t> lengths_;                  // [rows]
   std::vector<std::int32_t> buckets_;  // [length, length]: relative position buckets
   std::int64_t buckets_length_ = 0;
-  std::vector<float> padded_;    // one output as the device wrote it: [rows, length, hidden]
-  std::vector<float> hidden_;    // [tokens, hidden]: the packed kept tokens
-  std::vector<float> logits_;    // [batch, labels]
-  float* sparse_out_ = nullptr;  // [batch, vocab]: predict_sparse's output, during its runs
+  std::vector<float> padded_;  // one output as the device wrote it: [rows, length, hidden]
+  std::vector<float> hidden_;  // [tokens, hidden]: the packed kept tokens
+  std::vector<float> logits_;  // [batch, labels]
   double last_flops_ = 0;
   std::int64_t last_computed_ = 0;  // [rows, length] positions of the last batch's runs
 };
