@@ -18,10 +18,15 @@
 #include <vector>
 
 #include "mcinfer/errors.h"
+#include "mcinfer/precision_gate.h"
 
 namespace mcinfer {
 
-struct ModelOptions {
+// The precision gate (PrecisionGate: check rows, --min-cosine, --min-agreement, --int8-keep)
+// is `mcinfer run`'s, on the rows of the model's first call: a reduced precision's weights are
+// prepared there, int8's calibrated and chosen on those rows, and a missed bound throws
+// PrecisionCheckError then (and again on every later call) before any output is returned.
+struct ModelOptions : PrecisionGate {
   std::string backend = "cpu";     // a backend of this build (`mcinfer run --backend`)
   std::string plugin = "cpu";      // --backend pjrt: `mcinfer run --plugin`
   int devices = 0;                 // --backend pjrt: `mcinfer run --devices` (0: all)
@@ -46,6 +51,14 @@ struct ModelOptions {
   // Embeddings: keep the first N values, then normalise if the model normalises
   // (`--truncate-dim`); nullopt: all.
   std::optional<std::int64_t> truncate_dim;
+  // Texts longer than max_len (`--long-input`, `--stride`, `--chunk-reduce`, `--chunk-values`):
+  // truncate, or chunk: overlapping windows of max_len tokens (`stride` shared), each computed
+  // as a sequence of its own, reduced into the row's output (mean, max, first, token-weighted;
+  // classifiers reduce their logits or probs) as `mcinfer run` reduces them.
+  std::string long_input = "truncate";
+  std::size_t stride = 0;
+  std::string chunk_reduce = "mean";
+  std::string chunk_values = "logits";
 };
 
 // Row-major outputs: rows × columns, one row per input, in input order.
@@ -78,7 +91,11 @@ class Model {
 
   std::string backend() const;
   std::string precision() const;  // as resolved: fp32, bf16 or int8
-  std::string task() const;       // classify or embed
+  // The precision gate's evidence as JSON (the run report's "precision_check" and "int8_plan"
+  // objects, and the load's "warnings"): empty for fp32 and bf16 without check rows, and until
+  // the first call of a model with check rows.
+  std::string precision_report() const;
+  std::string task() const;  // classify or embed
   int replicas() const;
   std::size_t max_len() const;
 

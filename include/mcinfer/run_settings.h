@@ -11,9 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "mcinfer/precision_gate.h"
+
 namespace mcinfer {
 
-struct RunSettings {
+// The precision gate (check rows, bounds, --int8-keep) is PrecisionGate's, as Model's.
+struct RunSettings : PrecisionGate {
   std::filesystem::path model_dir, input, output;
   std::optional<std::string> format;  // of the input: csv or jsonl; default from its extension
   std::string id_col = "id";
@@ -43,12 +46,6 @@ struct RunSettings {
   // a CPU plugin makes that many).
   std::string plugin = "cpu";
   int devices = 0;
-  // Rows compared against fp32 before a reduced-precision run (nullopt: 32; 0: no check), and
-  // that check's bounds: a miss stops the run before anything is written (exit 4).
-  std::optional<std::size_t> check_precision_rows;
-  std::optional<double> min_cosine, min_agreement;
-  // int8: GEMMs kept out of int8 (`--int8-keep` syntax); nullopt: chosen on the check rows.
-  std::optional<std::string> int8_keep;
   int replicas = 0;  // 0: the backend's replica slots (CPU: one per physical core)
   // This process's rank among `world` processes sharing the input (--rank/--world); default:
   // from the launcher's variables (Open MPI, MPICH, Slurm, Kubernetes, torchrun), else 0 of 1.

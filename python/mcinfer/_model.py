@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -78,6 +79,23 @@ class Model:
     ``max_len``, ``prompt`` and ``prompt_name`` default to what the directory says, as for
     ``mcinfer run``. Raises ``mcinfer.Error`` naming the file or field at fault.
 
+    Texts longer than ``max_len`` are truncated (``long_input="truncate"``), or with
+    ``long_input="chunk"`` cut into Hugging Face's overflowing windows (``stride`` tokens shared
+    between neighbours), each computed as a sequence of its own and reduced into the row's one
+    output by ``chunk_reduce`` (``"mean"``, ``"max"``, ``"first"``, ``"token-weighted"``;
+    classifiers reduce their ``chunk_values``, ``"logits"`` then the activation once, or
+    ``"probs"``), exactly as ``mcinfer run --long-input chunk`` does.
+
+    bf16 and int8 pass ``mcinfer run``'s accuracy gate on the rows of the first call
+    (``encode``, ``predict``, ``rank``): up to ``check_precision`` of them (default 32; 0: no
+    check, and int8 then runs uncalibrated) go through fp32 and the reduced precision first;
+    int8's weights are smoothed and its GEMMs chosen on them against its default targets
+    (embeddings cosine >= 0.99, classifier probabilities within 0.05, sparse rows cosine >= 0.99
+    and top-k overlap >= 0.95), ``min_cosine`` / ``min_agreement`` bound them further, and
+    ``int8_keep`` names the GEMMs to keep out of int8 instead (``--int8-keep``). A miss raises
+    ``mcinfer.PrecisionCheckError`` before any output (on that call and every later one);
+    ``precision_report`` holds the figures. Later calls run on the weights chosen then.
+
     A Model may be used from one thread at a time; each call runs on all its replicas, with the
     GIL released. Do not share it with fork-based pools: give each process its own (``spawn``).
     """
@@ -101,6 +119,14 @@ class Model:
         prompt_name: str | None = None,
         tokenizer_compat: str = "auto",
         truncate_dim: int | None = None,
+        long_input: str = "truncate",
+        stride: int = 0,
+        chunk_reduce: str = "mean",
+        chunk_values: str = "logits",
+        check_precision: int | None = None,
+        min_cosine: float | None = None,
+        min_agreement: float | None = None,
+        int8_keep: str | None = None,
     ) -> None:
         path = os.fspath(model_dir)
         if not os.path.isdir(path):
@@ -125,12 +151,38 @@ class Model:
         if truncate_dim is not None and (isinstance(truncate_dim, bool) or truncate_dim < 1):
             raise ValueError(f"truncate_dim must be 1 or more (None: all), not {truncate_dim!r}")
         options.truncate_dim = truncate_dim
+        if isinstance(stride, bool) or stride < 0:
+            raise ValueError(f"stride must be 0 or more tokens, not {stride!r}")
+        options.long_input = long_input
+        options.stride = stride
+        options.chunk_reduce = chunk_reduce
+        options.chunk_values = chunk_values
+        if check_precision is not None and (
+            isinstance(check_precision, bool) or check_precision < 0
+        ):
+            raise ValueError(
+                f"check_precision must be 0 (no check) or more rows, not {check_precision!r}"
+            )
+        options.check_precision_rows = check_precision
+        options.min_cosine = min_cosine
+        options.min_agreement = min_agreement
+        options.int8_keep = int8_keep
         self._model = _core.Model.load(path, options)
         self.model_dir = path
 
     @property
     def precision(self) -> str:
         return str(self._model.precision)
+
+    @property
+    def precision_report(self) -> dict[str, Any] | None:
+        """The precision gate's evidence, as ``mcinfer run``'s report has it: ``precision_check``
+        (the rows, the lowest and mean cosine, the agreement) once a bf16 or int8 model's first
+        call has checked it, ``int8_plan`` (the GEMMs kept out of int8, whether the input
+        smoothing was calibrated) and the load's ``warnings``. None for fp32, for bf16 without
+        check rows, and before the first call of a model with check rows."""
+        report = str(self._model.precision_report)
+        return json.loads(report) if report else None
 
     @property
     def task(self) -> str:
@@ -286,7 +338,6 @@ class Model:
             output=output,
         )
         return _columns_to_arrow(values, self.labels) if output == "arrow" else values
-
 
     def rank(
         self,

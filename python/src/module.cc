@@ -170,12 +170,21 @@ NB_MODULE(_core, m) {
       .def_rw("prompt", &ModelOptions::prompt)
       .def_rw("prompt_name", &ModelOptions::prompt_name)
       .def_rw("truncate_dim", &ModelOptions::truncate_dim)
-      .def_rw("tokenizer_compat", &ModelOptions::tokenizer_compat);
+      .def_rw("tokenizer_compat", &ModelOptions::tokenizer_compat)
+      .def_rw("long_input", &ModelOptions::long_input)
+      .def_rw("stride", &ModelOptions::stride)
+      .def_rw("chunk_reduce", &ModelOptions::chunk_reduce)
+      .def_rw("chunk_values", &ModelOptions::chunk_values)
+      .def_rw("check_precision_rows", &ModelOptions::check_precision_rows)
+      .def_rw("min_cosine", &ModelOptions::min_cosine)
+      .def_rw("min_agreement", &ModelOptions::min_agreement)
+      .def_rw("int8_keep", &ModelOptions::int8_keep);
 
   nb::class_<Model>(m, "Model")
       .def_static("load", &load, "model_dir"_a, "options"_a)
       .def_prop_ro("backend", &Model::backend)
       .def_prop_ro("precision", &Model::precision)
+      .def_prop_ro("precision_report", &Model::precision_report)
       .def_prop_ro("task", &Model::task)
       .def_prop_ro("replicas", &Model::replicas)
       .def_prop_ro("max_len", &Model::max_len)

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <type_traits>
 #include <typeinfo>
 
 namespace nb = nanobind;
@@ -15,12 +16,9 @@ namespace {
 
 using Setter = std::function<void(RunOptions&, nb::handle)>;
 
-template <typename Field>
-Setter set(Field RunSettings::*member) {
-  return [member](RunOptions& o, nb::handle value) { o.*member = nb::cast<Field>(value); };
-}
-template <typename Field>
-Setter set(Field RunOptions::*member) {
+// A field of RunOptions or of one of its bases (RunSettings, PrecisionGate).
+template <typename Field, typename Owner>
+requires std::is_base_of_v<Owner, RunOptions> Setter set(Field Owner::*member) {
   return [member](RunOptions& o, nb::handle value) { o.*member = nb::cast<Field>(value); };
 }
 

@@ -246,10 +246,16 @@ def test_run_options_are_checked_by_name(tmp_path: Path, minilm_dir: Path) -> No
     with pytest.raises(mcinfer.UsageError, match="--precision"):
         mcinfer.run(minilm_dir, source, tmp_path / "o.csv", precision="fp16")
     # The same bounds as the CLI's, checked in the same place (NaN included) before the model loads.
-    with pytest.raises(mcinfer.UsageError, match="--min-cosine must be a number from -1 to 1, not 1.5"):
+    with pytest.raises(
+        mcinfer.UsageError, match="--min-cosine must be a number from -1 to 1, not 1.5"
+    ):
         mcinfer.run(minilm_dir, source, tmp_path / "o.csv", precision="int8", min_cosine=1.5)
-    with pytest.raises(mcinfer.UsageError, match="--min-agreement must be a number from 0 to 1, not nan"):
-        mcinfer.run(minilm_dir, source, tmp_path / "o.csv", precision="int8", min_agreement=float("nan"))
+    with pytest.raises(
+        mcinfer.UsageError, match="--min-agreement must be a number from 0 to 1, not nan"
+    ):
+        mcinfer.run(
+            minilm_dir, source, tmp_path / "o.csv", precision="int8", min_agreement=float("nan")
+        )
     with pytest.raises(mcinfer.Error, match="missing.csv"):
         mcinfer.run(minilm_dir, tmp_path / "missing.csv", tmp_path / "o.csv", quiet=True)
     assert not (tmp_path / "o.csv").exists()

@@ -36,7 +36,9 @@ def _expect_equal(got: npt.NDArray[np.float64], want: npt.NDArray[np.float32], w
     assert error.max() <= TOLERANCE, f"{what}: {error.max()}"
 
 
-def _dense(indices: list[list[int]], values: list[list[float]], vocab: int) -> npt.NDArray[np.float64]:
+def _dense(
+    indices: list[list[int]], values: list[list[float]], vocab: int
+) -> npt.NDArray[np.float64]:
     out = np.zeros((len(indices), vocab))
     for r, (idx, val) in enumerate(zip(indices, values)):
         assert list(idx) == sorted(set(idx)), "indices ascend"
@@ -118,13 +120,25 @@ def test_cli_sparse_parquet_and_jsonl_read_back_equal_encode(
     tmp_path: Path, name: str, top_k: int | None
 ) -> None:
     directory = FIXTURES / "sparse" / name
-    want = read_safetensors(directory / "reference.safetensors")["dense" if top_k is None else "top5"]
+    want = read_safetensors(directory / "reference.safetensors")[
+        "dense" if top_k is None else "top5"
+    ]
     ids = [f"t{i:02d}" for i in range(want.shape[0])]
     extra = [] if top_k is None else ["--sparse-top-k", str(top_k)]
     for ext in ("parquet", "jsonl"):
         out = tmp_path / f"o.{ext}"
-        _run("run", directory, "--input", directory / "input.csv", "--output", out,
-             "--precision", "fp32", "--quiet", *extra)
+        _run(
+            "run",
+            directory,
+            "--input",
+            directory / "input.csv",
+            "--output",
+            out,
+            "--precision",
+            "fp32",
+            "--quiet",
+            *extra,
+        )
         if ext == "parquet":
             got_ids, got = _sparse_table(out, want.shape[1])
         else:
@@ -141,8 +155,17 @@ def test_cli_dense_parquet_reads_back_equal_encode(tmp_path: Path) -> None:
     directory = FIXTURES / "st" / "st6_roberta_mean"
     want = read_safetensors(directory / "reference.safetensors")["embeddings_default"]
     out = tmp_path / "o.parquet"
-    _run("run", directory, "--input", directory / "input.csv", "--output", out,
-         "--precision", "fp32", "--quiet")
+    _run(
+        "run",
+        directory,
+        "--input",
+        directory / "input.csv",
+        "--output",
+        out,
+        "--precision",
+        "fp32",
+        "--quiet",
+    )
     table = pq.read_table(out)
     kind = table.schema.field("embedding").type
     assert pa.types.is_fixed_size_list(kind) and kind.value_type == pa.float32(), kind
@@ -165,18 +188,51 @@ def test_cli_merges_sparse_rows_as_a_dense_groupby_mean(tmp_path: Path) -> None:
     frame = {g: dense[[i for i, h in enumerate(groups) if h == g]].mean(axis=0) for g in groups}
     want_ids = list(dict.fromkeys(groups))
     out = tmp_path / "dup.parquet"
-    _run("run", directory, "--input", rows, "--output", out, "--precision", "fp32", "--quiet",
-         "--replicas", "2", "--batch-size", "3")
+    _run(
+        "run",
+        directory,
+        "--input",
+        rows,
+        "--output",
+        out,
+        "--precision",
+        "fp32",
+        "--quiet",
+        "--replicas",
+        "2",
+        "--batch-size",
+        "3",
+    )
     got_ids, got = _sparse_table(out, dense.shape[1])
     assert got_ids == want_ids
     _expect_equal(got, np.array([frame[g] for g in want_ids]), "duplicate ids")
     # `mcinfer merge` of two runs of the same ids: the full weights and the top 5, weighted 1:3,
     # over the union of their indices (the top-5 run's missing ones count 0).
     full, five = tmp_path / "full.jsonl", tmp_path / "five.parquet"
-    _run("run", directory, "--input", directory / "input.csv", "--output", full, "--precision",
-         "fp32", "--quiet")
-    _run("run", directory, "--input", directory / "input.csv", "--output", five, "--precision",
-         "fp32", "--quiet", "--sparse-top-k", "5")
+    _run(
+        "run",
+        directory,
+        "--input",
+        directory / "input.csv",
+        "--output",
+        full,
+        "--precision",
+        "fp32",
+        "--quiet",
+    )
+    _run(
+        "run",
+        directory,
+        "--input",
+        directory / "input.csv",
+        "--output",
+        five,
+        "--precision",
+        "fp32",
+        "--quiet",
+        "--sparse-top-k",
+        "5",
+    )
     merged = tmp_path / "merged.parquet"
     _run("merge", full, five, "--weights", "1", "3", "--output", merged)
     got_ids, got = _sparse_table(merged, dense.shape[1])
@@ -199,9 +255,18 @@ def test_console_script_refuses_formats_before_reading_the_weights(tmp_path: Pat
     ):
         out = tmp_path / f"o.{ext}"
         done = subprocess.run(
-            [str(script), "run", str(model), "--input", str(model / "input.csv"), "--output",
-             str(out)],
-            capture_output=True, text=True, check=False,
+            [
+                str(script),
+                "run",
+                str(model),
+                "--input",
+                str(model / "input.csv"),
+                "--output",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         assert done.returncode != 0
         assert message in done.stderr, done.stderr
@@ -209,8 +274,17 @@ def test_console_script_refuses_formats_before_reading_the_weights(tmp_path: Pat
         assert not out.exists()
     # The weights are what fails once the output is one this build writes.
     done = subprocess.run(
-        [str(script), "run", str(model), "--input", str(model / "input.csv"), "--output",
-         str(tmp_path / "o.jsonl")],
-        capture_output=True, text=True, check=False,
+        [
+            str(script),
+            "run",
+            str(model),
+            "--input",
+            str(model / "input.csv"),
+            "--output",
+            str(tmp_path / "o.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode != 0 and "model.safetensors" in done.stderr, done.stderr

@@ -6,7 +6,11 @@
 
 #include "backends/registry.h"
 #include "core/error.h"
+#include "core/json.h"
+#include "model/gemm_plan.h"
 #include "model/model_dir.h"
+#include "sched/chunking.h"
+#include "sched/precision_plan.h"
 #include "sched/replica_pool.h"
 #include "sched/row_feeder.h"
 #include "sched/run_plan.h"
@@ -24,11 +28,24 @@ struct Model::Impl {
   std::unique_ptr<backend::Backend> backend;
   std::optional<model::ModelDir> dir;
   sched::TaskPlan plan;
-  std::shared_ptr<const backend::PreparedModel> prepared;
+  model::Precision precision = model::Precision::kFp32;  // resolved
+  PrecisionGate gate;
+  sched::ChunkOptions chunk;
+  std::size_t stride = 0;
+  sched::PoolOptions pool_options;
+  std::vector<std::string> warnings;
+  // Reduced precisions with check rows: the weights wait for the first call's rows.
+  bool gate_pending = false;
+  std::string gate_failure;  // the first call's PrecisionCheckError, repeated on every call
+  sched::CheckedWeights weights;
   std::unique_ptr<sched::ReplicaPool> pool;
 
+  // Prepares the weights (checked on the rows `sample` gives) and the replicas.
+  void prepare(const sched::RowSampler& sample);
+  // The first call's rows decide the reduced precision's weights; later calls find them.
+  void ensure_prepared(const sched::RowSampler& sample);
   Matrix run(const std::vector<std::vector<std::int32_t>>& ids,
-             const std::vector<std::vector<std::int32_t>>& types) const;
+             const std::vector<std::vector<std::int32_t>>& types);
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -36,11 +53,9 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
-Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  impl->backend = backend::make_backend(
-      {.name = options.backend, .pjrt = {.plugin = options.plugin, .devices = options.devices}});
-  impl->dir = model::ModelDir::open(model_dir);
+namespace {
+
+sched::TaskRequest task_request(const ModelOptions& options) {
   sched::TaskRequest request;
   if (!options.task.empty()) {
     request.task = model::parse_task(options.task);
@@ -58,29 +73,90 @@ Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& op
     if (!pooling) fail_usage("pooling '{}' is not a pooling mode", options.pooling);
     request.pooling = model::PoolingModes(*pooling);
   }
-  impl->plan = sched::plan_task(*impl->dir, request);
+  return request;
+}
+
+template <typename Enum, std::size_t N>
+Enum parse_choice(const EnumNames<Enum, N>& names, const std::string& value, const char* option) {
+  const std::optional<Enum> parsed = names.parse(value);
+  if (!parsed) fail_usage("{} must be {}, not '{}'", option, names.choices(), value);
+  return *parsed;
+}
+
+}  // namespace
+
+Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->backend = backend::make_backend(
+      {.name = options.backend, .pjrt = {.plugin = options.plugin, .devices = options.devices}});
+  impl->dir = model::ModelDir::open(model_dir);
+  impl->plan = sched::plan_task(*impl->dir, task_request(options));
   const auto precision = model::parse_precision(options.precision);
   if (!precision)
     fail_usage("precision must be {}, not '{}'", model::kPrecisionNames.choices(),
                options.precision);
-  backend::PrepareOptions prepare;
-  prepare.precision = impl->backend->resolve_precision(*precision).precision;
-  impl->prepared = impl->backend->prepare(*impl->dir, prepare, nullptr);
   if (options.replicas < 0 || options.threads_per_replica < 1)
     fail_usage("replicas must be 0 (one per slot) or more, threads_per_replica 1 or more");
-  const int replicas = options.replicas > 0 ? options.replicas : impl->backend->replica_slots();
-  impl->pool = std::make_unique<sched::ReplicaPool>(
-      impl->prepared,
-      sched::PoolOptions{replicas, options.threads_per_replica, options.pin_threads});
+  impl->chunk = {parse_choice(sched::kLongInputNames, options.long_input, "long_input"),
+                 parse_choice(sched::kChunkReduceNames, options.chunk_reduce, "chunk_reduce"),
+                 parse_choice(sched::kChunkValuesNames, options.chunk_values, "chunk_values")};
+  impl->stride = options.stride;
+  sched::check_chunking(impl->chunk, impl->stride, false, impl->plan, impl->plan.task,
+                        impl->plan.prompt.source);
+  // The gate's refusals are `mcinfer run`'s, before any weight is read.
+  impl->gate = options;
+  sched::check_bound_values(impl->gate);
+  sched::check_bound_kinds(impl->gate, impl->plan.task);
+  const model::PrecisionChoice resolved = impl->backend->resolve_precision(*precision);
+  sched::check_bounds(impl->gate, *precision, resolved, impl->warnings);
+  if (options.int8_keep) model::parse_gemm_list(*options.int8_keep, impl->dir->config().num_layers);
+  impl->precision = resolved.precision;
+  impl->pool_options = {options.replicas > 0 ? options.replicas : impl->backend->replica_slots(),
+                        options.threads_per_replica, options.pin_threads};
+  impl->gate_pending =
+      impl->precision != model::Precision::kFp32 && sched::check_rows(impl->gate) > 0;
+  if (!impl->gate_pending)
+    impl->prepare([](std::size_t) { return std::vector<sched::WorkItem>{}; });
   return Model(std::move(impl));
+}
+
+void Model::Impl::prepare(const sched::RowSampler& sample) {
+  // The evidence is about the task's own output, as a run's.
+  model::TaskSpec task = plan.task;
+  task.outputs.clear();
+  weights =
+      sched::prepare_checked(gate, precision, *dir, *backend, task, sample,
+                             pool_options.replicas * pool_options.threads_per_replica, &warnings);
+  pool = std::make_unique<sched::ReplicaPool>(weights.model, pool_options);
+}
+
+void Model::Impl::ensure_prepared(const sched::RowSampler& sample) {
+  if (!gate_failure.empty()) throw PrecisionCheckError(gate_failure);
+  if (!gate_pending) return;
+  try {
+    prepare(sample);
+  } catch (const PrecisionCheckError& e) {
+    gate_failure = e.what();
+    throw;
+  }
+  gate_pending = false;
 }
 
 std::string Model::backend() const { return std::string(impl_->backend->name()); }
 std::string Model::precision() const {
-  return std::string(model::precision_name(impl_->prepared->precision()));
+  return std::string(model::precision_name(impl_->precision));
+}
+std::string Model::precision_report() const {
+  const sched::CheckedWeights& w = impl_->weights;
+  if (!w.check && !w.int8_plan) return "";
+  Json report = Json::object();
+  if (w.check) report["precision_check"] = w.check->to_json();
+  if (w.int8_plan) report["int8_plan"] = w.int8_plan->to_json();
+  report["warnings"] = impl_->warnings;
+  return report.dump();
 }
 std::string Model::task() const { return std::string(model::task_name(impl_->plan.task.kind)); }
-int Model::replicas() const { return impl_->pool->size(); }
+int Model::replicas() const { return impl_->pool_options.replicas; }
 std::size_t Model::max_len() const { return impl_->plan.max_len; }
 
 std::vector<std::string> Model::columns() const { return impl_->plan.schema.columns; }
@@ -93,20 +169,37 @@ Matrix Model::predict(std::span<const std::string_view> texts,
     fail_usage("{}: no tokenizer files: give token ids (predict_ids)", impl_->dir->path().string());
   if (options.batch_tokens < 1) fail_usage("batch_tokens must be 1 or more");
   model::TaskSpec task = plan.task;
-  std::string prompt = plan.prompt.value;
+  std::string prompt = plan.prompt.value, prompt_source = plan.prompt.source;
   if (options.prompt || options.prompt_name) {
     sched::PromptedTask call =
         sched::with_prompt(*impl_->dir, plan, options.prompt, options.prompt_name);
     task = std::move(call.task);
     prompt = std::move(call.prompt.value);
+    prompt_source = std::move(call.prompt.source);
+  }
+  const bool chunked = impl_->chunk.mode == sched::LongInput::kChunk;
+  if (chunked)
+    sched::check_chunking(impl_->chunk, impl_->stride, !pairs.empty(), plan, task, prompt_source);
+  sched::TextPrep prep{plan.tokenizer.get(), prompt, plan.strip_text, plan.max_len};
+  impl_->ensure_prepared([&](std::size_t n) { return sched::sample_texts(prep, texts, pairs, n); });
+  // Chunked rows: the windows computed with the task less its last step, which the merger
+  // applies to each reduced row.
+  std::optional<sched::WindowMerger> merger;
+  sched::TextChunking chunking;
+  if (chunked) {
+    sched::WindowTask window = sched::window_task(task, impl_->dir->config(), impl_->chunk);
+    merger.emplace(impl_->chunk.reduce, plan.dim, window.finish);
+    chunking = {impl_->stride, &*merger};
+    prep.chunking = &chunking;
+    task = std::move(window.task);
   }
   Matrix m;
   m.rows = texts.size();
   m.cols = static_cast<std::size_t>(plan.dim);
   m.columns = plan.schema.columns;
   m.values = sched::predict_texts(
-      *impl_->pool, {plan.tokenizer.get(), prompt, plan.strip_text, plan.max_len}, texts, pairs,
-      task, plan.dim, {options.batch_tokens, options.batch_rows, options.stop, options.rows_done});
+      *impl_->pool, prep, texts, pairs, task, plan.dim,
+      {options.batch_tokens, options.batch_rows, options.stop, options.rows_done});
   return m;
 }
 
@@ -124,7 +217,7 @@ Matrix Model::predict_ids(const std::vector<std::vector<std::int32_t>>& ids) con
         "load the model with prompt = \"\"",
         impl_->plan.prompt.source);
   }
-  const std::int64_t vocab = impl_->prepared->config().vocab_size;
+  const std::int64_t vocab = impl_->dir->config().vocab_size;
   for (std::size_t r = 0; r < ids.size(); ++r) {
     if (ids[r].empty()) fail_usage("row {}: no token ids", r);
     if (ids[r].size() > impl_->plan.max_len)
@@ -140,7 +233,18 @@ Matrix Model::predict_ids(const std::vector<std::vector<std::int32_t>>& ids) con
 }
 
 Matrix Model::Impl::run(const std::vector<std::vector<std::int32_t>>& ids,
-                        const std::vector<std::vector<std::int32_t>>& types) const {
+                        const std::vector<std::vector<std::int32_t>>& types) {
+  ensure_prepared([&](std::size_t n) {
+    n = std::min(n, ids.size());
+    std::vector<sched::WorkItem> sample(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t row = (2 * i + 1) * ids.size() / (2 * n);
+      sample[i].ordinal = sample[i].position = row;
+      sample[i].ids = ids[row];
+      if (!types.empty()) sample[i].type_ids = types[row];
+    }
+    return sample;
+  });
   Matrix m;
   m.rows = ids.size();
   m.cols = static_cast<std::size_t>(plan.dim);

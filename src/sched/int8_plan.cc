@@ -102,9 +102,8 @@ PrecisionBounds int8_targets(const model::TaskSpec& task, const PrecisionBounds&
 }
 
 Int8Plan plan_int8(const model::ModelDir& dir, const backend::Backend& backend,
-                   const model::TaskSpec& task, const FeedOptions& feed,
-                   const tokenizer::Tokenizer* tokenizer, int threads, const Int8Request& request,
-                   std::vector<std::string>* warnings) {
+                   const model::TaskSpec& task, const RowSampler& sample, int threads,
+                   const Int8Request& request, std::vector<std::string>* warnings) {
   Int8Plan plan;
   plan.automatic = !request.keep.has_value();
   plan.kept_precision = std::string(model::precision_name(backend.int8_fallback_precision()));
@@ -114,7 +113,7 @@ Int8Plan plan_int8(const model::ModelDir& dir, const backend::Backend& backend,
   const std::size_t parts = reference_parts(request.check_rows, threads);
   std::vector<model::InputRanges> part_ranges(parts);
   const std::optional<PrecisionReference> reference = reference_before_run(
-      dir, backend, task, feed, tokenizer, request.check_rows, threads, [&](std::size_t part) {
+      dir, backend, task, sample, request.check_rows, threads, [&](std::size_t part) {
         return [&ranges = part_ranges.at(part)](const backend::GemmCall& call) {
           ranges.add(call.id, call.x, call.rows, call.in);
         };

@@ -50,8 +50,7 @@ PrecisionBounds int8_targets(const model::TaskSpec& task, const PrecisionBounds&
 // Loads the int8 weights of `dir` as the request says. Throws PrecisionCheckError (exit 4) when
 // the targets cannot be met.
 Int8Plan plan_int8(const model::ModelDir& dir, const backend::Backend& backend,
-                   const model::TaskSpec& task, const FeedOptions& feed,
-                   const tokenizer::Tokenizer* tokenizer, int threads, const Int8Request& request,
-                   std::vector<std::string>* warnings);
+                   const model::TaskSpec& task, const RowSampler& sample, int threads,
+                   const Int8Request& request, std::vector<std::string>* warnings);
 
 }  // namespace mcinfer::sched

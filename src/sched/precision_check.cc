@@ -92,12 +92,11 @@ PrecisionCheck compare_precision(const std::vector<WorkItem>& rows,
 
 std::optional<PrecisionReference> reference_before_run(
     const model::ModelDir& dir, const backend::Backend& backend, const model::TaskSpec& task,
-    const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer, std::size_t n, int threads,
-    const ObserverFactory& observe) {
+    const RowSampler& sample, std::size_t n, int threads, const ObserverFactory& observe) {
   if (n == 0) return std::nullopt;
   const auto t0 = std::chrono::steady_clock::now();
   PrecisionReference ref;
-  ref.rows = sample_rows(feed, tokenizer, n);
+  ref.rows = sample(n);
   // The two reading passes grew and freed buffers up to the row limit (64 MiB); hand the freed
   // heap back so that the run's own pass does not stack its buffers on top (measured: peak RSS
   // 205 MiB instead of 143 on a 512 MiB field without this).

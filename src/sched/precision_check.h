@@ -63,6 +63,10 @@ PrecisionCheck compare_precision(const std::vector<WorkItem>& rows,
                                  std::shared_ptr<const backend::PreparedModel> reference,
                                  const model::TaskSpec& task, int threads);
 
+// Up to `n` rows to check, spread evenly over the rows at hand: a run's input (sample_rows), a
+// Model call's texts (sample_texts).
+using RowSampler = std::function<std::vector<WorkItem>(std::size_t n)>;
+
 // The fp32 side of the pre-run check, computed before the run's own weights are loaded so that
 // the fp32 and reduced-precision copies are never resident together (bert-base: 418 MiB of fp32
 // packing on top of 256 MiB of bf16 otherwise): `n` rows sampled from the input and their outputs
@@ -79,8 +83,7 @@ struct PrecisionReference {
 using ObserverFactory = std::function<backend::GemmObserver(std::size_t part)>;
 std::optional<PrecisionReference> reference_before_run(
     const model::ModelDir& dir, const backend::Backend& backend, const model::TaskSpec& task,
-    const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer, std::size_t n, int threads,
-    const ObserverFactory& observe = {});
+    const RowSampler& sample, std::size_t n, int threads, const ObserverFactory& observe = {});
 // The reference's rows through the fp32 weights of `dir` again, for the observers only.
 void observe_fp32(const PrecisionReference& reference, const model::ModelDir& dir,
                   const backend::Backend& backend, const model::TaskSpec& task, int threads,

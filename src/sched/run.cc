@@ -15,6 +15,7 @@
 #include "sched/launch.h"
 #include "sched/mpi_world.h"
 #include "sched/precision_check.h"
+#include "sched/precision_plan.h"
 #include "sched/progress.h"
 #include "sched/replica_pool.h"
 #include "sched/run_plan.h"
@@ -28,10 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-// Rows a reduced-precision run compares against fp32 unless --check-precision says otherwise:
-// enough to catch a broken path or a model that bf16 hurts, at about 1% of a 20,000-row run.
-constexpr std::size_t kDefaultCheckRows = 32;
 
 // The ranks' collective word on success, once per rank: under MPI every rank must reach it, on
 // success or failure, or the others would wait forever. A no-op without MPI.
@@ -51,54 +48,7 @@ class RankBarrier {
   bool reported_ = false;
 };
 
-// --min-cosine / --min-agreement: refused (exit 2) where the run could not enforce them, so that no
-// bound is dropped without a word. A bound needs the precision check (reduced precision, rows to
-// check) and a figure of its kind (an argmax needs classes). `auto` that resolves to fp32 on
-// this CPU meets any bound by construction (fp32 is the reference): said, not refused, so that
-// one command line serves every CPU.
-// The figure's kind comes first, before the precision is resolved: a bound the task cannot have
-// is the same mistake on every CPU, whatever this one supports.
-void check_bound_kinds(const RunOptions& o, const model::TaskSpec& task) {
-  if (o.min_agreement && task.kind != model::TaskKind::kClassify &&
-      task.kind != model::TaskKind::kSparse) {
-    fail_usage(
-        "--min-agreement bounds the share of rows whose class (argmax) matches fp32, or the top-k "
-        "overlap of sparse rows; an embedding run has neither (use --min-cosine)");
-  }
-}
-
-void check_bounds(const RunOptions& o, const model::PrecisionChoice& precision,
-                  std::vector<std::string>& warnings) {
-  if (!o.min_cosine && !o.min_agreement) return;
-  const std::string flags = o.min_cosine && o.min_agreement ? "--min-cosine and --min-agreement"
-                            : o.min_cosine                  ? "--min-cosine"
-                                                            : "--min-agreement";
-  if (precision.precision == model::Precision::kFp32) {
-    if (o.precision == model::Precision::kFp32) {
-      fail_usage(
-          "{} bound(s) a reduced-precision run against fp32; this run is fp32 (--precision fp32), "
-          "the reference itself, so there is nothing to bound",
-          flags);
-    }
-    warnings.push_back(fmt::format(
-        "{} met by construction: --precision auto chose fp32 on this CPU (no native bf16), and "
-        "fp32 is what the bound compares against",
-        flags));
-    return;
-  }
-  if (o.check_precision_rows.value_or(kDefaultCheckRows) == 0) {
-    fail_usage(
-        "{} cannot be enforced: --check-precision 0 turns the precision check off; give rows to "
-        "check (e.g. --check-precision 32) or drop the bound",
-        flags);
-  }
-}
-
-struct PreparedRun {
-  std::shared_ptr<const backend::PreparedModel> model;
-  std::optional<PrecisionCheck> check;
-  std::optional<Int8Plan> int8_plan;
-};
+using PreparedRun = CheckedWeights;
 
 // The model in the run's precision, with the evidence for a reduced precision gathered before
 // anything is written: the fp32 side first, its own weights freed before the run's are loaded
@@ -106,36 +56,14 @@ struct PreparedRun {
 PreparedRun prepare_model(const RunOptions& o, const RunPlan& plan, const model::ModelDir& dir,
                           const backend::Backend& backend, model::Precision precision,
                           std::vector<std::string>& warnings) {
-  const int check_threads = plan.replicas * o.threads_per_replica;
-  const std::size_t check_rows = o.check_precision_rows.value_or(kDefaultCheckRows);
-  const PrecisionBounds bounds{o.min_cosine, o.min_agreement, std::nullopt};
-  if (o.int8_keep && precision != model::Precision::kInt8)
-    fail_usage("--int8-keep applies to --precision int8 only");
   // The evidence is about the task's own output (probabilities or the embedding), whatever
   // --outputs adds.
   model::TaskSpec task = plan.task;
   task.outputs.clear();
-  PreparedRun run;
-  if (precision == model::Precision::kInt8) {
-    Int8Request request;
-    if (o.int8_keep) request.keep = model::parse_gemm_list(*o.int8_keep, dir.config().num_layers);
-    request.check_rows = check_rows;
-    request.bounds = bounds;
-    run.int8_plan = plan_int8(dir, backend, task, plan.feed, plan.tokenizer.get(), check_threads,
-                              request, &warnings);
-    run.model = run.int8_plan->weights;
-    run.check = run.int8_plan->check;
-  } else {
-    const std::optional<PrecisionReference> reference =
-        precision == model::Precision::kFp32
-            ? std::nullopt
-            : reference_before_run(dir, backend, task, plan.feed, plan.tokenizer.get(), check_rows,
-                                   check_threads);
-    backend::PrepareOptions options;
-    options.precision = precision;
-    run.model = backend.prepare(dir, options, &warnings);
-    if (reference) run.check = check_against(*reference, run.model, task, check_threads, bounds);
-  }
+  PreparedRun run = prepare_checked(
+      o, precision, dir, backend, task,
+      [&](std::size_t n) { return sample_rows(plan.feed, plan.tokenizer.get(), n); },
+      plan.replicas * o.threads_per_replica, &warnings);
   if (!o.quiet && run.check) fmt::print(stderr, "mcinfer: {}\n", run.check->summary());
   if (!o.quiet && run.int8_plan) {
     const Int8Plan& p = *run.int8_plan;
@@ -440,7 +368,7 @@ Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
   check_bound_kinds(o, plan.task);
   const model::PrecisionChoice precision = backend->resolve_precision(o.precision);
   std::vector<std::string> warnings;
-  check_bounds(o, precision, warnings);
+  check_bounds(o, o.precision, precision, warnings);
   if (!o.quiet) {
     fmt::print(stderr, "mcinfer: {}\n", describe_text_plan(plan));
     fmt::print(stderr, "mcinfer: {}\n", precision.reason);

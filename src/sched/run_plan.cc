@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/system.h"
+#include "sched/precision_plan.h"
 
 namespace mcinfer::sched {
 namespace {
@@ -62,17 +63,8 @@ data::PredictionSchema make_schema(const model::ModelConfig& config, const model
   return schema;
 }
 
-// A bound of the precision check is a number in its range. NaN compares false with everything:
-// taken as given it would be accepted and never stop a run.
-void check_bound_value(const std::optional<double>& bound, double low, double high,
-                       std::string_view flag) {
-  if (bound && !(*bound >= low && *bound <= high))
-    fail_usage("{} must be a number from {} to {}, not {}", flag, low, high, *bound);
-}
-
 void check_flags(const RunOptions& o) {
-  check_bound_value(o.min_cosine, -1, 1, "--min-cosine");
-  check_bound_value(o.min_agreement, 0, 1, "--min-agreement");
+  check_bound_values(o);
   if (o.threads_per_replica < 1) fail_usage("--threads-per-replica must be at least 1");
   if (o.schedule == Schedule::kStatic && o.batch_size < 1)
     fail_usage("--batch-size must be at least 1");
@@ -90,40 +82,39 @@ void check_flags(const RunOptions& o) {
     fail_usage("--output {} is the input file", o.output.string());
 }
 
-// --long-input chunk: a stride the windows can hold (a pair's: with an empty first text; each
-// row's first text takes more, and a row whose first text leaves no room is truncated).
-void check_chunking(const RunOptions& o, const TaskPlan& plan) {
-  if (o.chunk.mode != LongInput::kChunk) {
-    if (o.stride != 0) fail_usage("--stride applies to --long-input chunk");
-    return;
-  }
-  if (plan.task.pool_skip > 0) {
-    fail_usage(
-        "--long-input chunk with a prompt left out of the pooling (include_prompt false, {}): "
-        "only a row's first window holds the prompt, so what its windows leave out is not "
-        "defined; use --long-input truncate, as sentence-transformers does",
-        plan.prompt.source);
-  }
-  if (!plan.tokenizer) return;  // rows must carry input_ids, which must fit: nothing to cut
-  const std::size_t specials = plan.tokenizer->special_tokens(o.text_pair_col.has_value());
-  if (plan.max_len <= specials + o.stride) {
-    fail_usage(
-        "--stride {} is too large for --max-len {}: a window holds {} tokens after its {} special "
-        "tokens, and the stride must be smaller than that (Hugging Face refuses it too)",
-        o.stride, plan.max_len, plan.max_len > specials ? plan.max_len - specials : 0, specials);
-  }
-}
-
 // The output's format must hold the task's rows and be one this build writes (formats.h's
 // table): refused before a weight is loaded or a row computed, not when the shards are merged.
 void check_output_format(const RunOptions& o, const RunPlan& plan) {
   data::check_table_format(o.output, plan.out_format, data::row_kind(plan.schema),
                            data::parquet_available());
-  if (plan.task.kind == model::TaskKind::kSparse && o.chunk.mode == LongInput::kChunk)
-    fail_usage("--long-input chunk does not apply to --task sparse yet; use --long-input truncate");
 }
 
 }  // namespace
+
+void check_chunking(const ChunkOptions& chunk, std::size_t stride, bool pairs, const TaskPlan& plan,
+                    const model::TaskSpec& task, std::string_view prompt_source) {
+  if (chunk.mode != LongInput::kChunk) {
+    if (stride != 0) fail_usage("--stride applies to --long-input chunk");
+    return;
+  }
+  if (task.kind == model::TaskKind::kSparse)
+    fail_usage("--long-input chunk does not apply to --task sparse yet; use --long-input truncate");
+  if (task.pool_skip > 0) {
+    fail_usage(
+        "--long-input chunk with a prompt left out of the pooling (include_prompt false, {}): "
+        "only a row's first window holds the prompt, so what its windows leave out is not "
+        "defined; use --long-input truncate, as sentence-transformers does",
+        prompt_source);
+  }
+  if (!plan.tokenizer) return;  // rows must carry input_ids, which must fit: nothing to cut
+  const std::size_t specials = plan.tokenizer->special_tokens(pairs);
+  if (plan.max_len <= specials + stride) {
+    fail_usage(
+        "--stride {} is too large for --max-len {}: a window holds {} tokens after its {} special "
+        "tokens, and the stride must be smaller than that (Hugging Face refuses it too)",
+        stride, plan.max_len, plan.max_len > specials ? plan.max_len - specials : 0, specials);
+  }
+}
 
 std::optional<tokenizer::Compat> parse_tokenizer_compat(const std::string& value,
                                                         std::string_view flag) {
@@ -321,7 +312,8 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
   static_cast<TaskPlan&>(plan) =
       plan_task(dir, {o.task, o.pooling, o.normalize, o.activation, o.max_len, o.outputs, o.prompt,
                       o.prompt_name, o.tokenizer_compat, o.sparse_top_k, o.truncate_dim});
-  check_chunking(o, plan);
+  check_chunking(o.chunk, o.stride, o.text_pair_col.has_value(), plan, plan.task,
+                 plan.prompt.source);
   check_output_format(o, plan);
   plan.shard_format = data::shard_format(plan.out_format, data::row_kind(plan.schema));
   const model::ModelConfig& config = dir.config();

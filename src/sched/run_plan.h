@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "backend/backend.h"
 #include "data/predictions.h"
@@ -90,6 +91,13 @@ std::int64_t prompt_token_count(const tokenizer::Tokenizer& tokenizer, const std
 // else mean pooling without normalisation. Throws UsageError for a task the model cannot do, and
 // Error for an activation class it does not implement.
 TaskPlan plan_task(const model::ModelDir& dir, const TaskRequest& request);
+
+// --long-input chunk fits `task` (plan.task, or a call's with its own prompt from
+// `prompt_source`): a stride the windows can hold (a pair's, with `pairs`, with an empty first
+// text; each row's first text takes more, and a row whose first text leaves no room is
+// truncated), no prompt left out of the pooling, no sparse task yet. --stride needs chunk.
+void check_chunking(const ChunkOptions& chunk, std::size_t stride, bool pairs, const TaskPlan& plan,
+                    const model::TaskSpec& task, std::string_view prompt_source);
 
 struct RunPlan : TaskPlan {
   data::InputFormat in_format = data::InputFormat::kCsv;

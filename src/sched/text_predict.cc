@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/model_dir.h"
+#include "sched/chunking.h"
 #include "sched/row_feeder.h"
 
 namespace mcinfer::sched {
@@ -17,6 +18,43 @@ namespace {
 constexpr std::size_t kMaxClaim = 64;
 // Until a replica has tokenised rows of its own: about 4 bytes of English text per token.
 constexpr double kInitialTokensPerByte = 0.25;
+
+// Row `row` as the tokenizer's input: the prompt prepended (into `buffer`), the strip applied.
+struct RowText {
+  std::string_view text;
+  std::optional<std::string_view> pair;
+};
+RowText row_text(const TextPrep& prep, std::span<const std::string_view> texts,
+                 std::span<const std::string_view> pairs, std::size_t row, std::string& buffer) {
+  RowText out{prepare_text(texts[row], prep.prompt, prep.strip, buffer), std::nullopt};
+  if (!pairs.empty()) {
+    out.pair = pairs[row];
+    if (prep.strip) out.pair = model::strip_python_whitespace(*out.pair);
+  }
+  return out;
+}
+
+tokenizer::Encoding encode_row(const TextPrep& prep, std::span<const std::string_view> texts,
+                               std::span<const std::string_view> pairs, std::size_t row,
+                               std::string& buffer) {
+  const RowText t = row_text(prep, texts, pairs, row, buffer);
+  return prep.tokenizer->encode(t.text, t.pair, prep.max_len);
+}
+
+// --long-input chunk: the row's windows (one when it fits).
+std::vector<tokenizer::Encoding> encode_windows(const TextPrep& prep,
+                                                std::span<const std::string_view> texts,
+                                                std::span<const std::string_view> pairs,
+                                                std::size_t row, std::string& buffer) {
+  const RowText t = row_text(prep, texts, pairs, row, buffer);
+  return prep.tokenizer->encode_windows(t.text, t.pair, prep.max_len, prep.chunking->stride);
+}
+
+void check_pairs(std::span<const std::string_view> texts, std::span<const std::string_view> pairs) {
+  if (!pairs.empty() && pairs.size() != texts.size())
+    fail_usage("{} texts but {} pairs: give one pair per text, or none", texts.size(),
+               pairs.size());
+}
 
 bool stopped(const PredictControl& control) {
   return control.stop != nullptr && control.stop->load(std::memory_order_relaxed);
@@ -62,49 +100,45 @@ class PendingRows {
 
   bool empty() const { return pending_.empty(); }
 
-  // Moves the rows of the next batch into `rows` and `encodings` (both cleared first).
-  void take(const PredictControl& control, std::vector<std::size_t>& rows,
-            std::vector<tokenizer::Encoding>& encodings) {
+  // Moves the items of the next batch into `batch` (cleared first).
+  void take(const PredictControl& control, Batch& batch) {
     lengths_.clear();
-    for (const Pending& p : pending_) lengths_.push_back(p.encoding.ids.size());
+    for (const WorkItem& item : pending_) lengths_.push_back(item.ids.size());
     const std::size_t n = next_batch_rows(lengths_, control.batch_tokens, control.batch_rows);
-    rows.clear();
-    encodings.clear();
+    batch.items.clear();
     for (std::size_t k = 0; k < n; ++k) {
-      Pending& p = pending_.front();
-      tokens_ -= static_cast<std::int64_t>(p.encoding.ids.size());
-      rows.push_back(p.row);
-      encodings.push_back(std::move(p.encoding));
+      WorkItem& item = pending_.front();
+      tokens_ -= static_cast<std::int64_t>(item.ids.size());
+      batch.items.push_back(std::move(item));
       pending_.pop_front();
     }
   }
 
  private:
+  // Row `row`'s items: the row, or its windows when chunking cuts it (position: the row).
   void add(std::size_t row) {
-    const std::string_view text =
-        prepare_text(shared_.texts[row], shared_.prep.prompt, shared_.prep.strip, buffer_);
-    std::optional<std::string_view> pair;
-    if (!shared_.pairs.empty()) {
-      pair = shared_.pairs[row];
-      if (shared_.prep.strip) pair = model::strip_python_whitespace(*pair);
+    const TextPrep& prep = shared_.prep;
+    std::vector<tokenizer::Encoding> windows;
+    if (prep.chunking != nullptr) {
+      windows = encode_windows(prep, shared_.texts, shared_.pairs, row, buffer_);
+    } else {
+      windows.push_back(encode_row(prep, shared_.texts, shared_.pairs, row, buffer_));
     }
-    const tokenizer::Encoding& e =
-        pending_
-            .emplace_back(
-                Pending{row, shared_.prep.tokenizer->encode(text, pair, shared_.prep.max_len)})
-            .encoding;
-    tokens_ += static_cast<std::int64_t>(e.ids.size());
-    tokens_seen_ += e.ids.size();
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+      WorkItem& item = pending_.emplace_back();
+      item.ordinal = item.position = row;
+      item.window = static_cast<std::uint32_t>(w);
+      item.windows = static_cast<std::uint32_t>(windows.size());
+      item.ids = std::move(windows[w].ids);
+      item.type_ids = std::move(windows[w].type_ids);
+      tokens_ += static_cast<std::int64_t>(item.ids.size());
+      tokens_seen_ += item.ids.size();
+    }
     bytes_seen_ += shared_.bytes(row);
   }
 
-  struct Pending {
-    std::size_t row;  // index into shared_.texts
-    tokenizer::Encoding encoding;
-  };
-
   SharedRows& shared_;
-  std::deque<Pending> pending_;
+  std::deque<WorkItem> pending_;
   std::int64_t tokens_ = 0;
   std::size_t tokens_seen_ = 0, bytes_seen_ = 0;
   std::string buffer_;
@@ -112,6 +146,23 @@ class PendingRows {
 };
 
 }  // namespace
+
+std::vector<WorkItem> sample_texts(const TextPrep& prep, std::span<const std::string_view> texts,
+                                   std::span<const std::string_view> pairs, std::size_t n) {
+  check_pairs(texts, pairs);
+  const std::size_t rows = texts.size();
+  n = std::min(n, rows);
+  std::vector<WorkItem> out(n);
+  std::string buffer;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t row = (2 * i + 1) * rows / (2 * n);
+    tokenizer::Encoding e = encode_row(prep, texts, pairs, row, buffer);
+    out[i].ordinal = out[i].position = row;
+    out[i].ids = std::move(e.ids);
+    out[i].type_ids = std::move(e.type_ids);
+  }
+  return out;
+}
 
 std::size_t next_batch_rows(std::span<const std::size_t> lengths, std::int64_t batch_tokens,
                             std::size_t batch_rows) {
@@ -143,9 +194,7 @@ std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
                                  std::span<const std::string_view> pairs,
                                  const model::TaskSpec& task, std::int64_t dim,
                                  const PredictControl& control) {
-  if (!pairs.empty() && pairs.size() != texts.size())
-    fail_usage("{} texts but {} pairs: give one pair per text, or none", texts.size(),
-               pairs.size());
+  check_pairs(texts, pairs);
   SharedRows shared{prep, texts, pairs, std::vector<std::size_t>(texts.size())};
   std::iota(shared.order.begin(), shared.order.end(), std::size_t{0});
   std::stable_sort(shared.order.begin(), shared.order.end(),
@@ -155,24 +204,30 @@ std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
   std::vector<float> all(texts.size() * width);
   pool.run([&](int, backend::Replica& replica) {
     PendingRows pending(shared);
-    std::vector<std::size_t> rows;
-    std::vector<tokenizer::Encoding> encodings;
-    std::vector<model::SequenceInput> batch;
-    std::vector<float> values;
+    Batch batch, rows;
+    std::vector<model::SequenceInput> inputs;
+    std::vector<float> values, row_values;
     for (;;) {
       if (stopped(control)) return;
       pending.fill(control);
       if (pending.empty()) return;
-      pending.take(control, rows, encodings);
-      batch.clear();
-      for (const tokenizer::Encoding& e : encodings) batch.push_back({e.ids, e.type_ids, {}});
-      replica.predict(batch, task, values);
-      for (std::size_t k = 0; k < rows.size(); ++k) {
-        std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(k * width), width,
-                    all.begin() + static_cast<std::ptrdiff_t>(rows[k] * width));
+      pending.take(control, batch);
+      inputs.clear();
+      for (const WorkItem& item : batch.items) inputs.push_back({item.ids, item.type_ids, {}});
+      replica.predict(inputs, task, values);
+      const Batch* done = &batch;
+      const std::vector<float>* done_values = &values;
+      if (prep.chunking != nullptr) {  // the rows whose last window this batch computed
+        prep.chunking->merger->add(batch, values, rows, row_values);
+        done = &rows;
+        done_values = &row_values;
+      }
+      for (std::size_t k = 0; k < done->items.size(); ++k) {
+        std::copy_n(done_values->begin() + static_cast<std::ptrdiff_t>(k * width), width,
+                    all.begin() + static_cast<std::ptrdiff_t>(done->items[k].position * width));
       }
       if (control.rows_done != nullptr)
-        control.rows_done->fetch_add(rows.size(), std::memory_order_relaxed);
+        control.rows_done->fetch_add(done->items.size(), std::memory_order_relaxed);
     }
   });
   if (stopped(control)) throw StoppedError("stopped after the batches in flight: no outputs");

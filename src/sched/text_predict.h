@@ -21,9 +21,21 @@
 
 #include "model/task.h"
 #include "sched/replica_pool.h"
+#include "sched/work.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mcinfer::sched {
+
+class WindowMerger;
+
+// --long-input chunk: rows longer than max_len are cut into Hugging Face's overflowing windows
+// (Tokenizer::encode_windows, `stride` tokens shared), each computed as a sequence of its own,
+// and `merger` reduces a row's windows into its output once the last is in, as a run's chunked
+// rows (chunking.h). predict_texts' task is then the window task (window_task).
+struct TextChunking {
+  std::size_t stride = 0;
+  WindowMerger* merger = nullptr;
+};
 
 // How a text becomes the tokenizer's input: the prompt prepended and the strip of
 // sentence-transformers < 5.4, as a run's rows (row_feeder.h, prepare_text).
@@ -31,7 +43,8 @@ struct TextPrep {
   const tokenizer::Tokenizer* tokenizer = nullptr;
   std::string prompt;
   bool strip = false;
-  std::size_t max_len = 512;  // tokens per sequence; longer rows are truncated
+  std::size_t max_len = 512;  // tokens per sequence; longer rows are truncated, unless chunking
+  const TextChunking* chunking = nullptr;
 };
 
 struct PredictControl {
@@ -49,6 +62,11 @@ std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
                                  std::span<const std::string_view> pairs,
                                  const model::TaskSpec& task, std::int64_t dim,
                                  const PredictControl& control);
+
+// Up to `n` of the texts (row i·rows/n + rows/2n, as a run samples its input), tokenised as
+// predict_texts tokenises them: the rows a Model's precision check and int8 calibration see.
+std::vector<WorkItem> sample_texts(const TextPrep& prep, std::span<const std::string_view> texts,
+                                   std::span<const std::string_view> pairs, std::size_t n);
 
 // How many of the rows of `lengths` (tokens, in the order they run) the next batch takes: as
 // many as fit `batch_tokens` tokens and `batch_rows` rows (0: no row limit), one row at least

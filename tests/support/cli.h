@@ -127,4 +127,12 @@ inline CliResult run_cli(const std::vector<std::string>& args, const CliOptions&
   return result;
 }
 
+// Whether the binary under test was built with AddressSanitizer (its --version says so): CI runs
+// a Release tree's CLI tests against the sanitized binary, whose memory peaks are higher.
+inline bool cli_has_address_sanitizer() {
+  static const bool asan =
+      run_cli({"--version"}).out.find("sanitizers: address") != std::string::npos;
+  return asan;
+}
+
 }  // namespace mcinfer::testing

@@ -16,14 +16,29 @@
 #include "sched/mpi_world.h"
 
 namespace mcinfer::cli {
+namespace {
+
+const char* sanitizers_note() {
+#if defined(MCINFER_SANITIZER_ADDRESS)
+  return ", sanitizers: address,undefined";
+#elif defined(MCINFER_SANITIZER_THREAD)
+  return ", sanitizers: thread";
+#else
+  return "";
+#endif
+}
+
+}  // namespace
 
 int run_cli(int argc, char** argv) {
   CLI::App app{"mcinfer: run Hugging Face encoder models over whole datasets on every core"};
   // The MPI library decides whether rank 0 of an mpirun job can merge for every rank.
   // Parquet needs the Arrow libraries the build found.
+  // A sanitizer build says so: the CLI tests of a Release tree, run against this binary (CI's
+  // sanitizer phases), read it for their memory bounds.
   app.set_version_flag("--version", std::string("mcinfer " MCINFER_VERSION " (MPI: ") +
-                                        mcinfer::sched::mpi_library() +
-                                        ", Parquet: " + mcinfer::data::parquet_library() + ")");
+                                        mcinfer::sched::mpi_library() + ", Parquet: " +
+                                        mcinfer::data::parquet_library() + sanitizers_note() + ")");
   app.require_subcommand(1);
   Invocation invocation;
   for (int i = 0; i < argc; ++i) invocation.argv.emplace_back(argv[i]);

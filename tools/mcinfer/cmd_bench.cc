@@ -197,8 +197,10 @@ std::shared_ptr<const backend::PreparedModel> calibrated_int8(const BenchOptions
   const model::ModelDir dir = model::ModelDir::open(o.model_dir);
   const sched::RunPlan plan = sched::plan_run(ro, dir, be, sched::RankInfo{});
   sched::Int8Request request;  // the run's defaults: 32 check rows, int8's default targets
-  const sched::Int8Plan int8 = sched::plan_int8(dir, be, plan.task, plan.feed, plan.tokenizer.get(),
-                                                o.replicas * o.threads, request, nullptr);
+  const sched::Int8Plan int8 = sched::plan_int8(
+      dir, be, plan.task,
+      [&](std::size_t n) { return sched::sample_rows(plan.feed, plan.tokenizer.get(), n); },
+      o.replicas * o.threads, request, nullptr);
   summary = int8.summary + (int8.check ? "; " + int8.check->summary() : "");
   return int8.weights;
 }
