@@ -73,8 +73,10 @@ struct Matrix {
 struct PredictOptions {
   // This call's prompt, by text or by name; neither: the one the model was loaded with.
   std::optional<std::string> prompt, prompt_name;
-  std::int64_t batch_tokens = 4096;  // tokens a replica computes at once (as --batch-tokens)
-  std::size_t batch_rows = 0;        // rows per batch at most; 0: only the tokens limit
+  // Tokens a replica computes at once, counted as --batch-tokens counts them: rows × the
+  // longest row.
+  std::int64_t batch_tokens = 4096;
+  std::size_t batch_rows = 0;  // rows per batch at most; 0: only the tokens limit
   // Set from any thread: the batches in flight finish and the call throws StoppedError.
   const std::atomic<bool>* stop = nullptr;
   // Rows done so far, raised from the replicas' threads as batches finish.
@@ -111,8 +113,10 @@ class Model {
   Matrix predict(const std::vector<std::string>& texts,
                  const std::vector<std::string>& pairs = {}) const;
   // Token ids with the special tokens already in place; each row at most max_len long, every id
-  // inside the vocabulary (else Error naming the row). Refused while a prompt is in force.
-  Matrix predict_ids(const std::vector<std::vector<std::int32_t>>& ids) const;
+  // inside the vocabulary (else Error naming the row). Refused while a prompt is in force. The
+  // same batching, stop and progress as texts.
+  Matrix predict_ids(const std::vector<std::vector<std::int32_t>>& ids,
+                     const PredictOptions& options = {}) const;
 
  private:
   struct Impl;

@@ -267,7 +267,8 @@ class Model:
         (pyarrow, polars, pandas, duckdb: read in place). The directory's modules decide the
         pooling and normalisation; ``normalize_embeddings=True`` normalises on top, as in
         sentence-transformers. ``prompt_name``/``prompt`` as in ``encode``; neither: the
-        directory's default prompt. Batches hold ``batch_tokens`` tokens (rows longest first);
+        directory's default prompt. Batches hold up to ``batch_tokens`` padded tokens (rows ×
+        the longest row, as ``--batch-tokens`` counts them; rows longest first);
         ``batch_size`` caps their rows. ``output="arrow"``: a ``fixed_size_list<float32>[D]``
         pyarrow array. Ctrl-C stops after the batches in flight (KeyboardInterrupt).
 

@@ -6,7 +6,8 @@ actor with its weights shared by as many replicas as the actor has CPUs::
     ds = ds.map_batches(
         mcinfer.ray.Encoder,
         fn_constructor_kwargs={"model_dir": "/models/all-MiniLM-L6-v2"},
-        batch_format="pyarrow", batch_size=4096, concurrency=2, num_cpus=8,
+        batch_format="pyarrow", batch_size=4096, num_cpus=8,
+        compute=ray.data.ActorPoolStrategy(size=2),  # Ray < 2.9 too; concurrency= is deprecated
     )
     ds.write_parquet("s3://bucket/embeddings/")
 

@@ -104,6 +104,23 @@ def _run(*args: str | Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def _run_fp32(directory: Path, out: Path, *extra: str) -> None:
+    """`mcinfer run` of the fixture's input.csv in fp32, quietly."""
+    input_csv = directory / "input.csv"
+    _run(
+        "run",
+        directory,
+        "--input",
+        input_csv,
+        "--output",
+        out,
+        "--precision",
+        "fp32",
+        "--quiet",
+        *extra,
+    )
+
+
 def _sparse_table(path: Path, vocab: int) -> tuple[list[str], npt.NDArray[np.float64]]:
     table = pq.read_table(path)
     for column, item in (("indices", pa.int32()), ("values", pa.float32())):
@@ -127,18 +144,7 @@ def test_cli_sparse_parquet_and_jsonl_read_back_equal_encode(
     extra = [] if top_k is None else ["--sparse-top-k", str(top_k)]
     for ext in ("parquet", "jsonl"):
         out = tmp_path / f"o.{ext}"
-        _run(
-            "run",
-            directory,
-            "--input",
-            directory / "input.csv",
-            "--output",
-            out,
-            "--precision",
-            "fp32",
-            "--quiet",
-            *extra,
-        )
+        _run_fp32(directory, out, *extra)
         if ext == "parquet":
             got_ids, got = _sparse_table(out, want.shape[1])
         else:
@@ -155,17 +161,7 @@ def test_cli_dense_parquet_reads_back_equal_encode(tmp_path: Path) -> None:
     directory = FIXTURES / "st" / "st6_roberta_mean"
     want = read_safetensors(directory / "reference.safetensors")["embeddings_default"]
     out = tmp_path / "o.parquet"
-    _run(
-        "run",
-        directory,
-        "--input",
-        directory / "input.csv",
-        "--output",
-        out,
-        "--precision",
-        "fp32",
-        "--quiet",
-    )
+    _run_fp32(directory, out)
     table = pq.read_table(out)
     kind = table.schema.field("embedding").type
     assert pa.types.is_fixed_size_list(kind) and kind.value_type == pa.float32(), kind
@@ -209,30 +205,8 @@ def test_cli_merges_sparse_rows_as_a_dense_groupby_mean(tmp_path: Path) -> None:
     # `mcinfer merge` of two runs of the same ids: the full weights and the top 5, weighted 1:3,
     # over the union of their indices (the top-5 run's missing ones count 0).
     full, five = tmp_path / "full.jsonl", tmp_path / "five.parquet"
-    _run(
-        "run",
-        directory,
-        "--input",
-        directory / "input.csv",
-        "--output",
-        full,
-        "--precision",
-        "fp32",
-        "--quiet",
-    )
-    _run(
-        "run",
-        directory,
-        "--input",
-        directory / "input.csv",
-        "--output",
-        five,
-        "--precision",
-        "fp32",
-        "--quiet",
-        "--sparse-top-k",
-        "5",
-    )
+    _run_fp32(directory, full)
+    _run_fp32(directory, five, "--sparse-top-k", "5")
     merged = tmp_path / "merged.parquet"
     _run("merge", full, five, "--weights", "1", "3", "--output", merged)
     got_ids, got = _sparse_table(merged, dense.shape[1])
@@ -249,42 +223,21 @@ def test_console_script_refuses_formats_before_reading_the_weights(tmp_path: Pat
     model = tmp_path / "model"
     shutil.copytree(FIXTURES / "sparse" / "sparse6_bert_max_log1p", model)
     (model / "model.safetensors").write_bytes(b"not safetensors")
+
+    def run_to(out: Path) -> subprocess.CompletedProcess[str]:
+        command = [script, "run", model, "--input", model / "input.csv", "--output", out]
+        return subprocess.run(list(map(str, command)), capture_output=True, text=True, check=False)
+
     for ext, message in (
         ("parquet", "this mcinfer was built without Parquet support"),
         ("csv", "CSV cannot hold sparse rows; write JSONL (.jsonl) or Parquet (.parquet)"),
     ):
         out = tmp_path / f"o.{ext}"
-        done = subprocess.run(
-            [
-                str(script),
-                "run",
-                str(model),
-                "--input",
-                str(model / "input.csv"),
-                "--output",
-                str(out),
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        done = run_to(out)
         assert done.returncode != 0
         assert message in done.stderr, done.stderr
         assert "safetensors" not in done.stderr, done.stderr
         assert not out.exists()
     # The weights are what fails once the output is one this build writes.
-    done = subprocess.run(
-        [
-            str(script),
-            "run",
-            str(model),
-            "--input",
-            str(model / "input.csv"),
-            "--output",
-            str(tmp_path / "o.jsonl"),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = run_to(tmp_path / "o.jsonl")
     assert done.returncode != 0 and "model.safetensors" in done.stderr, done.stderr

@@ -1,5 +1,6 @@
-// mcinfer::Model: a model directory prepared once on a backend, its replicas kept in a pool, and
-// rows split over them in contiguous parts, each part in batches of about kBatchTokens tokens.
+// mcinfer::Model: a model directory prepared once on a backend (a reduced precision on its first
+// call's rows, through the run's precision gate), its replicas kept in a pool, and the rows of
+// every call (texts or token ids) taken by free replicas in batches (sched/text_predict.h).
 #include "mcinfer/model.h"
 
 #include <algorithm>
@@ -17,12 +18,6 @@
 #include "sched/text_predict.h"
 
 namespace mcinfer {
-namespace {
-
-// Tokens per batch a replica computes at once: the CLI's default for the dynamic schedule.
-constexpr std::int64_t kBatchTokens = 4096;
-
-}  // namespace
 
 struct Model::Impl {
   std::unique_ptr<backend::Backend> backend;
@@ -44,8 +39,6 @@ struct Model::Impl {
   void prepare(const sched::RowSampler& sample);
   // The first call's rows decide the reduced precision's weights; later calls find them.
   void ensure_prepared(const sched::RowSampler& sample);
-  Matrix run(const std::vector<std::vector<std::int32_t>>& ids,
-             const std::vector<std::vector<std::int32_t>>& types);
 };
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -210,13 +203,15 @@ Matrix Model::predict(const std::vector<std::string>& texts,
   return predict(text_views, pair_views);
 }
 
-Matrix Model::predict_ids(const std::vector<std::vector<std::int32_t>>& ids) const {
-  if (!impl_->plan.prompt.value.empty()) {
+Matrix Model::predict_ids(const std::vector<std::vector<std::int32_t>>& ids,
+                          const PredictOptions& options) const {
+  if (!impl_->plan.prompt.value.empty() || options.prompt || options.prompt_name) {
     fail_usage(
         "a prompt is in force ({}) and token ids cannot carry it: give texts (predict), or "
         "load the model with prompt = \"\"",
-        impl_->plan.prompt.source);
+        impl_->plan.prompt.value.empty() ? "this call's" : impl_->plan.prompt.source);
   }
+  if (options.batch_tokens < 1) fail_usage("batch_tokens must be 1 or more");
   const std::int64_t vocab = impl_->dir->config().vocab_size;
   for (std::size_t r = 0; r < ids.size(); ++r) {
     if (ids[r].empty()) fail_usage("row {}: no token ids", r);
@@ -229,31 +224,24 @@ Matrix Model::predict_ids(const std::vector<std::vector<std::int32_t>>& ids) con
                    ids[r][i], i, vocab);
     }
   }
-  return impl_->run(ids, {});
-}
-
-Matrix Model::Impl::run(const std::vector<std::vector<std::int32_t>>& ids,
-                        const std::vector<std::vector<std::int32_t>>& types) {
-  ensure_prepared([&](std::size_t n) {
+  impl_->ensure_prepared([&](std::size_t n) {
     n = std::min(n, ids.size());
     std::vector<sched::WorkItem> sample(n);
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t row = (2 * i + 1) * ids.size() / (2 * n);
       sample[i].ordinal = sample[i].position = row;
       sample[i].ids = ids[row];
-      if (!types.empty()) sample[i].type_ids = types[row];
     }
     return sample;
   });
+  const sched::TaskPlan& plan = impl_->plan;
   Matrix m;
   m.rows = ids.size();
   m.cols = static_cast<std::size_t>(plan.dim);
   m.columns = plan.schema.columns;
-  std::vector<model::SequenceInput> rows;
-  rows.reserve(ids.size());
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    rows.push_back({ids[i], types.empty() ? std::span<const std::int32_t>() : types[i], {}});
-  m.values = sched::predict_rows(*pool, rows, plan.task, plan.dim, kBatchTokens);
+  m.values = sched::predict_ids(
+      *impl_->pool, ids, plan.task, plan.dim,
+      {options.batch_tokens, options.batch_rows, options.stop, options.rows_done});
   return m;
 }
 

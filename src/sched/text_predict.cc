@@ -62,15 +62,11 @@ bool stopped(const PredictControl& control) {
 
 // What all replicas share: the rows in the order they are taken, and the next to take.
 struct SharedRows {
-  const TextPrep& prep;
-  std::span<const std::string_view> texts;
-  std::span<const std::string_view> pairs;
-  std::vector<std::size_t> order;  // longest (in bytes) first
+  const RowSource& source;
+  std::vector<std::size_t> order;  // longest (by the source's bytes) first
   std::atomic<std::size_t> next{0};
 
-  std::size_t bytes(std::size_t row) const {
-    return prep.prompt.size() + texts[row].size() + (pairs.empty() ? 0 : pairs[row].size());
-  }
+  std::size_t bytes(std::size_t row) const { return source.bytes(row); }
 };
 
 // One replica's rows, claimed and tokenised but not yet run, in the order they were taken.
@@ -115,22 +111,13 @@ class PendingRows {
   }
 
  private:
-  // Row `row`'s items: the row, or its windows when chunking cuts it (position: the row).
+  // Row `row`'s items from the source (the row, or its windows), position and ordinal `row`.
   void add(std::size_t row) {
-    const TextPrep& prep = shared_.prep;
-    std::vector<tokenizer::Encoding> windows;
-    if (prep.chunking != nullptr) {
-      windows = encode_windows(prep, shared_.texts, shared_.pairs, row, buffer_);
-    } else {
-      windows.push_back(encode_row(prep, shared_.texts, shared_.pairs, row, buffer_));
-    }
-    for (std::size_t w = 0; w < windows.size(); ++w) {
-      WorkItem& item = pending_.emplace_back();
+    const std::size_t first = pending_.size();
+    shared_.source.items(row, buffer_, pending_);
+    for (std::size_t k = first; k < pending_.size(); ++k) {
+      WorkItem& item = pending_[k];
       item.ordinal = item.position = row;
-      item.window = static_cast<std::uint32_t>(w);
-      item.windows = static_cast<std::uint32_t>(windows.size());
-      item.ids = std::move(windows[w].ids);
-      item.type_ids = std::move(windows[w].type_ids);
       tokens_ += static_cast<std::int64_t>(item.ids.size());
       tokens_seen_ += item.ids.size();
     }
@@ -167,11 +154,11 @@ std::vector<WorkItem> sample_texts(const TextPrep& prep, std::span<const std::st
 std::size_t next_batch_rows(std::span<const std::size_t> lengths, std::int64_t batch_tokens,
                             std::size_t batch_rows) {
   std::size_t n = 0;
-  std::int64_t tokens = 0;
+  std::int64_t longest = 0;
   while (n < lengths.size() && (batch_rows == 0 || n < batch_rows)) {
-    const auto length = static_cast<std::int64_t>(lengths[n]);
-    if (n > 0 && tokens + length > batch_tokens) break;
-    tokens += length;
+    const std::int64_t padded_longest = std::max(longest, static_cast<std::int64_t>(lengths[n]));
+    if (n > 0 && static_cast<std::int64_t>(n + 1) * padded_longest > batch_tokens) break;
+    longest = padded_longest;
     ++n;
   }
   return n;
@@ -189,19 +176,16 @@ std::size_t rows_to_claim(std::int64_t missing_tokens, std::size_t next_row_byte
   return std::max<std::size_t>(claim, 1);
 }
 
-std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
-                                 std::span<const std::string_view> texts,
-                                 std::span<const std::string_view> pairs,
-                                 const model::TaskSpec& task, std::int64_t dim,
-                                 const PredictControl& control) {
-  check_pairs(texts, pairs);
-  SharedRows shared{prep, texts, pairs, std::vector<std::size_t>(texts.size())};
+std::vector<float> predict_source(ReplicaPool& pool, const RowSource& source,
+                                  const model::TaskSpec& task, std::int64_t dim,
+                                  const PredictControl& control, WindowMerger* merger) {
+  SharedRows shared{source, std::vector<std::size_t>(source.rows)};
   std::iota(shared.order.begin(), shared.order.end(), std::size_t{0});
   std::stable_sort(shared.order.begin(), shared.order.end(),
                    [&](std::size_t a, std::size_t b) { return shared.bytes(a) > shared.bytes(b); });
 
   const auto width = static_cast<std::size_t>(dim);
-  std::vector<float> all(texts.size() * width);
+  std::vector<float> all(source.rows * width);
   pool.run([&](int, backend::Replica& replica) {
     PendingRows pending(shared);
     Batch batch, rows;
@@ -217,8 +201,8 @@ std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
       replica.predict(inputs, task, values);
       const Batch* done = &batch;
       const std::vector<float>* done_values = &values;
-      if (prep.chunking != nullptr) {  // the rows whose last window this batch computed
-        prep.chunking->merger->add(batch, values, rows, row_values);
+      if (merger != nullptr) {  // the rows whose last window this batch computed
+        merger->add(batch, values, rows, row_values);
         done = &rows;
         done_values = &row_values;
       }
@@ -232,6 +216,49 @@ std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
   });
   if (stopped(control)) throw StoppedError("stopped after the batches in flight: no outputs");
   return all;
+}
+
+std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
+                                 std::span<const std::string_view> texts,
+                                 std::span<const std::string_view> pairs,
+                                 const model::TaskSpec& task, std::int64_t dim,
+                                 const PredictControl& control) {
+  check_pairs(texts, pairs);
+  RowSource source;
+  source.rows = texts.size();
+  source.bytes = [&](std::size_t row) {
+    return prep.prompt.size() + texts[row].size() + (pairs.empty() ? 0 : pairs[row].size());
+  };
+  source.items = [&](std::size_t row, std::string& buffer, std::deque<WorkItem>& out) {
+    std::vector<tokenizer::Encoding> windows;
+    if (prep.chunking != nullptr) {
+      windows = encode_windows(prep, texts, pairs, row, buffer);
+    } else {
+      windows.push_back(encode_row(prep, texts, pairs, row, buffer));
+    }
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+      WorkItem& item = out.emplace_back();
+      item.window = static_cast<std::uint32_t>(w);
+      item.windows = static_cast<std::uint32_t>(windows.size());
+      item.ids = std::move(windows[w].ids);
+      item.type_ids = std::move(windows[w].type_ids);
+    }
+  };
+  return predict_source(pool, source, task, dim, control,
+                        prep.chunking != nullptr ? prep.chunking->merger : nullptr);
+}
+
+std::vector<float> predict_ids(ReplicaPool& pool, std::span<const std::vector<std::int32_t>> ids,
+                               const model::TaskSpec& task, std::int64_t dim,
+                               const PredictControl& control) {
+  RowSource source;
+  source.rows = ids.size();
+  // In the texts' unit: about 4 bytes a token (kInitialTokensPerByte), exact from the first row.
+  source.bytes = [&](std::size_t row) { return ids[row].size() * 4; };
+  source.items = [&](std::size_t row, std::string&, std::deque<WorkItem>& out) {
+    out.emplace_back().ids = ids[row];
+  };
+  return predict_source(pool, source, task, dim, control, nullptr);
 }
 
 }  // namespace mcinfer::sched

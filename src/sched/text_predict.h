@@ -1,11 +1,11 @@
 #pragma once
-// Texts in memory through a replica pool, as the library's Model computes a list of rows. The
-// rows are taken longest first (by bytes, so the last batches are the short ones and no replica
-// waits long for the others): each replica claims the next few rows when it is free, tokenises
-// them on its own thread and runs batches of up to `batch_tokens` tokens, keeping the rows that
-// did not fit for its next batch. Only the rows in flight are held as tokens (not every row's,
-// which for 20,000 rows of MiniLM was ~20 MiB more peak memory than `mcinfer run`); outputs land
-// at their rows' places.
+// Texts or token ids in memory through a replica pool, as the library's Model computes a list of
+// rows. The rows are taken longest first (by bytes, so the last batches are the short ones and no
+// replica waits long for the others): each replica claims the next few rows when it is free,
+// tokenises them on its own thread and runs batches of up to `batch_tokens` padded tokens,
+// keeping the rows that did not fit for its next batch. Only the rows in flight are held as tokens
+// (not every row's, which for 20,000 rows of MiniLM was ~20 MiB more peak memory than `mcinfer
+// run`); outputs land at their rows' places.
 //
 // Threading: predict_texts() is called from one thread and runs on the pool's threads; `control`
 // is read and written from any thread while it runs.
@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -48,13 +50,34 @@ struct TextPrep {
 };
 
 struct PredictControl {
-  std::int64_t batch_tokens = 4096;  // tokens per batch (a longer row is a batch alone)
-  std::size_t batch_rows = 0;        // rows per batch at most; 0: no limit but the tokens
+  // Padded tokens per batch: rows × the longest row (a longer row is a batch alone).
+  std::int64_t batch_tokens = 4096;
+  std::size_t batch_rows = 0;  // rows per batch at most; 0: no limit but the tokens
   // Set from any thread: the batches in flight finish, predict_texts() throws StoppedError.
   const std::atomic<bool>* stop = nullptr;
   // Rows whose outputs are done, raised as batches finish (readable from any thread).
   std::atomic<std::size_t>* rows_done = nullptr;
 };
+
+// The rows of one prediction, made into work items only when a replica claims them.
+struct RowSource {
+  std::size_t rows = 0;
+  // Orders the rows, longest first, and estimates their tokens before they are made (texts:
+  // their bytes; ids: 4 per token, the texts' initial ratio).
+  std::function<std::size_t(std::size_t row)> bytes;
+  // Appends row `row`'s items (the row, or its windows: window and windows set, ids, type ids)
+  // to `out`; the caller sets their ordinal and position. Runs on the claiming replica's thread,
+  // `buffer` its own.
+  std::function<void(std::size_t row, std::string& buffer, std::deque<WorkItem>& out)> items;
+};
+
+// The one batching path of the library's predictions: rows taken longest first by free
+// replicas, batches of at most `control.batch_tokens` padded tokens (rows × the longest row, as
+// --batch-tokens counts them) and `control.batch_rows` rows, stop and progress for every source.
+// With `merger`, items are windows and the merger reduces each row's. Returns [rows, dim].
+std::vector<float> predict_source(ReplicaPool& pool, const RowSource& source,
+                                  const model::TaskSpec& task, std::int64_t dim,
+                                  const PredictControl& control, WindowMerger* merger);
 
 // `pairs` is empty or as long as `texts`. Returns [texts.size(), dim] in input order.
 std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
@@ -63,14 +86,20 @@ std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
                                  const model::TaskSpec& task, std::int64_t dim,
                                  const PredictControl& control);
 
+// Token ids with the special tokens in place, each row at most the model's length.
+std::vector<float> predict_ids(ReplicaPool& pool, std::span<const std::vector<std::int32_t>> ids,
+                               const model::TaskSpec& task, std::int64_t dim,
+                               const PredictControl& control);
+
 // Up to `n` of the texts (row i·rows/n + rows/2n, as a run samples its input), tokenised as
 // predict_texts tokenises them: the rows a Model's precision check and int8 calibration see.
 std::vector<WorkItem> sample_texts(const TextPrep& prep, std::span<const std::string_view> texts,
                                    std::span<const std::string_view> pairs, std::size_t n);
 
 // How many of the rows of `lengths` (tokens, in the order they run) the next batch takes: as
-// many as fit `batch_tokens` tokens and `batch_rows` rows (0: no row limit), one row at least
-// (a row longer than the budget is a batch of its own). 0 only when `lengths` is empty.
+// many as keep rows × the longest row within `batch_tokens` (what --batch-tokens bounds) and
+// `batch_rows` rows (0: no row limit), one row at least (a row longer than the budget is a
+// batch of its own). 0 only when `lengths` is empty.
 std::size_t next_batch_rows(std::span<const std::size_t> lengths, std::int64_t batch_tokens,
                             std::size_t batch_rows);
 

@@ -2,14 +2,119 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+#include "core/error.h"
+
 namespace mcinfer::sched {
 namespace {
 
-TEST(NextBatchRows, TakesRowsUpToTheTokenBudget) {
+// A replica whose output for a row is [the sum of its ids, its length], and which records each
+// batch's rows and longest row: where outputs land and how rows were batched, without a model.
+struct BatchLog {
+  std::mutex mutex;
+  std::vector<std::pair<std::size_t, std::size_t>> batches;  // rows, longest
+};
+
+class SumReplica final : public backend::Replica {
+ public:
+  explicit SumReplica(BatchLog& log) : log_(log) {}
+  void predict(std::span<const model::SequenceInput> rows, const model::TaskSpec&,
+               std::vector<float>& out) override {
+    out.clear();
+    std::size_t longest = 0;
+    for (const model::SequenceInput& row : rows) {
+      double sum = 0;
+      for (std::int32_t id : row.ids) sum += id;
+      out.push_back(static_cast<float>(sum));
+      out.push_back(static_cast<float>(row.ids.size()));
+      longest = std::max(longest, row.ids.size());
+    }
+    std::lock_guard lock(log_.mutex);
+    log_.batches.emplace_back(rows.size(), longest);
+  }
+  double last_flops() const override { return 0; }
+  void attach_profile(backend::OpProfile*) override {}
+
+ private:
+  BatchLog& log_;
+};
+
+class SumModel final : public backend::PreparedModel {
+ public:
+  explicit SumModel(BatchLog& log) : log_(log) {}
+  const model::ModelConfig& config() const override { return config_; }
+  model::Precision precision() const override { return model::Precision::kFp32; }
+  const backend::WeightStats& stats() const override { return stats_; }
+  std::unique_ptr<backend::Replica> make_replica(int) const override {
+    return std::make_unique<SumReplica>(log_);
+  }
+
+ private:
+  BatchLog& log_;
+  model::ModelConfig config_;
+  backend::WeightStats stats_;
+};
+
+// 60 rows of 1 to 50 tokens in no order; row r's ids are r·1000, r·1000 + 1, ...
+std::vector<std::vector<std::int32_t>> id_rows() {
+  std::vector<std::vector<std::int32_t>> rows(60);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const std::size_t length = (r * 37) % 50 + 1;
+    for (std::size_t i = 0; i < length; ++i)
+      rows[r].push_back(static_cast<std::int32_t>(r * 1000 + i));
+  }
+  return rows;
+}
+
+// Token ids take the texts' path: every row once, at its place, in batches whose padded tokens
+// stay within the budget (a row past it alone), with progress counted.
+TEST(PredictIds, EveryRowOnceInPlaceInPaddedBudgetBatches) {
+  BatchLog log;
+  ReplicaPool pool(std::make_shared<SumModel>(log), {2, 1, false});
+  const auto ids = id_rows();
+  std::atomic<std::size_t> done{0};
+  const std::vector<float> out = predict_ids(pool, ids, {}, 2, {64, 0, nullptr, &done});
+  ASSERT_EQ(out.size(), ids.size() * 2);
+  for (std::size_t r = 0; r < ids.size(); ++r) {
+    double sum = 0;
+    for (std::int32_t id : ids[r]) sum += id;
+    EXPECT_EQ(out[2 * r], static_cast<float>(sum)) << r;
+    EXPECT_EQ(out[2 * r + 1], static_cast<float>(ids[r].size())) << r;
+  }
+  EXPECT_EQ(done.load(), ids.size());
+  std::size_t rows = 0;
+  for (const auto& [batch_rows, longest] : log.batches) {
+    rows += batch_rows;
+    if (batch_rows > 1) EXPECT_LE(batch_rows * longest, 64u) << batch_rows << " x " << longest;
+  }
+  EXPECT_EQ(rows, ids.size());
+}
+
+TEST(PredictIds, RowLimitAndStop) {
+  BatchLog log;
+  ReplicaPool pool(std::make_shared<SumModel>(log), {1, 1, false});
+  const auto ids = id_rows();
+  predict_ids(pool, ids, {}, 2, {1 << 20, 3, nullptr, nullptr});
+  for (const auto& batch : log.batches) EXPECT_LE(batch.first, 3u);
+  log.batches.clear();
+  const std::atomic<bool> stop{true};
+  EXPECT_THROW(predict_ids(pool, ids, {}, 2, {64, 0, &stop, nullptr}), StoppedError);
+  EXPECT_TRUE(log.batches.empty());
+}
+
+// The budget counts padded tokens, rows × the longest row, as --batch-tokens does.
+TEST(NextBatchRows, TakesRowsUpToThePaddedTokenBudget) {
   const std::vector<std::size_t> lengths = {10, 6, 4, 3, 2};
-  EXPECT_EQ(next_batch_rows(lengths, 12, 0), 1u);   // 10, and 6 would pass 12
-  EXPECT_EQ(next_batch_rows(lengths, 16, 0), 2u);   // exactly the budget
+  EXPECT_EQ(next_batch_rows(lengths, 12, 0), 1u);   // 10, and 2 × 10 would pass 12
+  EXPECT_EQ(next_batch_rows(lengths, 16, 0), 1u);   // 10 + 6 real tokens, but 2 × 10 padded
+  EXPECT_EQ(next_batch_rows(lengths, 20, 0), 2u);   // exactly the budget
+  EXPECT_EQ(next_batch_rows(lengths, 49, 0), 4u);   // 5 × 10 = 50 would pass it
   EXPECT_EQ(next_batch_rows(lengths, 100, 0), 5u);  // all
+  // A longer row later raises the padding of every row before it.
+  EXPECT_EQ(next_batch_rows(std::vector<std::size_t>{2, 2, 8}, 16, 0), 2u);
   EXPECT_EQ(next_batch_rows({lengths.data() + 1, 4}, 12, 0), 2u);
   // A row longer than the budget is a batch of its own.
   EXPECT_EQ(next_batch_rows(lengths, 5, 0), 1u);
