@@ -99,11 +99,9 @@ Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& op
   // The gate's refusals are `mcinfer run`'s, before any weight is read.
   impl->gate = options;
   sched::check_bound_values(impl->gate);
-  sched::check_bound_kinds(impl->gate, impl->plan.task);
-  const model::PrecisionChoice resolved = impl->backend->resolve_precision(*precision);
-  sched::check_bounds(impl->gate, *precision, resolved, impl->warnings);
-  if (options.int8_keep) model::parse_gemm_list(*options.int8_keep, impl->dir->config().num_layers);
-  impl->precision = resolved.precision;
+  impl->precision = sched::check_gate(impl->gate, *precision, impl->plan.task, *impl->backend,
+                                      impl->dir->config().num_layers, impl->warnings)
+                        .precision;
   impl->pool_options = {options.replicas > 0 ? options.replicas : impl->backend->replica_slots(),
                         options.threads_per_replica, options.pin_threads};
   impl->gate_pending =
@@ -225,12 +223,11 @@ Matrix Model::predict_ids(const std::vector<std::vector<std::int32_t>>& ids,
     }
   }
   impl_->ensure_prepared([&](std::size_t n) {
-    n = std::min(n, ids.size());
-    std::vector<sched::WorkItem> sample(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t row = (2 * i + 1) * ids.size() / (2 * n);
-      sample[i].ordinal = sample[i].position = row;
-      sample[i].ids = ids[row];
+    std::vector<sched::WorkItem> sample;
+    for (std::size_t row : sched::evenly_spaced(ids.size(), std::min(n, ids.size()))) {
+      sched::WorkItem& item = sample.emplace_back();
+      item.ordinal = item.position = row;
+      item.ids = ids[row];
     }
     return sample;
   });

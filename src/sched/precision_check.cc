@@ -53,6 +53,12 @@ std::size_t reference_parts(std::size_t rows, int threads) {
                                  std::max<std::size_t>(rows, 1));
 }
 
+std::vector<std::size_t> evenly_spaced(std::size_t rows, std::size_t n) {
+  std::vector<std::size_t> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = (2 * i + 1) * rows / (2 * n);
+  return out;
+}
+
 std::vector<WorkItem> sample_rows(const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer,
                                   std::size_t n) {
   std::vector<WorkItem> out;
@@ -71,7 +77,7 @@ std::vector<WorkItem> sample_rows(const FeedOptions& feed, const tokenizer::Toke
   n = static_cast<std::size_t>(std::min<std::uint64_t>(n, rows));
   // The feeder passes over rows marked done without tokenising them: mark all but the sample.
   std::vector<bool> skip(rows, true);
-  for (std::size_t i = 0; i < n; ++i) skip[(2 * i + 1) * rows / (2 * n)] = false;
+  for (std::size_t row : evenly_spaced(rows, n)) skip[row] = false;
   FeedOptions sample_options = feed;
   sample_options.skip_bad_rows = true;
   RowFeeder feeder(sample_options, tokenizer);

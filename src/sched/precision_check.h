@@ -51,7 +51,11 @@ struct PrecisionCheck {
   std::string summary() const;  // one line for the progress output
 };
 
-// Up to `n` good rows spread evenly over the input (row i·rows/n + rows/2n), tokenised; bad rows
+// `n` of `rows` row indices (n <= rows) spread evenly, row i·rows/n + rows/2n: the rows a
+// precision check samples, from a run's input or a Model call's rows.
+std::vector<std::size_t> evenly_spaced(std::size_t rows, std::size_t n);
+
+// Up to `n` good rows spread evenly over the input (evenly_spaced), tokenised; bad rows
 // are passed over (the run itself applies --on-bad-row). Reads the input twice but tokenises
 // only the rows it returns.
 std::vector<WorkItem> sample_rows(const FeedOptions& feed, const tokenizer::Tokenizer* tokenizer,

@@ -14,13 +14,6 @@ void check_bound_value(const std::optional<double>& bound, double low, double hi
     fail_usage("{} must be a number from {} to {}, not {}", flag, low, high, *bound);
 }
 
-}  // namespace
-
-void check_bound_values(const PrecisionGate& gate) {
-  check_bound_value(gate.min_cosine, -1, 1, "--min-cosine");
-  check_bound_value(gate.min_agreement, 0, 1, "--min-agreement");
-}
-
 // --min-cosine / --min-agreement: refused (exit 2) where the run could not enforce them, so that
 // no bound is dropped without a word. A bound needs the precision check (reduced precision, rows
 // to check) and a figure of its kind (an argmax needs classes). `auto` that resolves to fp32 on
@@ -39,8 +32,6 @@ void check_bound_kinds(const PrecisionGate& gate, const model::TaskSpec& task) {
 
 void check_bounds(const PrecisionGate& gate, model::Precision requested,
                   const model::PrecisionChoice& resolved, std::vector<std::string>& warnings) {
-  if (gate.int8_keep && resolved.precision != model::Precision::kInt8)
-    fail_usage("--int8-keep applies to --precision int8 only");
   if (!gate.min_cosine && !gate.min_agreement) return;
   const std::string flags = gate.min_cosine && gate.min_agreement
                                 ? "--min-cosine and --min-agreement"
@@ -65,6 +56,27 @@ void check_bounds(const PrecisionGate& gate, model::Precision requested,
         "check (e.g. --check-precision 32) or drop the bound",
         flags);
   }
+}
+
+}  // namespace
+
+void check_bound_values(const PrecisionGate& gate) {
+  check_bound_value(gate.min_cosine, -1, 1, "--min-cosine");
+  check_bound_value(gate.min_agreement, 0, 1, "--min-agreement");
+}
+
+model::PrecisionChoice check_gate(const PrecisionGate& gate, model::Precision requested,
+                                  const model::TaskSpec& task, const backend::Backend& backend,
+                                  std::int64_t layers, std::vector<std::string>& warnings) {
+  check_bound_kinds(gate, task);
+  const model::PrecisionChoice resolved = backend.resolve_precision(requested);
+  check_bounds(gate, requested, resolved, warnings);
+  if (gate.int8_keep) {
+    if (resolved.precision != model::Precision::kInt8)
+      fail_usage("--int8-keep applies to --precision int8 only");
+    model::parse_gemm_list(*gate.int8_keep, layers);  // refused here, not after the fp32 pass
+  }
+  return resolved;
 }
 
 CheckedWeights prepare_checked(const PrecisionGate& gate, model::Precision precision,

@@ -25,14 +25,17 @@ inline std::size_t check_rows(const PrecisionGate& gate) {
   return gate.check_precision_rows.value_or(kDefaultCheckRows);
 }
 
-// A bound is a number in its range (NaN would be accepted and never enforced).
+// A bound is a number in its range (NaN would be accepted and never enforced). Checked with the
+// flags, before the model is read.
 void check_bound_values(const PrecisionGate& gate);
-// A bound of a kind the task's output has (an argmax needs classes), whatever the CPU.
-void check_bound_kinds(const PrecisionGate& gate, const model::TaskSpec& task);
-// A bound the run can enforce: refused for --precision fp32 and for 0 check rows; `auto` that
-// resolved to fp32 meets it by construction (a warning says so). --int8-keep only with int8.
-void check_bounds(const PrecisionGate& gate, model::Precision requested,
-                  const model::PrecisionChoice& resolved, std::vector<std::string>& warnings);
+// The gate against the task and the precision `backend` resolves `requested` to, which it
+// returns: a bound of a kind the task's output has (an argmax needs classes), whatever the CPU;
+// a bound the run can enforce (refused for --precision fp32 and for 0 check rows; `auto` that
+// resolved to fp32 meets it by construction, a warning says so); --int8-keep only with int8 and
+// naming GEMMs of the model's `layers`. Run and Model call it before any weight is read.
+model::PrecisionChoice check_gate(const PrecisionGate& gate, model::Precision requested,
+                                  const model::TaskSpec& task, const backend::Backend& backend,
+                                  std::int64_t layers, std::vector<std::string>& warnings);
 
 struct CheckedWeights {
   std::shared_ptr<const backend::PreparedModel> model;

@@ -365,10 +365,9 @@ Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
       {.name = o.backend, .pjrt = {.plugin = o.plugin, .devices = o.devices}});
   const model::ModelDir dir = model::ModelDir::open(o.model_dir);
   const RunPlan plan = plan_run(o, dir, *backend, rank);
-  check_bound_kinds(o, plan.task);
-  const model::PrecisionChoice precision = backend->resolve_precision(o.precision);
   std::vector<std::string> warnings;
-  check_bounds(o, o.precision, precision, warnings);
+  const model::PrecisionChoice precision =
+      check_gate(o, o.precision, plan.task, *backend, dir.config().num_layers, warnings);
   if (!o.quiet) {
     fmt::print(stderr, "mcinfer: {}\n", describe_text_plan(plan));
     fmt::print(stderr, "mcinfer: {}\n", precision.reason);

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "model/model_dir.h"
 #include "sched/chunking.h"
+#include "sched/precision_check.h"
 #include "sched/row_feeder.h"
 
 namespace mcinfer::sched {
@@ -137,16 +138,14 @@ class PendingRows {
 std::vector<WorkItem> sample_texts(const TextPrep& prep, std::span<const std::string_view> texts,
                                    std::span<const std::string_view> pairs, std::size_t n) {
   check_pairs(texts, pairs);
-  const std::size_t rows = texts.size();
-  n = std::min(n, rows);
-  std::vector<WorkItem> out(n);
+  std::vector<WorkItem> out;
   std::string buffer;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t row = (2 * i + 1) * rows / (2 * n);
+  for (std::size_t row : evenly_spaced(texts.size(), std::min(n, texts.size()))) {
     tokenizer::Encoding e = encode_row(prep, texts, pairs, row, buffer);
-    out[i].ordinal = out[i].position = row;
-    out[i].ids = std::move(e.ids);
-    out[i].type_ids = std::move(e.type_ids);
+    WorkItem& item = out.emplace_back();
+    item.ordinal = item.position = row;
+    item.ids = std::move(e.ids);
+    item.type_ids = std::move(e.type_ids);
   }
   return out;
 }
@@ -230,19 +229,20 @@ std::vector<float> predict_texts(ReplicaPool& pool, const TextPrep& prep,
     return prep.prompt.size() + texts[row].size() + (pairs.empty() ? 0 : pairs[row].size());
   };
   source.items = [&](std::size_t row, std::string& buffer, std::deque<WorkItem>& out) {
-    std::vector<tokenizer::Encoding> windows;
-    if (prep.chunking != nullptr) {
-      windows = encode_windows(prep, texts, pairs, row, buffer);
-    } else {
-      windows.push_back(encode_row(prep, texts, pairs, row, buffer));
-    }
-    for (std::size_t w = 0; w < windows.size(); ++w) {
+    auto push = [&](tokenizer::Encoding& e, std::size_t window, std::size_t windows) {
       WorkItem& item = out.emplace_back();
-      item.window = static_cast<std::uint32_t>(w);
-      item.windows = static_cast<std::uint32_t>(windows.size());
-      item.ids = std::move(windows[w].ids);
-      item.type_ids = std::move(windows[w].type_ids);
+      item.window = static_cast<std::uint32_t>(window);
+      item.windows = static_cast<std::uint32_t>(windows);
+      item.ids = std::move(e.ids);
+      item.type_ids = std::move(e.type_ids);
+    };
+    if (prep.chunking == nullptr) {
+      tokenizer::Encoding e = encode_row(prep, texts, pairs, row, buffer);
+      push(e, 0, 1);
+      return;
     }
+    std::vector<tokenizer::Encoding> windows = encode_windows(prep, texts, pairs, row, buffer);
+    for (std::size_t w = 0; w < windows.size(); ++w) push(windows[w], w, windows.size());
   };
   return predict_source(pool, source, task, dim, control,
                         prep.chunking != nullptr ? prep.chunking->merger : nullptr);

@@ -91,7 +91,7 @@ std::vector<float> predict_ids(ReplicaPool& pool, std::span<const std::vector<st
                                const model::TaskSpec& task, std::int64_t dim,
                                const PredictControl& control);
 
-// Up to `n` of the texts (row i·rows/n + rows/2n, as a run samples its input), tokenised as
+// Up to `n` of the texts (evenly_spaced, as a run samples its input), tokenised as
 // predict_texts tokenises them: the rows a Model's precision check and int8 calibration see.
 std::vector<WorkItem> sample_texts(const TextPrep& prep, std::span<const std::string_view> texts,
                                    std::span<const std::string_view> pairs, std::size_t n);
