@@ -11,6 +11,13 @@
 # Usage (root; needs debootstrap): .ci/fresh_root.sh
 #   MCINFER_FRESH_KEEP=1  keep the root afterwards (its path is printed); by default the work
 #                         folder (a new one under $TMPDIR or /tmp) is removed at the end
+#   MCINFER_FRESH_BUILD_ENV="CXX CCACHE_DIR ..."  host variables the command gets too (CI: its
+#                         compiler cache). When CCACHE_DIR is one of them, the root gets ccache
+#                         (installed before the command, its package lists removed again, so the
+#                         README's setup still starts from none), that folder mounted at its own
+#                         path, and the clone at the checkout's own path: the compile commands are
+#                         then the host's, and the host's Release build after this check finds
+#                         the demo's objects in the cache instead of compiling them twice.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 suite=bookworm
@@ -131,6 +138,13 @@ while IFS='=' read -r name value; do
   fi
   pass+=("$name=$value")
 done < <(env)
+cache_dir=""
+for name in ${MCINFER_FRESH_BUILD_ENV:-}; do
+  [[ "$name" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die "MCINFER_FRESH_BUILD_ENV: '$name' is not a variable name"
+  [ -n "${!name+set}" ] || die "MCINFER_FRESH_BUILD_ENV names $name, which is not set"
+  pass+=("$name=${!name}")
+  [ "$name" != CCACHE_DIR ] || cache_dir=${!name}
+done
 echo "passed to the root: ${pass[*]%%=*}"
 
 mount_in_root proc /proc
@@ -147,8 +161,22 @@ fi
 head=$(git -C "$repo" rev-parse HEAD)
 home=/root # the new user is root, so scripts/setup.sh needs no sudo (not in a minimal system)
 clone="$home/mcinfer"
+if [ -n "$cache_dir" ]; then
+  [[ "$cache_dir" == /* ]] || die "CCACHE_DIR must be an absolute path, not '$cache_dir'"
+  echo "== ccache in the root (CI's compiler cache, shared with the host's Release build)"
+  chroot "$root" /bin/bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends ccache >/dev/null && apt-get clean &&
+    rm -rf /var/lib/apt/lists/*' || die "could not install ccache in the root"
+  clone=$repo
+fi
+mkdir -p "$(dirname "$root$clone")"
 git clone -q --no-hardlinks "$repo" "$root$clone"
 git -C "$root$clone" checkout -q --detach "$head"
+if [ -n "$cache_dir" ]; then
+  mkdir -p "$cache_dir" "$root$cache_dir"
+  mount --bind "$cache_dir" "$root$cache_dir"
+  mounted+=("$root$cache_dir")
+fi
 
 echo "== in the fresh root, $clone at ${head:0:12}: $first_line"
 t=$(now)
