@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "mcinfer/errors.h"
+#include "mcinfer/backend_choice.h"
 #include "mcinfer/precision_gate.h"
 
 namespace mcinfer {
@@ -26,10 +27,8 @@ namespace mcinfer {
 // is `mcinfer run`'s, on the rows of the model's first call: a reduced precision's weights are
 // prepared there, int8's calibrated and chosen on those rows, and a missed bound throws
 // PrecisionCheckError then (and again on every later call) before any output is returned.
-struct ModelOptions : PrecisionGate {
-  std::string backend = "cpu";     // a backend of this build (`mcinfer run --backend`)
-  std::string plugin = "cpu";      // --backend pjrt: `mcinfer run --plugin`
-  int devices = 0;                 // --backend pjrt: `mcinfer run --devices` (0: all)
+// The backend (BackendChoice) is `mcinfer run --backend`, `--plugin`, `--devices`.
+struct ModelOptions : PrecisionGate, BackendChoice {
   std::string precision = "fp32";  // fp32, bf16, int8 or auto (as `mcinfer run --precision`)
   int replicas = 0;                // 0: the backend's slots (CPU: one per physical core)
   int threads_per_replica = 1;
@@ -59,6 +58,15 @@ struct ModelOptions : PrecisionGate {
   std::size_t stride = 0;
   std::string chunk_reduce = "mean";
   std::string chunk_values = "logits";
+  // Classifiers' outputs (`--activation`): auto (a cross-encoder's as CrossEncoder.predict
+  // applies it, else the problem_type's), softmax, sigmoid or none.
+  std::string activation = "auto";
+  // Several outputs of one pass (`--outputs`, e.g. "probs,cls"), in this order: the columns are
+  // each output's, <output>.<label> / <output>.e<i>; nullopt: the task's one output.
+  std::optional<std::string> outputs;
+  // Sparse encoders: keep each row's K largest token weights (`--sparse-top-k`); nullopt: the
+  // model's max_active_dims, else every nonzero.
+  std::optional<std::int64_t> sparse_top_k;
 };
 
 // Row-major outputs: rows × columns, one row per input, in input order.

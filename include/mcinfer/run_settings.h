@@ -11,12 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "mcinfer/backend_choice.h"
 #include "mcinfer/precision_gate.h"
 
 namespace mcinfer {
 
 // The precision gate (check rows, bounds, --int8-keep) is PrecisionGate's, as Model's.
-struct RunSettings : PrecisionGate {
+struct RunSettings : PrecisionGate, BackendChoice {
   std::filesystem::path model_dir, input, output;
   std::optional<std::string> format;  // of the input: csv or jsonl; default from its extension
   std::string id_col = "id";
@@ -41,11 +42,6 @@ struct RunSettings : PrecisionGate {
   // Embeddings: keep the first N values (Matryoshka models: Qwen3-Embedding, EmbeddingGemma),
   // then normalise if the model normalises; nullopt: all.
   std::optional<std::int64_t> truncate_dim;
-  std::string backend = "cpu";  // one of the build's (`mcinfer inspect` lists them)
-  // --backend pjrt: the plugin (a .so file, or cpu, cuda, tpu) and the devices to use (0: all;
-  // a CPU plugin makes that many).
-  std::string plugin = "cpu";
-  int devices = 0;
   int replicas = 0;  // 0: the backend's replica slots (CPU: one per physical core)
   // This process's rank among `world` processes sharing the input (--rank/--world); default:
   // from the launcher's variables (Open MPI, MPICH, Slurm, Kubernetes, torchrun), else 0 of 1.

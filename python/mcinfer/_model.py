@@ -96,6 +96,11 @@ class Model:
     ``mcinfer.PrecisionCheckError`` before any output (on that call and every later one);
     ``precision_report`` holds the figures. Later calls run on the weights chosen then.
 
+    ``activation``, ``outputs`` (several outputs of one pass, e.g. ``"probs,cls"`` or a list:
+    ``predict``/``encode`` then give a dict by output) and ``sparse_top_k`` are ``mcinfer run``'s
+    ``--activation``, ``--outputs`` and ``--sparse-top-k``: every keyword is an option of the
+    table the command line builds its flags from, parsed and refused as the flag is.
+
     A Model may be used from one thread at a time; each call runs on all its replicas, with the
     GIL released. Do not share it with fork-based pools: give each process its own (``spawn``).
     """
@@ -127,48 +132,53 @@ class Model:
         min_cosine: float | None = None,
         min_agreement: float | None = None,
         int8_keep: str | None = None,
+        activation: str = "auto",
+        outputs: str | Sequence[str] | None = None,
+        sparse_top_k: int | None = None,
     ) -> None:
         path = os.fspath(model_dir)
         if not os.path.isdir(path):
             raise FileNotFoundError(f"{path}: not a model directory (mcinfer loads local ones)")
-        if replicas is not None and (isinstance(replicas, bool) or replicas < 1):
-            raise ValueError(f"replicas must be 1 or more (None: one per core), not {replicas!r}")
-        options = _core.ModelOptions()
-        options.backend = backend
-        options.plugin = plugin if plugin is not None else "cpu"
-        options.devices = devices or 0
-        options.precision = precision
-        options.replicas = replicas or 0
-        options.threads_per_replica = threads_per_replica
-        options.pin_threads = pin_threads
-        options.task = task or ""
-        options.max_len = max_len
-        options.pooling = pooling or ""
-        options.normalize = normalize
-        options.prompt = prompt
-        options.prompt_name = prompt_name
-        options.tokenizer_compat = tokenizer_compat
-        if truncate_dim is not None and (isinstance(truncate_dim, bool) or truncate_dim < 1):
-            raise ValueError(f"truncate_dim must be 1 or more (None: all), not {truncate_dim!r}")
-        options.truncate_dim = truncate_dim
-        if isinstance(stride, bool) or stride < 0:
-            raise ValueError(f"stride must be 0 or more tokens, not {stride!r}")
-        options.long_input = long_input
-        options.stride = stride
-        options.chunk_reduce = chunk_reduce
-        options.chunk_values = chunk_values
-        if check_precision is not None and (
-            isinstance(check_precision, bool) or check_precision < 0
-        ):
-            raise ValueError(
-                f"check_precision must be 0 (no check) or more rows, not {check_precision!r}"
-            )
-        options.check_precision_rows = check_precision
-        options.min_cosine = min_cosine
-        options.min_agreement = min_agreement
-        options.int8_keep = int8_keep
+        # Every keyword is an option of the table `mcinfer run` builds its flags from: checked and
+        # parsed there, refused in the CLI's words (mcinfer.UsageError); None: the default.
+        options = {
+            "precision": precision,
+            "replicas": replicas,
+            "backend": backend,
+            "plugin": plugin,
+            "devices": devices,
+            "threads_per_replica": threads_per_replica,
+            "pin_threads": pin_threads,
+            "task": task,
+            "max_len": max_len,
+            "pooling": pooling,
+            "normalize": normalize,
+            "prompt": prompt,
+            "prompt_name": prompt_name,
+            "tokenizer_compat": tokenizer_compat,
+            "truncate_dim": truncate_dim,
+            "long_input": long_input,
+            "stride": stride,
+            "chunk_reduce": chunk_reduce,
+            "chunk_values": chunk_values,
+            "check_precision": check_precision,
+            "min_cosine": min_cosine,
+            "min_agreement": min_agreement,
+            "int8_keep": int8_keep,
+            "activation": activation,
+            # A list is the flag's comma-separated text, parsed as the flag is.
+            "outputs": outputs
+            if outputs is None or isinstance(outputs, str)
+            else ",".join(outputs),
+            "sparse_top_k": sparse_top_k,
+        }
         self._model = _core.Model.load(path, options)
         self.model_dir = path
+        # Several outputs of one pass: each one's columns, by the prefix the run's CSV gives them.
+        self._outputs: dict[str, list[int]] = {}
+        if outputs is not None:
+            for index, column in enumerate(self.labels):
+                self._outputs.setdefault(column.split(".", 1)[0], []).append(index)
 
     @property
     def precision(self) -> str:
@@ -199,8 +209,19 @@ class Model:
 
     @property
     def labels(self) -> list[str]:
-        """The output columns: the classifier's labels (id2label), or e0 … e{D-1}."""
+        """The output columns: the classifier's labels (id2label), or e0 … e{D-1}; with
+        ``outputs``, each output's, named ``<output>.<label>`` / ``<output>.e<i>``."""
         return list(self._model.columns)
+
+    @property
+    def outputs(self) -> list[str] | None:
+        """The outputs of one pass the model was loaded with (``outputs=``), else None."""
+        return list(self._outputs) if self._outputs else None
+
+    def _by_output(self, values: npt.NDArray[np.float32], single: bool) -> Any:
+        """With ``outputs``: {name: float32 [N, width]} (one row's [width] for one str)."""
+        split = {name: values[:, columns] for name, columns in self._outputs.items()}
+        return {name: part[0] for name, part in split.items()} if single else split
 
     def __repr__(self) -> str:
         return (
@@ -293,6 +314,14 @@ class Model:
             show_progress_bar=show_progress_bar,
             output=output,
         )
+        if self._outputs:
+            if normalize_embeddings:
+                raise ValueError(
+                    "normalize_embeddings with outputs: ask for the 'normalized' output"
+                )
+            if output == "arrow":
+                return _columns_to_arrow(values, self.labels)
+            return self._by_output(values, single)
         if self.task == "sparse":
             if normalize_embeddings:
                 raise ValueError("normalize_embeddings does not apply to a sparse encoder")
@@ -323,7 +352,8 @@ class Model:
 
         ``sentences``: texts (as for ``encode``), or pairs: a list of (text, text) tuples or a
         tuple of two columns ``(texts, pairs)``. ``output="arrow"``: a pyarrow Table with one
-        float32 column per label.
+        float32 column per label. A model loaded with ``outputs`` gives a dict of them,
+        {output: float32 [N, width]}, from the one pass (as ``mcinfer run --outputs``).
         """
         if isinstance(sentences, str):
             raise TypeError("sentences: one str; give a list of str")
@@ -338,7 +368,9 @@ class Model:
             show_progress_bar=show_progress_bar,
             output=output,
         )
-        return _columns_to_arrow(values, self.labels) if output == "arrow" else values
+        if output == "arrow":
+            return _columns_to_arrow(values, self.labels)
+        return self._by_output(values, False) if self._outputs else values
 
     def rank(
         self,
@@ -357,6 +389,8 @@ class Model:
         score first (equal scores in passage order), the first ``top_k`` when given. Needs a
         model with one label (a cross-encoder's relevance score).
         """
+        if self._outputs:
+            raise ValueError("rank(): a model loaded with outputs; load one without them")
         if not isinstance(query, str):
             raise TypeError("query: expected one str")
         if isinstance(passages, str):

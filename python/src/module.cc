@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "cli.h"
-#include "run_options.h"
+#include "options.h"
 #include "text_column.h"
 
 namespace nb = nanobind;
@@ -129,7 +129,8 @@ int cli_main(const std::vector<std::string>& args) {
   return cli::run_as_process(static_cast<int>(owned.size()), argv.data());
 }
 
-Model load(const std::filesystem::path& dir, const ModelOptions& options) {
+Model load(const std::filesystem::path& dir, const nb::dict& given) {
+  const ModelOptions options = model_options_from(given);
   nb::gil_scoped_release release;
   return Model::load(dir, options);
 }
@@ -154,32 +155,6 @@ NB_MODULE(_core, m) {
       .def_static("from_fixed_width", &TextColumn::from_fixed_width, "data"_a, "count"_a, "width"_a)
       .def("__len__", &TextColumn::size);
 
-  nb::class_<ModelOptions>(m, "ModelOptions")
-      .def(nb::init<>())
-      .def_rw("backend", &ModelOptions::backend)
-      .def_rw("plugin", &ModelOptions::plugin)
-      .def_rw("devices", &ModelOptions::devices)
-      .def_rw("precision", &ModelOptions::precision)
-      .def_rw("replicas", &ModelOptions::replicas)
-      .def_rw("threads_per_replica", &ModelOptions::threads_per_replica)
-      .def_rw("pin_threads", &ModelOptions::pin_threads)
-      .def_rw("task", &ModelOptions::task)
-      .def_rw("max_len", &ModelOptions::max_len)
-      .def_rw("pooling", &ModelOptions::pooling)
-      .def_rw("normalize", &ModelOptions::normalize)
-      .def_rw("prompt", &ModelOptions::prompt)
-      .def_rw("prompt_name", &ModelOptions::prompt_name)
-      .def_rw("truncate_dim", &ModelOptions::truncate_dim)
-      .def_rw("tokenizer_compat", &ModelOptions::tokenizer_compat)
-      .def_rw("long_input", &ModelOptions::long_input)
-      .def_rw("stride", &ModelOptions::stride)
-      .def_rw("chunk_reduce", &ModelOptions::chunk_reduce)
-      .def_rw("chunk_values", &ModelOptions::chunk_values)
-      .def_rw("check_precision_rows", &ModelOptions::check_precision_rows)
-      .def_rw("min_cosine", &ModelOptions::min_cosine)
-      .def_rw("min_agreement", &ModelOptions::min_agreement)
-      .def_rw("int8_keep", &ModelOptions::int8_keep);
-
   nb::class_<Model>(m, "Model")
       .def_static("load", &load, "model_dir"_a, "options"_a)
       .def_prop_ro("backend", &Model::backend)
@@ -203,4 +178,8 @@ NB_MODULE(_core, m) {
   m.def("run", &run_job, "options"_a);
   m.def("cli_main", &cli_main, "argv"_a);
   m.def("run_flag_choices", &run_flag_choices, "flag"_a);
+  m.def("option_table", &option_table_for_python);
+  m.def("parsed_run_options", &parsed_run_options, "options"_a);
+  m.def("parsed_model_options", &parsed_model_options, "options"_a);
+  m.def("parsed_cli_run_options", &parsed_cli_run_options, "args"_a);
 }

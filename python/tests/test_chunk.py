@@ -82,5 +82,5 @@ def test_chunking_is_refused_as_the_cli_refuses_it() -> None:
         mcinfer.Model(directory, long_input="split")
     with pytest.raises(mcinfer.UsageError, match="chunk_reduce must be"):
         mcinfer.Model(directory, long_input="chunk", chunk_reduce="median")
-    with pytest.raises(ValueError, match="stride must be 0 or more"):
+    with pytest.raises(mcinfer.UsageError, match="stride must be a whole number, 0 or more"):
         mcinfer.Model(directory, long_input="chunk", stride=-1)

@@ -93,7 +93,7 @@ def test_truncate_dim_keeps_the_first_values_normalised(
     got = model.encode(texts, prompt_name=prompt_name)
     assert got.shape == (len(texts), dim)
     assert np.abs(got - want).max() <= 1e-5
-    with pytest.raises(ValueError, match="truncate_dim"):
+    with pytest.raises(mcinfer.UsageError, match="truncate_dim must be a whole number, 1 or more"):
         mcinfer.Model(directory, truncate_dim=0)
     with pytest.raises(mcinfer.UsageError, match="--truncate-dim 999"):
         mcinfer.Model(directory, truncate_dim=999)
@@ -243,15 +243,17 @@ def test_run_options_are_checked_by_name(tmp_path: Path, minilm_dir: Path) -> No
     source.write_text("id,text\n1,hello\n")
     with pytest.raises(TypeError, match="unknown option 'text_column'"):
         mcinfer.run(minilm_dir, source, tmp_path / "o.csv", text_column="text")
-    with pytest.raises(mcinfer.UsageError, match="--precision"):
+    with pytest.raises(
+        mcinfer.UsageError, match="^precision must be auto, fp32, bf16, int8, not 'fp16'"
+    ):
         mcinfer.run(minilm_dir, source, tmp_path / "o.csv", precision="fp16")
     # The same bounds as the CLI's, checked in the same place (NaN included) before the model loads.
     with pytest.raises(
-        mcinfer.UsageError, match="--min-cosine must be a number from -1 to 1, not 1.5"
+        mcinfer.UsageError, match="^min_cosine must be a number from -1 to 1, not '1.5'"
     ):
         mcinfer.run(minilm_dir, source, tmp_path / "o.csv", precision="int8", min_cosine=1.5)
     with pytest.raises(
-        mcinfer.UsageError, match="--min-agreement must be a number from 0 to 1, not nan"
+        mcinfer.UsageError, match="^min_agreement must be a number from 0 to 1, not 'nan'"
     ):
         mcinfer.run(
             minilm_dir, source, tmp_path / "o.csv", precision="int8", min_agreement=float("nan")
@@ -267,5 +269,5 @@ def test_loading_errors_name_what_is_wrong(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(mcinfer.Error, match="config.json"):
         mcinfer.Model(tmp_path)
-    with pytest.raises(ValueError, match="replicas"):
+    with pytest.raises(mcinfer.UsageError, match="replicas must be a whole number, 1 or more"):
         mcinfer.Model(FIXTURES / "text" / "bert_cls", replicas=0)

@@ -89,7 +89,7 @@ def test_bounds_are_refused_at_load_as_the_cli_refuses_them(minilm_dir: Path) ->
         mcinfer.Model(minilm_dir, precision="fp32", min_cosine=0.9)
     with pytest.raises(mcinfer.UsageError, match="--check-precision 0 turns the precision check"):
         mcinfer.Model(minilm_dir, precision="int8", check_precision=0, min_cosine=0.9)
-    with pytest.raises(mcinfer.UsageError, match="--min-cosine must be a number from -1 to 1"):
+    with pytest.raises(mcinfer.UsageError, match="min_cosine must be a number from -1 to 1"):
         mcinfer.Model(minilm_dir, precision="int8", min_cosine=math.nan)
     with pytest.raises(mcinfer.UsageError, match="an embedding run has neither"):
         mcinfer.Model(minilm_dir, precision="int8", min_agreement=0.9)
@@ -97,5 +97,5 @@ def test_bounds_are_refused_at_load_as_the_cli_refuses_them(minilm_dir: Path) ->
         mcinfer.Model(minilm_dir, precision="fp32", int8_keep="0.qkv")
     with pytest.raises(mcinfer.UsageError, match="layer 9"):
         mcinfer.Model(minilm_dir, precision="int8", int8_keep="9.qkv")  # MiniLM has 6
-    with pytest.raises(ValueError, match="check_precision must be 0"):
+    with pytest.raises(mcinfer.UsageError, match="check_precision must be a whole number, 0 or"):
         mcinfer.Model(minilm_dir, precision="int8", check_precision=-1)

@@ -59,6 +59,13 @@ sched::TaskRequest task_request(const ModelOptions& options) {
   request.prompt = options.prompt;
   request.prompt_name = options.prompt_name;
   request.truncate_dim = options.truncate_dim;
+  request.outputs = options.outputs;
+  request.sparse_top_k = options.sparse_top_k;
+  const auto activation = model::kOutputActivationNames.parse(options.activation);
+  if (!activation)
+    fail_usage("activation must be {}, not '{}'", model::kOutputActivationNames.choices(),
+               options.activation);
+  request.activation = *activation;
   request.tokenizer_compat =
       sched::parse_tokenizer_compat(options.tokenizer_compat, "tokenizer_compat");
   if (!options.pooling.empty()) {
@@ -80,8 +87,7 @@ Enum parse_choice(const EnumNames<Enum, N>& names, const std::string& value, con
 
 Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& options) {
   auto impl = std::make_unique<Impl>();
-  impl->backend = backend::make_backend(
-      {.name = options.backend, .pjrt = {.plugin = options.plugin, .devices = options.devices}});
+  impl->backend = backend::make_backend(sched::backend_options(options));
   impl->dir = model::ModelDir::open(model_dir);
   impl->plan = sched::plan_task(*impl->dir, task_request(options));
   const auto precision = model::parse_precision(options.precision);

@@ -361,8 +361,7 @@ std::filesystem::path report_path_for(const std::filesystem::path& path, const R
 
 Json run_rank(const RunOptions& o, const RankInfo& rank, RankBarrier& barrier,
               Clock::time_point started) {
-  const auto backend = backend::make_backend(
-      {.name = o.backend, .pjrt = {.plugin = o.plugin, .devices = o.devices}});
+  const auto backend = backend::make_backend(backend_options(o));
   const model::ModelDir dir = model::ModelDir::open(o.model_dir);
   const RunPlan plan = plan_run(o, dir, *backend, rank);
   std::vector<std::string> warnings;

@@ -7,6 +7,10 @@
 #include "sched/precision_plan.h"
 
 namespace mcinfer::sched {
+
+backend::BackendOptions backend_options(const BackendChoice& choice) {
+  return {.name = choice.backend, .pjrt = {.plugin = choice.plugin, .devices = choice.devices}};
+}
 namespace {
 
 namespace fs = std::filesystem;

@@ -10,13 +10,18 @@
 #include <string_view>
 
 #include "backend/backend.h"
+#include "backends/registry.h"
 #include "data/predictions.h"
 #include "model/model_dir.h"
 #include "sched/launch.h"
 #include "sched/row_feeder.h"
+#include "mcinfer/backend_choice.h"
 #include "sched/run.h"
 
 namespace mcinfer::sched {
+
+// --backend, --plugin and --devices as the backend takes them: run, Model, inspect and bench alike.
+backend::BackendOptions backend_options(const BackendChoice& choice);
 
 // What a model directory and the task options resolve to: for a run, and for the library's
 // Model (include/mcinfer/model.h).

@@ -294,11 +294,11 @@ TEST(Precision, BoundsThatCannotBeEnforcedAreRefused) {
   };
   const std::vector<Case> cases = {
       // NaN passes a range check written as two comparisons; it would never stop a run.
-      {cls, input, {"--min-cosine", "nan"}, "--min-cosine must be a number from -1 to 1, not nan"},
+      {cls, input, {"--min-cosine", "nan"}, "--min-cosine must be a number from -1 to 1, not 'nan'"},
       {cls,
        input,
        {"--min-agreement", "nan"},
-       "--min-agreement must be a number from 0 to 1, not nan"},
+       "--min-agreement must be a number from 0 to 1, not 'nan'"},
       {cls, input, {"--precision", "fp32", "--min-cosine", "0.999"}, "this run is fp32"},
       {cls, input, {"--precision", "fp32", "--min-agreement", "1"}, "this run is fp32"},
       {embed, embed_input, {"--min-agreement", "1"}, "an embedding run has neither"},

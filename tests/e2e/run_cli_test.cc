@@ -285,7 +285,9 @@ TEST(RunInput, UsageErrorsExitTwo) {
   }
   auto negative = run_cli(run_args(model, input, dir / "o.csv", {"--max-len", "-1"}));
   EXPECT_EQ(negative.exit_code, 2) << negative.err;
-  EXPECT_NE(negative.err.find("--max-len: must be a whole number"), std::string::npos)
+  EXPECT_NE(
+      negative.err.find("--max-len must be a whole number, 0 or more up to 2147483647, not '-1'"),
+      std::string::npos)
       << negative.err;
   EXPECT_EQ(run_cli(run_args(testing::fixture("models/bert_embed").string(), input, dir / "o.csv",
                              {"--task", "classify"}))

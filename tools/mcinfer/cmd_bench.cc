@@ -211,10 +211,8 @@ int run_bench(const BenchOptions& o) {
   if (o.batch < 1 || o.seq < 2 || o.threads < 1 || o.replicas < 1 || o.iters < 1 || o.warmup < 0) {
     fail_usage("--batch, --threads, --replicas and --iters must be positive, --seq at least 2");
   }
-  backend::BackendOptions bo;
-  bo.name = o.backend;
-  bo.pjrt.plugin = o.plugin;
-  bo.pjrt.devices = o.devices;
+  backend::BackendOptions bo =
+      sched::backend_options({.backend = o.backend, .plugin = o.plugin, .devices = o.devices});
   if (!o.isa.empty()) bo.cpu.isa = o.isa;
   bo.cpu.epilogue_in_kernel = o.epilogue == "kernel";
   const auto be = backend::make_backend(bo);

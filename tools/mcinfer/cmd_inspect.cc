@@ -36,11 +36,12 @@ std::string human_bytes(std::uint64_t bytes) {
 // What run does to each text before the model (the tokenizer's build, the prompt) with these
 // flags.
 sched::TaskPlan text_plan_for(const model::ModelDir& dir, const TextFlags& flags) {
+  const RunOptions given = flags.options();
   sched::TaskRequest request;
-  request.prompt = flags.prompt;
-  request.prompt_name = flags.prompt_name;
+  request.prompt = given.prompt;
+  request.prompt_name = given.prompt_name;
   request.tokenizer_compat =
-      sched::parse_tokenizer_compat(flags.tokenizer_compat, "--tokenizer-compat");
+      sched::parse_tokenizer_compat(given.tokenizer_compat, "--tokenizer-compat");
   return sched::plan_task(dir, request);
 }
 
@@ -261,7 +262,8 @@ void print_inspect(const InspectOptions& o, const Inspected& in) {
   for (const auto& w : in.warnings) fmt::print("note             {}\n", w);
 }
 
-int run_inspect(const InspectOptions& o) {
+int run_inspect(InspectOptions& o) {
+  o.backend = sched::backend_options(o.text.options());  // the table's backend flags too
   const Inspected in(o);
   if (o.json) {
     fmt::print("{}\n", inspect_json(o, in).dump(2));
@@ -279,14 +281,7 @@ Action add_inspect_command(CLI::App& app, const Invocation& invocation) {
       app.add_subcommand("inspect", "Describe a model directory and the memory one replica needs");
   sub->add_option("model_dir", o->model_dir, "Hugging Face model directory")->required();
   sub->add_flag("--json", o->json, "Print JSON");
-  sub->add_option("--backend", o->backend.name, "Device family: cpu or pjrt")
-      ->capture_default_str();
-  sub->add_option("--plugin", o->backend.pjrt.plugin,
-                  "--backend pjrt: the plugin, a .so file or cpu, cuda, tpu")
-      ->capture_default_str();
-  sub->add_option("--devices", o->backend.pjrt.devices,
-                  "--backend pjrt: devices to use (default: all)");
-  add_text_flags(sub, o->text);
+  add_text_flags(sub, o->text, kUseInspect);
   return [o] { return run_inspect(*o); };
 }
 

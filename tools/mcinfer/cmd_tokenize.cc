@@ -58,11 +58,12 @@ int run_tokenize(TokenizeFlags& f) {
         "spm.model)",
         f.model_dir);
   }
+  const RunOptions given = f.text.options();
   sched::TaskRequest request;
-  request.prompt = f.text.prompt;
-  request.prompt_name = f.text.prompt_name;
+  request.prompt = given.prompt;
+  request.prompt_name = given.prompt_name;
   request.tokenizer_compat =
-      sched::parse_tokenizer_compat(f.text.tokenizer_compat, "--tokenizer-compat");
+      sched::parse_tokenizer_compat(given.tokenizer_compat, "--tokenizer-compat");
   sched::TaskPlan plan;
   sched::plan_text(dir, request, plan);
   const tokenizer::Tokenizer* tok = plan.tokenizer.get();

@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "mcinfer/options.h"
 #include "mcinfer/run.h"
 #include "model/precision.h"
+#include "table_flags.h"
 
 namespace mcinfer::cli {
 
@@ -47,25 +49,20 @@ inline CLI::Validator whole_number() {
       "N");
 }
 
-// What each text becomes before the model: the same flags for run, tokenize and inspect.
+// What each text becomes before the model (--prompt, --prompt-name, --tokenizer-compat): the option
+// table's text flags, the same for run, tokenize and inspect.
 struct TextFlags {
-  std::optional<std::string> prompt, prompt_name;
-  std::string tokenizer_compat = "auto";
+  TableFlags table;
+  // The options as given, the CLI's defaults elsewhere.
+  RunOptions options() const {
+    RunOptions o = cli_run_defaults();
+    table.apply(o);
+    return o;
+  }
 };
 
-inline void add_text_flags(CLI::App* sub, TextFlags& flags) {
-  sub->add_option("--prompt", flags.prompt,
-                  "Text prepended to every text (to the first of a pair), as "
-                  "sentence-transformers' encode(prompt=...); \"\": no prompt");
-  sub->add_option("--prompt-name", flags.prompt_name,
-                  "The prompt of that name in config_sentence_transformers.json, as encode("
-                  "prompt_name=...) (default: its default_prompt_name, if any)");
-  sub->add_option("--tokenizer-compat", flags.tokenizer_compat,
-                  "auto: transformers 5's tokenizer when config.json was written by transformers "
-                  "5, else the files'; file: as tokenizer.json says; transformers5: as "
-                  "transformers 5 rebuilds it from the tokenizer class")
-      ->check(CLI::IsMember(run_flag_choices("--tokenizer-compat")))
-      ->capture_default_str();
+inline void add_text_flags(CLI::App* sub, TextFlags& flags, unsigned more_uses = 0) {
+  flags.table.add(sub, kUseText | more_uses);
 }
 
 Action add_run_command(CLI::App& app, const Invocation& invocation);
