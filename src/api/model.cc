@@ -194,9 +194,9 @@ Matrix Model::predict(std::span<const std::string_view> texts,
   m.rows = texts.size();
   m.cols = static_cast<std::size_t>(plan.dim);
   m.columns = plan.schema.columns;
-  m.values = sched::predict_texts(
-      *impl_->pool, prep, texts, pairs, task, plan.dim,
-      {options.batch_tokens, options.batch_rows, options.stop, options.rows_done});
+  m.values = sched::predict_texts(*impl_->pool, prep, texts, pairs, task, plan.dim,
+                                  {options.batch_tokens, options.batch_rows, options.stop,
+                                   options.rows_done, impl_->backend->batch_shape()});
   return m;
 }
 
@@ -242,9 +242,9 @@ Matrix Model::predict_ids(const std::vector<std::vector<std::int32_t>>& ids,
   m.rows = ids.size();
   m.cols = static_cast<std::size_t>(plan.dim);
   m.columns = plan.schema.columns;
-  m.values = sched::predict_ids(
-      *impl_->pool, ids, plan.task, plan.dim,
-      {options.batch_tokens, options.batch_rows, options.stop, options.rows_done});
+  m.values = sched::predict_ids(*impl_->pool, ids, plan.task, plan.dim,
+                                {options.batch_tokens, options.batch_rows, options.stop,
+                                 options.rows_done, impl_->backend->batch_shape()});
   return m;
 }
 

@@ -101,7 +101,8 @@ class PendingRows {
   void take(const PredictControl& control, Batch& batch) {
     lengths_.clear();
     for (const WorkItem& item : pending_) lengths_.push_back(item.ids.size());
-    const std::size_t n = next_batch_rows(lengths_, control.batch_tokens, control.batch_rows);
+    const std::size_t n =
+        next_batch_rows(lengths_, control.batch_tokens, control.batch_rows, control.shape);
     batch.items.clear();
     for (std::size_t k = 0; k < n; ++k) {
       WorkItem& item = pending_.front();
@@ -151,15 +152,19 @@ std::vector<WorkItem> sample_texts(const TextPrep& prep, std::span<const std::st
 }
 
 std::size_t next_batch_rows(std::span<const std::size_t> lengths, std::int64_t batch_tokens,
-                            std::size_t batch_rows) {
+                            std::size_t batch_rows, const backend::BatchShape& shape) {
+  const bool buckets = shape.kind == backend::BatchShape::Kind::kBuckets && shape.padded_length;
   std::size_t n = 0;
   std::int64_t longest = 0;
   while (n < lengths.size() && (batch_rows == 0 || n < batch_rows)) {
-    const std::int64_t padded_longest = std::max(longest, static_cast<std::int64_t>(lengths[n]));
-    if (n > 0 && static_cast<std::int64_t>(n + 1) * padded_longest > batch_tokens) break;
-    longest = padded_longest;
+    const std::int64_t row_longest = std::max(longest, static_cast<std::int64_t>(lengths[n]));
+    const std::int64_t padded = buckets ? shape.padded_length(row_longest) : row_longest;
+    if (n > 0 && static_cast<std::int64_t>(n + 1) * padded > batch_tokens) break;
+    longest = row_longest;
     ++n;
   }
+  const auto multiple = static_cast<std::size_t>(std::max<std::int64_t>(1, shape.row_multiple));
+  if (buckets && n >= multiple) n -= n % multiple;
   return n;
 }
 

@@ -57,6 +57,9 @@ struct PredictControl {
   const std::atomic<bool>* stop = nullptr;
   // Rows whose outputs are done, raised as batches finish (readable from any thread).
   std::atomic<std::size_t>* rows_done = nullptr;
+  // How the backend wants batches cut (Backend::batch_shape): packed, or compiled shapes whose
+  // padded length and row multiple the budget then counts, as a run's dynamic schedule does.
+  backend::BatchShape shape;
 };
 
 // The rows of one prediction, made into work items only when a replica claims them.
@@ -99,9 +102,11 @@ std::vector<WorkItem> sample_texts(const TextPrep& prep, std::span<const std::st
 // How many of the rows of `lengths` (tokens, in the order they run) the next batch takes: as
 // many as keep rows × the longest row within `batch_tokens` (what --batch-tokens bounds) and
 // `batch_rows` rows (0: no row limit), one row at least (a row longer than the budget is a
-// batch of its own). 0 only when `lengths` is empty.
+// batch of its own). 0 only when `lengths` is empty. A backend of compiled shapes counts the
+// longest row at its padded length, and the rows are rounded down to its row multiple (when
+// there are that many), so that each batch fills the shape it runs in.
 std::size_t next_batch_rows(std::span<const std::size_t> lengths, std::int64_t batch_tokens,
-                            std::size_t batch_rows);
+                            std::size_t batch_rows, const backend::BatchShape& shape = {});
 
 // How many rows to claim to bring a batch to `missing_tokens` more tokens, when the next row has
 // `next_row_bytes` bytes and rows have given `tokens_per_byte` so far: the rows come longest

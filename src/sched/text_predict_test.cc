@@ -76,7 +76,7 @@ TEST(PredictIds, EveryRowOnceInPlaceInPaddedBudgetBatches) {
   ReplicaPool pool(std::make_shared<SumModel>(log), {2, 1, false});
   const auto ids = id_rows();
   std::atomic<std::size_t> done{0};
-  const std::vector<float> out = predict_ids(pool, ids, {}, 2, {64, 0, nullptr, &done});
+  const std::vector<float> out = predict_ids(pool, ids, {}, 2, {64, 0, nullptr, &done, {}});
   ASSERT_EQ(out.size(), ids.size() * 2);
   for (std::size_t r = 0; r < ids.size(); ++r) {
     double sum = 0;
@@ -88,20 +88,64 @@ TEST(PredictIds, EveryRowOnceInPlaceInPaddedBudgetBatches) {
   std::size_t rows = 0;
   for (const auto& [batch_rows, longest] : log.batches) {
     rows += batch_rows;
-    if (batch_rows > 1) EXPECT_LE(batch_rows * longest, 64u) << batch_rows << " x " << longest;
+    if (batch_rows > 1) {
+      EXPECT_LE(batch_rows * longest, 64u) << batch_rows << " x " << longest;
+    }
   }
   EXPECT_EQ(rows, ids.size());
+}
+
+// A backend of compiled shapes (lengths padded to a multiple of 16, rows to a multiple of 4):
+// the budget counts the padded length, and the batches fill their shapes.
+TEST(PredictIds, CompiledShapesAreFilledWithinTheBudget) {
+  BatchLog log;
+  ReplicaPool pool(std::make_shared<SumModel>(log), {2, 1, false});
+  const auto ids = id_rows();
+  backend::BatchShape shape;
+  shape.kind = backend::BatchShape::Kind::kBuckets;
+  shape.padded_length = [](std::int64_t n) { return (n + 15) / 16 * 16; };
+  shape.row_multiple = 4;
+  const std::vector<float> out = predict_ids(pool, ids, {}, 2, {256, 0, nullptr, nullptr, shape});
+  for (std::size_t r = 0; r < ids.size(); ++r)
+    EXPECT_EQ(out[2 * r + 1], static_cast<float>(ids[r].size())) << r;
+  std::size_t rows = 0, unfilled = 0;
+  for (const auto& [batch_rows, longest] : log.batches) {
+    rows += batch_rows;
+    const auto padded = static_cast<std::size_t>(shape.padded_length(longest));
+    if (batch_rows > 1) {
+      EXPECT_LE(batch_rows * padded, 256u) << batch_rows << " x " << padded;
+    }
+    if (batch_rows % 4 != 0) ++unfilled;
+  }
+  EXPECT_EQ(rows, ids.size());
+  // Only where fewer than 4 rows were left to a replica's claim.
+  EXPECT_LE(unfilled, 2u);
+}
+
+TEST(NextBatchRows, CompiledShapesCountThePaddedLengthAndRoundToTheRowMultiple) {
+  backend::BatchShape shape;
+  shape.kind = backend::BatchShape::Kind::kBuckets;
+  shape.padded_length = [](std::int64_t n) { return n <= 8 ? 8 : 32; };
+  shape.row_multiple = 2;
+  const std::vector<std::size_t> lengths = {7, 6, 5, 3, 2, 2, 1};
+  EXPECT_EQ(next_batch_rows(lengths, 40, 0, shape), 4u);  // 5 × 8 = 40, rounded down to 4
+  EXPECT_EQ(next_batch_rows(lengths, 16, 0, shape), 2u);
+  EXPECT_EQ(next_batch_rows(lengths, 8, 0, shape), 1u);    // fewer than the multiple: as it is
+  EXPECT_EQ(next_batch_rows(lengths, 100, 3, shape), 2u);  // the row limit, then the multiple
+  const std::vector<std::size_t> long_first = {9, 2, 2, 2};
+  EXPECT_EQ(next_batch_rows(long_first, 64, 0, shape), 2u);  // 9 pads to 32: 2 × 32
+  EXPECT_EQ(next_batch_rows(long_first, 64, 0), 4u);         // packed: 4 × 9 = 36
 }
 
 TEST(PredictIds, RowLimitAndStop) {
   BatchLog log;
   ReplicaPool pool(std::make_shared<SumModel>(log), {1, 1, false});
   const auto ids = id_rows();
-  predict_ids(pool, ids, {}, 2, {1 << 20, 3, nullptr, nullptr});
+  predict_ids(pool, ids, {}, 2, {1 << 20, 3, nullptr, nullptr, {}});
   for (const auto& batch : log.batches) EXPECT_LE(batch.first, 3u);
   log.batches.clear();
   const std::atomic<bool> stop{true};
-  EXPECT_THROW(predict_ids(pool, ids, {}, 2, {64, 0, &stop, nullptr}), StoppedError);
+  EXPECT_THROW(predict_ids(pool, ids, {}, 2, {64, 0, &stop, nullptr, {}}), StoppedError);
   EXPECT_TRUE(log.batches.empty());
 }
 
