@@ -84,3 +84,39 @@ def test_chunking_is_refused_as_the_cli_refuses_it() -> None:
         mcinfer.Model(directory, long_input="chunk", chunk_reduce="median")
     with pytest.raises(mcinfer.UsageError, match="stride must be a whole number, 0 or more"):
         mcinfer.Model(directory, long_input="chunk", stride=-1)
+
+
+SPARSE_CHUNK = FIXTURES / "chunk_sparse"
+
+
+def _sparse_cases() -> list[tuple[str, str]]:
+    return [
+        (model, case["case"])
+        for model in ("sparse6_bert_max_log1p", "sparse6_bert_sum_relu", "sparse6_bert_max_active8")
+        for case in json.loads((SPARSE_CHUNK / model / "cases.json").read_text())["cases"]
+    ]
+
+
+@pytest.mark.parametrize(("model", "case"), _sparse_cases())
+def test_chunked_sparse_rows_match_sparse_encoder_windows(model: str, case: str) -> None:
+    meta = json.loads((SPARSE_CHUNK / model / "cases.json").read_text())
+    flags = next(c["flags"] for c in meta["cases"] if c["case"] == case)
+    rows = read_csv_rows(SPARSE_CHUNK / model / "input.csv")
+    encoder = mcinfer.Model(FIXTURES / meta["model"], precision="fp32", **_model_options(flags))
+    assert encoder.task == "sparse"
+    got = encoder.encode([row["text"] for row in rows])
+    dense = got.toarray() if hasattr(got, "toarray") else None
+    if dense is None:  # no scipy: (indices, values) per row
+        dense = np.zeros((len(rows), len(encoder.labels)), dtype=np.float32)
+        for r, (indices, values) in enumerate(got):
+            dense[r, indices] = values
+    by_id: dict[str, list[np.ndarray]] = defaultdict(list)
+    for row, values in zip(rows, dense, strict=True):
+        by_id[row["id"]].append(values)
+    expected = read_csv_rows(SPARSE_CHUNK / model / f"expected_{case}.csv")
+    assert [r["id"] for r in expected] == list(by_id)
+    for want in expected:
+        mine = np.mean(by_id[want["id"]], axis=0)
+        reference = np.array([float(v) for k, v in want.items() if k != "id"])
+        assert np.abs(mine - reference).max() <= 1e-5, want["id"]
+        assert np.array_equal(mine != 0, reference != 0), want["id"]

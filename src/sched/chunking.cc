@@ -48,6 +48,15 @@ WindowTask window_task(const model::TaskSpec& task, const model::ModelConfig& co
   if (options.mode != LongInput::kChunk) return out;
   if (!task.outputs.empty()) return window_outputs(task, config, options);
   const std::int64_t dim = model::output_dim(config, task);
+  if (task.kind == model::TaskKind::kSparse) {
+    // Each window's whole vocabulary vector is reduced; the top-k is the row's, taken after.
+    const std::int64_t top_k = task.sparse.top_k;
+    if (top_k > 0) {
+      out.task.sparse.top_k = 0;
+      out.finish = [dim, top_k](float* row) { model::keep_top_k(row, 1, dim, top_k); };
+    }
+    return out;
+  }
   if (task.kind == model::TaskKind::kEmbed) {
     if (task.normalize) {
       out.task.normalize = false;

@@ -101,8 +101,6 @@ void check_chunking(const ChunkOptions& chunk, std::size_t stride, bool pairs, c
     if (stride != 0) fail_usage("--stride applies to --long-input chunk");
     return;
   }
-  if (task.kind == model::TaskKind::kSparse)
-    fail_usage("--long-input chunk does not apply to --task sparse yet; use --long-input truncate");
   if (task.pool_skip > 0) {
     fail_usage(
         "--long-input chunk with a prompt left out of the pooling (include_prompt false, {}): "

@@ -101,6 +101,66 @@ TEST_P(Chunked, RowsReducedFromTheirWindowsAsTransformersComputes) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, Chunked, ::testing::ValuesIn(all_cases()),
                          [](const auto& info) { return info.param.model + "_" + info.param.name; });
 
+// SPLADE sparse encoders: each window's vocabulary vector reduced, then the row's top-k
+// (tests/fixtures/chunk_sparse/, tools/gen_chunk_sparse_fixtures.py: SparseEncoder's modules on
+// each of Hugging Face's windows), written as sparse JSONL rows: the same nonzero indices as the
+// reference and every value within 1e-5.
+TEST(ChunkedSparse, RowsReducedFromTheirWindowsAsSparseEncoderComputes) {
+  for (const char* model :
+       {"sparse6_bert_max_log1p", "sparse6_bert_sum_relu", "sparse6_bert_max_active8"}) {
+    const fs::path fixtures = testing::fixture(fmt::format("chunk_sparse/{}", model));
+    const Json meta = read_json_file(fixtures / "cases.json");
+    for (const Json& c : meta["cases"]) {
+      const std::string name = c["case"].get<std::string>();
+      SCOPED_TRACE(fmt::format("{} {}", model, name));
+      const auto want = testing::read_table(fixtures / fmt::format("expected_{}.csv", name));
+      const auto vocab = static_cast<std::int64_t>(want.columns.size());
+      auto dir = testing::scratch_dir(fmt::format("chunk_sparse_{}_{}", model, name));
+      std::vector<std::string> args = {"run",
+                                       testing::fixture(meta["model"].get<std::string>()).string(),
+                                       "--input",
+                                       (fixtures / "input.csv").string(),
+                                       "--output",
+                                       (dir / "out.jsonl").string(),
+                                       "--replicas",
+                                       "2",
+                                       "--batch-tokens",
+                                       "48",
+                                       "--precision",
+                                       "fp32",
+                                       "--quiet"};
+      for (const Json& f : c["flags"]) args.push_back(f.get<std::string>());
+      const auto r = testing::run_cli(args);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+      std::vector<std::string> ids;
+      std::vector<float> got;
+      std::ifstream in(dir / "out.jsonl");
+      std::string line;
+      while (std::getline(in, line)) {
+        const Json j = parse_json(line, "out.jsonl");
+        ids.push_back(j["id"].get<std::string>());
+        got.resize(got.size() + static_cast<std::size_t>(vocab));
+        float* row = got.data() + got.size() - static_cast<std::size_t>(vocab);
+        const auto indices = j["indices"].get<std::vector<std::int64_t>>();
+        const auto values = j["values"].get<std::vector<float>>();
+        ASSERT_EQ(indices.size(), values.size());
+        for (std::size_t k = 0; k < indices.size(); ++k) row[indices[k]] = values[k];
+      }
+      ASSERT_EQ(ids, want.ids);
+      double worst = 0;
+      std::size_t nonzero_mismatches = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const auto v = static_cast<std::size_t>(vocab);
+        const double reference = want.values[i / v][i % v];
+        worst = std::max(worst, std::abs(got[i] - reference));
+        nonzero_mismatches += (got[i] != 0.0f) != (reference != 0.0);
+      }
+      EXPECT_LE(worst, 1e-5);
+      EXPECT_EQ(nonzero_mismatches, 0u);
+    }
+  }
+}
+
 // Killed (SIGKILL) right after the n-th window that leaves its row incomplete, or at the n-th
 // shard write (a row's last window in; the other rows in flight part-done), then resumed: the
 // part-done rows are recomputed whole, and the output is the uninterrupted run's.
