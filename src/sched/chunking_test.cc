@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "data/predictions.h"
+#include "sched/run_plan.h"
 
 #include <algorithm>
 #include <cmath>
@@ -227,6 +228,23 @@ TEST(Outputs, OfferedOutputsAreThePredictionGroupNames) {
   EXPECT_EQ(model::parse_outputs("mean,probs", model::TaskKind::kClassify),
             (std::vector<model::OutputKind>{model::OutputKind::kMean, model::OutputKind::kProbs}));
   EXPECT_THROW(model::parse_outputs("embedding", model::TaskKind::kEmbed), UsageError);
+}
+
+// Chunked rows wait in the merger for their last window: a sparse encoder's vocabulary-wide
+// outputs shrink the read-ahead so that two read-aheads of them stay within 256 MiB.
+TEST(ReadAhead, WideWindowOutputsShrinkIt) {
+  RunOptions o;
+  RunPlan plan;
+  plan.dim = 30522;                                    // a BERT vocabulary
+  EXPECT_EQ(read_ahead_rows(o, plan), o.window_rows);  // not chunked
+  o.chunk.mode = LongInput::kChunk;
+  const std::size_t rows = read_ahead_rows(o, plan);
+  EXPECT_EQ(rows, (256u << 20) / (2 * 30522 * sizeof(float)));
+  EXPECT_LE(2 * rows * 30522 * sizeof(float), 256u << 20);
+  plan.dim = 768;  // an embedding: the read-ahead as it is
+  EXPECT_EQ(read_ahead_rows(o, plan), o.window_rows);
+  plan.dim = 1 << 24;  // never below 64 rows
+  EXPECT_EQ(read_ahead_rows(o, plan), 64u);
 }
 
 }  // namespace

@@ -162,7 +162,7 @@ Source make_source(const RunOptions& o, const RunPlan& plan, const RankInfo& ran
   } else {
     feeder.set_share(RowShare::dynamic_blocks(rank.rank, rank.world, feeder.file_size()));
     feeder.skip_done(&done);
-    DynamicOptions options{o.window_rows, o.batch_tokens};
+    DynamicOptions options{read_ahead_rows(o, plan), o.batch_tokens};
     if (plan.batch_shape.kind == backend::BatchShape::Kind::kBuckets) {
       options.padded_length = plan.batch_shape.padded_length;
       options.row_multiple = plan.batch_shape.row_multiple;

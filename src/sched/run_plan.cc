@@ -334,6 +334,15 @@ RunPlan plan_run(const RunOptions& o, const model::ModelDir& dir, const backend:
   return plan;
 }
 
+std::size_t read_ahead_rows(const RunOptions& o, const RunPlan& plan) {
+  if (o.chunk.mode != LongInput::kChunk || plan.dim <= 0) return o.window_rows;
+  constexpr std::uint64_t kWindowOutputBudget = 256ull << 20;
+  const std::uint64_t per_row = 2 * static_cast<std::uint64_t>(plan.dim) * sizeof(float);
+  const auto cap =
+      static_cast<std::size_t>(std::max<std::uint64_t>(64, kWindowOutputBudget / per_row));
+  return std::min(o.window_rows, cap);
+}
+
 MemoryPlan check_memory(const RunOptions& o, const RunPlan& plan, const backend::Backend& backend,
                         const backend::PreparedModel& model) {
   MemoryPlan m;
@@ -345,11 +354,12 @@ MemoryPlan check_memory(const RunOptions& o, const RunPlan& plan, const backend:
                                         o.threads_per_replica, model.precision());
   m.weight_bytes = model.stats().resident_bytes();
   // Windows of chunked rows are items of the read-ahead like rows, each at most max_len tokens.
-  m.input_bytes = static_cast<std::uint64_t>(o.window_rows) * plan.max_len * 12;
+  const std::size_t read_ahead = read_ahead_rows(o, plan);
+  m.input_bytes = static_cast<std::uint64_t>(read_ahead) * plan.max_len * 12;
   // A row's windows may span two read-aheads: the outputs of up to two read-aheads of windows
   // wait for their rows' last windows.
   if (o.chunk.mode == LongInput::kChunk)
-    m.window_bytes = 2 * static_cast<std::uint64_t>(o.window_rows) * plan.dim * sizeof(float);
+    m.window_bytes = 2 * static_cast<std::uint64_t>(read_ahead) * plan.dim * sizeof(float);
   const std::uint64_t planned =
       static_cast<std::uint64_t>(plan.replicas) * m.per_replica + m.input_bytes + m.window_bytes;
   const std::uint64_t available = sys::available_memory_bytes();

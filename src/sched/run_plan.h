@@ -12,10 +12,10 @@
 #include "backend/backend.h"
 #include "backends/registry.h"
 #include "data/predictions.h"
+#include "mcinfer/backend_choice.h"
 #include "model/model_dir.h"
 #include "sched/launch.h"
 #include "sched/row_feeder.h"
-#include "mcinfer/backend_choice.h"
 #include "sched/run.h"
 
 namespace mcinfer::sched {
@@ -128,6 +128,11 @@ struct MemoryPlan {
   std::uint64_t window_bytes = 0;  // chunked runs: outputs of windows waiting for their row
   std::uint64_t weight_bytes = 0;  // the prepared model, already resident
 };
+
+// Rows a dynamic run reads, sorts and cuts at a time (window_rows, 8,192), fewer when chunked
+// rows' window outputs are wide (a sparse encoder's vocabulary vectors), so that the outputs
+// waiting for their row's last window (up to two read-aheads of them) stay within 256 MiB.
+std::size_t read_ahead_rows(const RunOptions& options, const RunPlan& plan);
 
 // One copy of the weights + every replica's activations for the largest batch; throws Error
 // saying which flag to lower when it does not fit in the memory available.
