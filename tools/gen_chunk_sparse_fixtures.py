@@ -31,6 +31,9 @@ import pandas as pd
 import sentence_transformers
 import torch
 import transformers
+
+# The windows' reduction exactly as the dense chunking fixtures define it.
+from gen_chunk_fixtures import reduce
 from sentence_transformers import SparseEncoder
 
 torch.set_num_threads(1)
@@ -46,18 +49,6 @@ MODELS = [
     # max: the row's top-k equals the top-k of windows each cut to their top-k; mean does not.
     ("sparse6_bert_max_active8", [("s3_max", 3, "max"), ("s2_mean", 2, "mean")]),
 ]
-
-
-def reduce(values, tokens, how):
-    v = np.asarray(values, dtype=np.float64)
-    if how == "first":
-        return v[0]
-    if how == "max":
-        return v.max(axis=0)
-    if how == "mean":
-        return v.mean(axis=0)
-    w = np.asarray(tokens, dtype=np.float64)
-    return (v * w[:, None]).sum(axis=0) / w.sum()
 
 
 def keep_top_k(row, k):
@@ -82,8 +73,10 @@ def window_vectors(model, enc):
     out = []
     with torch.no_grad():
         for k, ids in enumerate(enc["input_ids"]):
-            features = {"input_ids": torch.tensor([ids]),
-                        "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
+            features = {
+                "input_ids": torch.tensor([ids]),
+                "attention_mask": torch.ones(1, len(ids), dtype=torch.long),
+            }
             if "token_type_ids" in enc:
                 features["token_type_ids"] = torch.tensor([enc["token_type_ids"][k]])
             out.append(model(features)["sentence_embedding"][0].double().numpy())
@@ -109,8 +102,13 @@ def model_cases(name, cases, texts, ids):
     for tag, stride, how in cases:
         rows, windows_per_row = [], []
         for text in texts:
-            enc = tok(text, max_length=MAX_LEN, truncation=True, stride=stride,
-                      return_overflowing_tokens=True)
+            enc = tok(
+                text,
+                max_length=MAX_LEN,
+                truncation=True,
+                stride=stride,
+                return_overflowing_tokens=True,
+            )
             windows_per_row.append(len(enc["input_ids"]))
             vectors = window_vectors(model, enc)
             row = reduce(vectors, [len(x) for x in enc["input_ids"]], how)
@@ -119,14 +117,31 @@ def model_cases(name, cases, texts, ids):
         frame.insert(0, "id", ids)
         frame = frame.groupby("id", sort=False).mean().reset_index()
         frame.to_csv(out / f"expected_{tag}.csv", index=False, float_format="%.9g")
-        flags = ["--max-len", str(MAX_LEN), "--long-input", "chunk", "--stride", str(stride),
-                 "--chunk-reduce", how]
+        flags = [
+            "--max-len",
+            str(MAX_LEN),
+            "--long-input",
+            "chunk",
+            "--stride",
+            str(stride),
+            "--chunk-reduce",
+            how,
+        ]
         meta.append({"case": tag, "flags": flags, "windows_per_row": windows_per_row})
         if max(windows_per_row) < 3:
             raise RuntimeError(f"{name} {tag}: rows are not long enough")
-    (out / "cases.json").write_text(json.dumps(
-        {"model": f"sparse/{name}", "max_len": MAX_LEN, "max_active_dims": top_k, "cases": meta},
-        indent=1) + "\n")
+    (out / "cases.json").write_text(
+        json.dumps(
+            {
+                "model": f"sparse/{name}",
+                "max_len": MAX_LEN,
+                "max_active_dims": top_k,
+                "cases": meta,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 README = """# Chunking fixtures of sparse encoders
@@ -161,9 +176,13 @@ def main():
     ids[5] = ids[2]  # a duplicate id: its two rows' outputs are averaged
     for name, cases in MODELS:
         model_cases(name, cases, texts, ids)
-    (OUT / "README.md").write_text(README.format(
-        transformers=transformers.__version__, st=sentence_transformers.__version__,
-        torch=torch.__version__.split("+")[0]))
+    (OUT / "README.md").write_text(
+        README.format(
+            transformers=transformers.__version__,
+            st=sentence_transformers.__version__,
+            torch=torch.__version__.split("+")[0],
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "mcinfer/errors.h"
 #include "mcinfer/backend_choice.h"
+#include "mcinfer/errors.h"
 #include "mcinfer/precision_gate.h"
 
 namespace mcinfer {

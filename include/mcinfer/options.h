@@ -43,7 +43,7 @@ struct OptionSpec {
   // The CLI's spelling where it is not --name: a positional argument ("model_dir"), or the
   // switch that sets the option false ("--no-pin").
   std::string_view cli = {};
-  bool required = false;     // run: a value must be given
+  bool required = false;  // run: a value must be given
   // kNumber: the closed range; kCount, kPositive: `high` > 0 raises the limit above INT_MAX.
   double low = 0, high = 0;
 };

@@ -294,7 +294,10 @@ TEST(Precision, BoundsThatCannotBeEnforcedAreRefused) {
   };
   const std::vector<Case> cases = {
       // NaN passes a range check written as two comparisons; it would never stop a run.
-      {cls, input, {"--min-cosine", "nan"}, "--min-cosine must be a number from -1 to 1, not 'nan'"},
+      {cls,
+       input,
+       {"--min-cosine", "nan"},
+       "--min-cosine must be a number from -1 to 1, not 'nan'"},
       {cls,
        input,
        {"--min-agreement", "nan"},
