@@ -40,7 +40,7 @@ std::string run(const RunOptions& options);
 
 // The values a choice of RunOptions accepts, by the CLI flag that sets it: --format, --task,
 // --pooling, --activation, --precision, --schedule, --long-input, --chunk-reduce, --chunk-values,
-// --tokenizer-compat. The same tables parse them. Throws UsageError for another flag.
+// --on-bad-row, --tokenizer-compat. The same tables parse them. Throws UsageError for another flag.
 std::vector<std::string> run_flag_choices(std::string_view flag);
 
 }  // namespace mcinfer

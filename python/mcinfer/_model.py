@@ -174,11 +174,14 @@ class Model:
         }
         self._model = _core.Model.load(path, options)
         self.model_dir = path
-        # Several outputs of one pass: each one's columns, by the prefix the run's CSV gives them.
-        self._outputs: dict[str, list[int]] = {}
+        # Several outputs of one pass: each one's columns, one run of them named by the prefix
+        # the run's CSV gives them (<output>.<label>), kept as a slice so results are views.
+        self._outputs: dict[str, slice] = {}
         if outputs is not None:
-            for index, column in enumerate(self.labels):
-                self._outputs.setdefault(column.split(".", 1)[0], []).append(index)
+            names = [column.split(".", 1)[0] for column in self.labels]
+            for name in dict.fromkeys(names):
+                first = names.index(name)
+                self._outputs[name] = slice(first, first + names.count(name))
 
     @property
     def precision(self) -> str:
@@ -220,7 +223,7 @@ class Model:
 
     def _by_output(self, values: npt.NDArray[np.float32], single: bool) -> Any:
         """With ``outputs``: {name: float32 [N, width]} (one row's [width] for one str)."""
-        split = {name: values[:, columns] for name, columns in self._outputs.items()}
+        split = {name: values[:, columns] for name, columns in self._outputs.items()}  # views
         return {name: part[0] for name, part in split.items()} if single else split
 
     def __repr__(self) -> str:

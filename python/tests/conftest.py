@@ -39,6 +39,45 @@ def read_csv_rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def model_keywords(flags: list[str]) -> dict[str, object]:
+    """`mcinfer run` flags as the Model keywords they set, through the option table's own parse
+    (flags a Model does not have, such as --text-pair-col, are left out)."""
+    from mcinfer import _core
+
+    required = ["model", "--input", "input", "--output", "output"]
+    parsed = _core.parsed_cli_run_options([*required, *flags])
+    defaults = _core.parsed_cli_run_options(required)
+    kinds = {o["name"]: o["kind"] for o in _core.option_table() if o["model"]}
+    keywords: dict[str, object] = {}
+    for name, value in parsed.items():
+        if name not in kinds or value == defaults[name]:
+            continue
+        if kinds[name] in ("count", "positive"):
+            keywords[name] = int(value)
+        elif kinds[name] in ("switch", "toggle"):
+            keywords[name] = value == "true"
+        else:
+            keywords[name] = value
+    return keywords
+
+
+def expect_rows_by_id(
+    rows: list[dict[str, str]], values: npt.NDArray[np.float32], expected: Path, tolerance: float
+) -> None:
+    """`values` (one row per input row) against `mcinfer run`'s expected output: a duplicate
+    id's rows averaged, every value within `tolerance`, the same zeros (sparse rows' indices)."""
+    by_id: dict[str, list[npt.NDArray[np.float32]]] = {}
+    for row, vector in zip(rows, values, strict=True):
+        by_id.setdefault(row["id"], []).append(vector)
+    want_rows = read_csv_rows(expected)
+    assert [r["id"] for r in want_rows] == list(by_id)
+    for want in want_rows:
+        mine = np.mean(by_id[want["id"]], axis=0)
+        reference = np.array([float(v) for k, v in want.items() if k != "id"])
+        assert np.abs(mine - reference).max() <= tolerance, (want["id"], mine, reference)
+        assert np.array_equal(mine != 0, reference != 0), want["id"]
+
+
 @pytest.fixture(scope="session")
 def minilm_dir() -> Path:
     """The real all-MiniLM-L6-v2 directory: required (MCINFER_MINILM_DIR), never skipped."""

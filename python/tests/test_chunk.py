@@ -4,12 +4,11 @@ transformers, each row reduced from its windows (tools/gen_chunk_fixtures.py).""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 
 import mcinfer
 import numpy as np
 import pytest
-from conftest import FIXTURES, read_csv_rows
+from conftest import FIXTURES, expect_rows_by_id, model_keywords, read_csv_rows
 
 CHUNK = FIXTURES / "chunk"
 
@@ -22,32 +21,6 @@ def _cases() -> list[tuple[str, str]]:
     ]
 
 
-def _model_options(flags: list[str]) -> dict[str, object]:
-    """The case's `mcinfer run` flags as Model's arguments."""
-    names = {
-        "--max-len": ("max_len", int),
-        "--long-input": ("long_input", str),
-        "--stride": ("stride", int),
-        "--chunk-reduce": ("chunk_reduce", str),
-        "--chunk-values": ("chunk_values", str),
-        "--task": ("task", str),
-    }
-    options: dict[str, object] = {}
-    i = 0
-    while i < len(flags):
-        if flags[i] == "--normalize":
-            options["normalize"] = True
-            i += 1
-            continue
-        if flags[i] == "--text-pair-col":  # the pairs go to predict()
-            i += 2
-            continue
-        name, kind = names[flags[i]]
-        options[name] = kind(flags[i + 1])
-        i += 2
-    return options
-
-
 @pytest.mark.parametrize(("model", "case"), _cases())
 def test_chunked_rows_match_transformers_windows(model: str, case: str) -> None:
     meta = json.loads((CHUNK / model / "cases.json").read_text())
@@ -55,21 +28,12 @@ def test_chunked_rows_match_transformers_windows(model: str, case: str) -> None:
     rows = read_csv_rows(CHUNK / model / "input.csv")
     texts = [row["text"] for row in rows]
     pairs = [row["text_b"] for row in rows] if "text_b" in rows[0] else None
-    encoder = mcinfer.Model(FIXTURES / meta["model"], precision="fp32", **_model_options(flags))
+    encoder = mcinfer.Model(FIXTURES / meta["model"], precision="fp32", **model_keywords(flags))
     if encoder.task == "embed":
         got = encoder.encode(texts)
     else:
         got = encoder.predict((texts, pairs) if pairs is not None else texts)
-    # The fixture's rows are `mcinfer run`'s output: a duplicate id's rows averaged.
-    by_id: dict[str, list[np.ndarray]] = defaultdict(list)
-    for row, values in zip(rows, got, strict=True):
-        by_id[row["id"]].append(values)
-    expected = read_csv_rows(CHUNK / model / f"expected_{case}.csv")
-    assert [r["id"] for r in expected] == list(by_id)
-    for want in expected:
-        mine = np.mean(by_id[want["id"]], axis=0)
-        reference = np.array([float(v) for k, v in want.items() if k != "id"])
-        assert np.abs(mine - reference).max() <= 1e-5, (want["id"], mine, reference)
+    expect_rows_by_id(rows, got, CHUNK / model / f"expected_{case}.csv", 1e-5)
 
 
 def test_chunking_is_refused_as_the_cli_refuses_it() -> None:
@@ -102,7 +66,7 @@ def test_chunked_sparse_rows_match_sparse_encoder_windows(model: str, case: str)
     meta = json.loads((SPARSE_CHUNK / model / "cases.json").read_text())
     flags = next(c["flags"] for c in meta["cases"] if c["case"] == case)
     rows = read_csv_rows(SPARSE_CHUNK / model / "input.csv")
-    encoder = mcinfer.Model(FIXTURES / meta["model"], precision="fp32", **_model_options(flags))
+    encoder = mcinfer.Model(FIXTURES / meta["model"], precision="fp32", **model_keywords(flags))
     assert encoder.task == "sparse"
     got = encoder.encode([row["text"] for row in rows])
     dense = got.toarray() if hasattr(got, "toarray") else None
@@ -110,13 +74,4 @@ def test_chunked_sparse_rows_match_sparse_encoder_windows(model: str, case: str)
         dense = np.zeros((len(rows), len(encoder.labels)), dtype=np.float32)
         for r, (indices, values) in enumerate(got):
             dense[r, indices] = values
-    by_id: dict[str, list[np.ndarray]] = defaultdict(list)
-    for row, values in zip(rows, dense, strict=True):
-        by_id[row["id"]].append(values)
-    expected = read_csv_rows(SPARSE_CHUNK / model / f"expected_{case}.csv")
-    assert [r["id"] for r in expected] == list(by_id)
-    for want in expected:
-        mine = np.mean(by_id[want["id"]], axis=0)
-        reference = np.array([float(v) for k, v in want.items() if k != "id"])
-        assert np.abs(mine - reference).max() <= 1e-5, want["id"]
-        assert np.array_equal(mine != 0, reference != 0), want["id"]
+    expect_rows_by_id(rows, dense, SPARSE_CHUNK / model / f"expected_{case}.csv", 1e-5)

@@ -11,7 +11,7 @@ from pathlib import Path
 import mcinfer
 import numpy as np
 import pytest
-from conftest import FIXTURES, read_csv_rows
+from conftest import FIXTURES, model_keywords, read_csv_rows
 
 CHUNK = FIXTURES / "chunk"
 CASES = [
@@ -33,18 +33,6 @@ CASES = [
 ]
 
 
-def _keywords(flags: list[str]) -> dict[str, object]:
-    """`mcinfer run` flags as Model keywords, through the option table's own parse."""
-    parsed = mcinfer._core.parsed_cli_run_options(["m", "--input", "i", "--output", "o", *flags])
-    defaults = mcinfer._core.parsed_cli_run_options(["m", "--input", "i", "--output", "o"])
-    kinds = {o["name"]: o["kind"] for o in mcinfer._core.option_table()}
-    keywords: dict[str, object] = {}
-    for name, value in parsed.items():
-        if value != defaults[name]:
-            keywords[name] = int(value) if kinds[name] in ("count", "positive") else value
-    return keywords
-
-
 def _cli_table(model_dir: Path, source: Path, out: Path, outputs: str, flags: list[str]) -> dict:
     script = Path(sys.executable).parent / "mcinfer"
     args = [str(script), "run", str(model_dir), "--input", str(source), "--output", str(out)]
@@ -61,7 +49,7 @@ def test_outputs_of_one_pass_equal_the_runs(
     source = CHUNK / fixture / "input.csv"
     rows = read_csv_rows(source)
     texts = [row["text"] for row in rows]
-    keywords = _keywords(flags)
+    keywords = model_keywords(flags)
     encoder = mcinfer.Model(FIXTURES / model, precision="fp32", outputs=outputs, **keywords)
     got = encoder.encode(texts) if encoder.task == "embed" else encoder.predict(texts)
     assert encoder.outputs == outputs.split(",")

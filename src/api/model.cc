@@ -48,6 +48,13 @@ Model::~Model() = default;
 
 namespace {
 
+template <typename Enum, std::size_t N>
+Enum parse_choice(const EnumNames<Enum, N>& names, const std::string& value, const char* option) {
+  const std::optional<Enum> parsed = names.parse(value);
+  if (!parsed) fail_usage("{} must be {}, not '{}'", option, names.choices(), value);
+  return *parsed;
+}
+
 sched::TaskRequest task_request(const ModelOptions& options) {
   sched::TaskRequest request;
   if (!options.task.empty()) {
@@ -61,11 +68,8 @@ sched::TaskRequest task_request(const ModelOptions& options) {
   request.truncate_dim = options.truncate_dim;
   request.outputs = options.outputs;
   request.sparse_top_k = options.sparse_top_k;
-  const auto activation = model::kOutputActivationNames.parse(options.activation);
-  if (!activation)
-    fail_usage("activation must be {}, not '{}'", model::kOutputActivationNames.choices(),
-               options.activation);
-  request.activation = *activation;
+  request.activation =
+      parse_choice(model::kOutputActivationNames, options.activation, "activation");
   request.tokenizer_compat =
       sched::parse_tokenizer_compat(options.tokenizer_compat, "tokenizer_compat");
   if (!options.pooling.empty()) {
@@ -74,13 +78,6 @@ sched::TaskRequest task_request(const ModelOptions& options) {
     request.pooling = model::PoolingModes(*pooling);
   }
   return request;
-}
-
-template <typename Enum, std::size_t N>
-Enum parse_choice(const EnumNames<Enum, N>& names, const std::string& value, const char* option) {
-  const std::optional<Enum> parsed = names.parse(value);
-  if (!parsed) fail_usage("{} must be {}, not '{}'", option, names.choices(), value);
-  return *parsed;
 }
 
 }  // namespace

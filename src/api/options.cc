@@ -386,9 +386,7 @@ Value parse(const OptionSpec& option, std::string_view text, OptionSurface surfa
     case OptionKind::kChoice:
     case OptionKind::kToggle:
     case OptionKind::kSwitch: {
-      const std::vector<std::string> choices = option.kind == OptionKind::kChoice
-                                                   ? option_choices(option)
-                                                   : std::vector<std::string>{"true", "false"};
+      const std::vector<std::string> choices = option_choices(option);
       bool known = false;
       for (const std::string& c : choices) known = known || c == text;
       if (!known) fail_usage("{} must be {}, not '{}'", name, fmt::join(choices, ", "), text);
@@ -447,7 +445,6 @@ std::vector<std::string> option_choices(const OptionSpec& option) {
   if (option.kind == OptionKind::kToggle || option.kind == OptionKind::kSwitch)
     return {"true", "false"};
   if (option.kind != OptionKind::kChoice) return {};
-  if (option.name == "on_bad_row") return {"error", "skip"};
   return run_flag_choices(cli_name(option));
 }
 

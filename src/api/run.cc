@@ -46,6 +46,7 @@ std::vector<std::string> run_flag_choices(std::string_view flag) {
   if (flag == "--long-input") return sched::kLongInputNames.names();
   if (flag == "--chunk-reduce") return sched::kChunkReduceNames.names();
   if (flag == "--chunk-values") return sched::kChunkValuesNames.names();
+  if (flag == "--on-bad-row") return {"error", "skip"};
   if (flag == "--tokenizer-compat") {
     std::vector<std::string> names = {"auto"};
     for (std::string& name : tokenizer::kCompatNames.names()) names.push_back(std::move(name));

@@ -15,6 +15,7 @@
 #include "core/json.h"
 #include "support/cli.h"
 #include "support/pjrt.h"
+#include "support/predictions.h"
 #include "support/reference.h"
 
 namespace mcinfer {
@@ -94,17 +95,9 @@ TEST_P(SparseCli, TopKGivesMaxActiveDims) {
 
 // The output's rows as dense [rows, vocab] vectors, in input order.
 std::vector<float> dense_rows(const fs::path& output, std::int64_t vocab) {
+  const auto table = testing::read_sparse_as_dense(output, static_cast<std::size_t>(vocab));
   std::vector<float> dense;
-  std::ifstream in(output);
-  std::string line;
-  while (std::getline(in, line)) {
-    const Json j = parse_json(line, output.string());
-    dense.resize(dense.size() + static_cast<std::size_t>(vocab));
-    float* row = dense.data() + dense.size() - static_cast<std::size_t>(vocab);
-    const auto indices = j["indices"].get<std::vector<std::int64_t>>();
-    const auto values = j["values"].get<std::vector<float>>();
-    for (std::size_t k = 0; k < indices.size(); ++k) row[indices[k]] = values[k];
-  }
+  for (const auto& row : table.values) dense.insert(dense.end(), row.begin(), row.end());
   return dense;
 }
 

@@ -30,6 +30,21 @@ inline Table read_table(const std::filesystem::path& path) {
   return t;
 }
 
+// A sparse prediction file (JSONL or Parquet rows of indices and values, as mcinfer writes a
+// sparse encoder's) with each row made dense: `width` values, zero where the row has no index.
+inline Table read_sparse_as_dense(const std::filesystem::path& path, std::size_t width) {
+  auto reader = data::PredictionReader::open(path, std::nullopt);
+  Table t;
+  data::PredictionRow row;
+  while (reader->next(row)) {
+    t.ids.emplace_back(row.id);
+    std::vector<double>& dense = t.values.emplace_back(width, 0.0);
+    for (std::size_t k = 0; k < row.indices.size(); ++k)
+      dense.at(static_cast<std::size_t>(row.indices[k])) = row.values[k];
+  }
+  return t;
+}
+
 // Largest absolute difference between two tables with the same ids in the same order.
 inline double max_abs_difference(const Table& a, const Table& b) {
   double worst = 0;
