@@ -25,8 +25,8 @@ Pipeline::Pipeline(PipelineParts parts)
       pre_tokenizer_(std::move(parts.pre_tokenizer)),
       model_(std::move(parts.model)),
       post_(std::move(parts.post)),
-      model_max_length_(parts.model_max_length),
       padding_side_(parts.padding_side),
+      model_max_length_(parts.model_max_length),
       normalized_token_names_(parts.normalized_token_names) {
   added_.add_tokens(parts.added_tokens, *model_, normalizer_.get());
   map_bytes_ =

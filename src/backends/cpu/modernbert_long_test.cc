@@ -1,5 +1,6 @@
-// One 8,192-token row through a ModernBERT-base-sized model (random weights) against
-// transformers, and the memory the run took against what the plan promised for it.
+// One 8,192-token row through ModernBERT-base's layers (random weights; four of its 22: global,
+// windowed, windowed, global) against transformers, and the memory the run took against what the
+// plan promised for it.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -61,14 +62,19 @@ Agreement compare(const Encoder& encoder, const Json& ref, std::int64_t hidden) 
 
 class ModernBertLong : public ::testing::TestWithParam<ops::Precision> {};
 
-// fp32 within 2e-5 of transformers (fp32, SDPA); bf16 by cosine, its products rounded to bf16
-// through 22 layers. Either way the encoder's buffers stay within the plan's bound
+// fp32 within 5e-6 of transformers (fp32, SDPA); bf16 by cosine, its products rounded to bf16
+// through the layers. Either way the encoder's buffers stay within the plan's bound
 // (Encoder::activation_bytes, which `inspect` prints and the scheduler sizes replicas by).
 TEST_P(ModernBertLong, RowOf8192TokensMatchesTransformersWithinThePlannedMemory) {
   const ops::Precision precision = GetParam();
   if (precision == ops::Precision::kBf16) NEED_BF16();
   const Json ref = read_json_file(testing::fixture("long/modernbert_base_8192.json"));
-  const ModelConfig config = ModelConfig::shape(ref["shape"].get<std::string>(), 0);
+  ModelConfig config = ModelConfig::shape(ref["shape"].get<std::string>(), 0);
+  // The first layers of the shape: the depth adds time, not paths (22 layers took 131 s a
+  // precision on a 2-core Zen 3; each kind of layer runs twice in four).
+  config.num_layers = ref["layers"].get<std::int64_t>();
+  config.modernbert->global.resize(static_cast<std::size_t>(config.num_layers));
+  ASSERT_EQ(config.modernbert->global, (std::vector<bool>{true, false, false, true}));
   const std::int64_t length = ref["length"].get<std::int64_t>();
   ASSERT_EQ(length, config.max_position_embeddings);
   std::vector<std::int32_t> ids(static_cast<std::size_t>(length));
@@ -88,9 +94,9 @@ TEST_P(ModernBertLong, RowOf8192TokensMatchesTransformersWithinThePlannedMemory)
       ops::precision_name(precision), a.max_abs, a.min_cosine, encoder.workspace_bytes(),
       Encoder::activation_bytes(config, length, length, kThreads, precision));
   if (precision == ops::Precision::kFp32) {
-    EXPECT_LE(a.max_abs, 2e-5);  // 3.6e-6 measured (AMD Zen 4, AVX-512); the issue asks 1e-3
+    EXPECT_LE(a.max_abs, 5e-6);  // 1.7e-6 measured (AMD Zen 3, AVX2); the issue asks 1e-3
   } else {
-    EXPECT_GE(a.min_cosine, 0.9999);  // 0.999989 measured (Zen 4, VDPBF16PS kernel)
+    EXPECT_GE(a.min_cosine, 0.99998);  // 0.9999951 measured (Zen 3, bf16 emulated)
   }
   EXPECT_LE(encoder.workspace_bytes(),
             Encoder::activation_bytes(config, length, length, kThreads, precision));

@@ -199,7 +199,7 @@ TEST_F(PjrtCpu, EncoderProgramsCompileForEveryFamilyAndOutput) {
         const model::EncoderDesc d = model::describe_encoder(c);
         const bool loop = stacks_layers(d, requested);
         EXPECT_EQ(loop, requested && !c.modernbert) << shape;
-        ProgramSpec spec{2, 16, precision, true, true, loop};
+        ProgramSpec spec{2, 16, precision, true, true, loop, std::nullopt};
         const auto exe = client.compile(encoder_program(d, weight_slots(d, true, loop), spec));
         EXPECT_EQ(exe->outputs(), 2u) << shape;
       }
@@ -250,7 +250,7 @@ TEST_F(PjrtCpu, WindowedLayersScoreABandNotTheWholeRow) {
   const std::string band = "tensor<2x12x8x64x192xf32>";
   Client client(plugin_, 1);
   for (auto precision : {model::Precision::kFp32, model::Precision::kBf16}) {
-    const ProgramSpec spec{2, 512, precision, true, false, false};
+    const ProgramSpec spec{2, 512, precision, true, false, false, std::nullopt};
     const std::string text = encoder_program(windowed, weight_slots(windowed, false, false), spec);
     EXPECT_EQ(text.find("x512x512x"), std::string::npos) << "an [l, l] tensor in a band program";
     EXPECT_NE(text.find(band), std::string::npos);
