@@ -29,10 +29,11 @@ enum class OptionKind {
 
 // Where an option is offered (a bit set).
 enum OptionUse : unsigned {
-  kUseRun = 1,      // mcinfer run, mcinfer.run()
-  kUseModel = 2,    // mcinfer.Model(), mcinfer::ModelOptions
-  kUseText = 4,     // mcinfer tokenize and inspect: what a text becomes before the model
-  kUseInspect = 8,  // mcinfer inspect: the backend it reports on
+  kUseRun = 1,        // mcinfer run, mcinfer.run()
+  kUseModel = 2,      // mcinfer.Model(), mcinfer::ModelOptions
+  kUseText = 4,       // mcinfer tokenize and inspect: what a text becomes before the model
+  kUseInspect = 8,    // mcinfer inspect: the backend it reports on
+  kUseTokenize = 16,  // mcinfer tokenize: the rows it reads and where it cuts them
 };
 
 struct OptionSpec {
@@ -57,6 +58,9 @@ std::span<const OptionSpec> option_table();
 const OptionSpec* find_option(std::string_view name);
 // The CLI's name for it: --min-cosine, --no-pin, model_dir.
 std::string cli_name(const OptionSpec& option);
+// The option as `surface` spells it in a refusal: --min-cosine on the command line, min_cosine
+// from Python.
+std::string option_name(const OptionSpec& option, OptionSurface surface);
 // kChoice and kToggle: the values accepted.
 std::vector<std::string> option_choices(const OptionSpec& option);
 // The CLI's default, as text (nullopt: unset, the model directory or the run decides).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "api/choices.h"
 #include "backends/registry.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -48,19 +49,12 @@ Model::~Model() = default;
 
 namespace {
 
-template <typename Enum, std::size_t N>
-Enum parse_choice(const EnumNames<Enum, N>& names, const std::string& value, const char* option) {
-  const std::optional<Enum> parsed = names.parse(value);
-  if (!parsed) fail_usage("{} must be {}, not '{}'", option, names.choices(), value);
-  return *parsed;
-}
-
-sched::TaskRequest task_request(const ModelOptions& options) {
+sched::TaskRequest task_request(const ModelOptions& options, const api::ParsedChoices& choices) {
   sched::TaskRequest request;
-  if (!options.task.empty()) {
-    request.task = model::parse_task(options.task);
-    if (!request.task) fail_usage("task must be classify or embed, not '{}'", options.task);
-  }
+  request.task = choices.task;
+  request.pooling = choices.pooling;
+  request.activation = choices.activation;
+  request.tokenizer_compat = choices.tokenizer_compat;
   request.max_len = options.max_len;
   request.normalize = options.normalize;
   request.prompt = options.prompt;
@@ -68,43 +62,31 @@ sched::TaskRequest task_request(const ModelOptions& options) {
   request.truncate_dim = options.truncate_dim;
   request.outputs = options.outputs;
   request.sparse_top_k = options.sparse_top_k;
-  request.activation =
-      parse_choice(model::kOutputActivationNames, options.activation, "activation");
-  request.tokenizer_compat =
-      sched::parse_tokenizer_compat(options.tokenizer_compat, "tokenizer_compat");
-  if (!options.pooling.empty()) {
-    const auto pooling = model::kPoolingNames.parse(options.pooling);
-    if (!pooling) fail_usage("pooling '{}' is not a pooling mode", options.pooling);
-    request.pooling = model::PoolingModes(*pooling);
-  }
   return request;
 }
 
 }  // namespace
 
 Model Model::load(const std::filesystem::path& model_dir, const ModelOptions& options) {
+  // Every name and bound is refused before any file is read.
+  const api::ParsedChoices choices = api::parse_choices(options, OptionSurface::kPython);
+  if (options.replicas < 0 || options.threads_per_replica < 1)
+    fail_usage("replicas must be 0 (one per slot) or more, threads_per_replica 1 or more");
   auto impl = std::make_unique<Impl>();
   impl->backend = backend::make_backend(sched::backend_options(options));
   impl->dir = model::ModelDir::open(model_dir);
-  impl->plan = sched::plan_task(*impl->dir, task_request(options));
-  const auto precision = model::parse_precision(options.precision);
-  if (!precision)
-    fail_usage("precision must be {}, not '{}'", model::kPrecisionNames.choices(),
-               options.precision);
-  if (options.replicas < 0 || options.threads_per_replica < 1)
-    fail_usage("replicas must be 0 (one per slot) or more, threads_per_replica 1 or more");
-  impl->chunk = {parse_choice(sched::kLongInputNames, options.long_input, "long_input"),
-                 parse_choice(sched::kChunkReduceNames, options.chunk_reduce, "chunk_reduce"),
-                 parse_choice(sched::kChunkValuesNames, options.chunk_values, "chunk_values")};
+  impl->plan = sched::plan_task(*impl->dir, task_request(options, choices));
+  impl->chunk = choices.chunk;
   impl->stride = options.stride;
   sched::check_chunking(impl->chunk, impl->stride, false, impl->plan, impl->plan.task,
                         impl->plan.prompt.source);
   // The gate's refusals are `mcinfer run`'s, before any weight is read.
   impl->gate = options;
   sched::check_bound_values(impl->gate);
-  impl->precision = sched::check_gate(impl->gate, *precision, impl->plan.task, *impl->backend,
-                                      impl->dir->config().num_layers, impl->warnings)
-                        .precision;
+  impl->precision =
+      sched::check_gate(impl->gate, choices.precision, impl->plan.task, *impl->backend,
+                        impl->dir->config().num_layers, impl->warnings)
+          .precision;
   impl->pool_options = {options.replicas > 0 ? options.replicas : impl->backend->replica_slots(),
                         options.threads_per_replica, options.pin_threads};
   impl->gate_pending =

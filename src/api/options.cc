@@ -146,15 +146,17 @@ std::vector<Entry> make_table() {
                         true},
                        &RunSettings::output));
   // The input's columns.
+  t.push_back(run_only({"format", K::kChoice, kUseRun | kUseTokenize,
+                        "Input format when the extension does not say"},
+                       &RunSettings::format));
   t.push_back(
-      run_only({"format", K::kChoice, kUseRun, "Input format when the extension does not say"},
-               &RunSettings::format));
-  t.push_back(run_only({"id_col", K::kText, kUseRun, "Id column (absent: row numbers)"},
-                       &RunSettings::id_col));
-  t.push_back(run_only({"text_col", K::kText, kUseRun, "Text column"}, &RunSettings::text_col));
-  t.push_back(
-      run_only({"text_pair_col", K::kText, kUseRun, "Second text column, for sentence pairs"},
-               &RunSettings::text_pair_col));
+      run_only({"id_col", K::kText, kUseRun | kUseTokenize, "Id column (absent: row numbers)"},
+               &RunSettings::id_col));
+  t.push_back(run_only({"text_col", K::kText, kUseRun | kUseTokenize, "Text column"},
+                       &RunSettings::text_col));
+  t.push_back(run_only(
+      {"text_pair_col", K::kText, kUseRun | kUseTokenize, "Second text column, for sentence pairs"},
+      &RunSettings::text_pair_col));
   // What the model computes and how long rows are handled.
   t.push_back({{"task", K::kChoice, kRunModel,
                 "classify, embed or sparse (default: sparse for a SparseEncoder, classify for a "
@@ -198,7 +200,7 @@ std::vector<Entry> make_table() {
                 "transformers 5 rebuilds it from the tokenizer class"},
                field<R>(&R::tokenizer_compat),
                field<M>(&M::tokenizer_compat)});
-  t.push_back({{"max_len", K::kCount, kRunModel,
+  t.push_back({{"max_len", K::kCount, kRunModel | kUseTokenize,
                 "Tokens per sequence, special tokens included (default: the model's)"},
                field<R>(&RunSettings::max_len),
                field<M>(&M::max_len)});
@@ -218,8 +220,9 @@ std::vector<Entry> make_table() {
                 "computed, one output per row reduced from them"},
                field<R>(&R::long_input),
                field<M>(&M::long_input)});
-  t.push_back({{"stride", K::kCount, kRunModel,
-                "chunk: tokens each window shares with the one before (HF's stride)"},
+  t.push_back({{"stride", K::kCount, kRunModel | kUseTokenize,
+                "chunk: tokens each window shares with the one before (HF's stride); tokenize: "
+                "print every window"},
                field<R>(&RunSettings::stride),
                field<M>(&M::stride)});
   t.push_back({{"chunk_reduce", K::kChoice, kRunModel,
@@ -360,10 +363,6 @@ const Entry& entry_of(const OptionSpec& option) {
   fail_usage("internal: '{}' is not in the option table", option.name);
 }
 
-std::string shown_name(const OptionSpec& option, OptionSurface surface) {
-  return surface == OptionSurface::kCli ? cli_name(option) : std::string(option.name);
-}
-
 // A whole number, as the CLI spells it: digits only (a sign is refused: "-1" is not 2^64 - 1).
 std::optional<std::int64_t> parse_whole(std::string_view text) {
   std::int64_t value = 0;
@@ -376,7 +375,7 @@ std::optional<std::int64_t> parse_whole(std::string_view text) {
 }
 
 Value parse(const OptionSpec& option, std::string_view text, OptionSurface surface) {
-  const std::string name = shown_name(option, surface);
+  const std::string name = option_name(option, surface);
   switch (option.kind) {
     case OptionKind::kPath:
       if (text.empty()) fail_usage("{} must be a path, not ''", name);
@@ -441,6 +440,10 @@ std::string cli_name(const OptionSpec& option) {
   return flag;
 }
 
+std::string option_name(const OptionSpec& option, OptionSurface surface) {
+  return surface == OptionSurface::kCli ? cli_name(option) : std::string(option.name);
+}
+
 std::vector<std::string> option_choices(const OptionSpec& option) {
   if (option.kind == OptionKind::kToggle || option.kind == OptionKind::kSwitch)
     return {"true", "false"};
@@ -468,7 +471,7 @@ void set_option(ModelOptions& options, const OptionSpec& option, std::string_vie
                 OptionSurface surface) {
   const Entry& e = entry_of(option);
   if (!e.model.set)
-    fail_usage("{} is an option of mcinfer run, not of a Model", shown_name(option, surface));
+    fail_usage("{} is an option of mcinfer run, not of a Model", option_name(option, surface));
   e.model.set(options, parse(option, text, surface));
 }
 

@@ -2,6 +2,7 @@
 // pipeline's (sched/run.h).
 #include "mcinfer/run.h"
 
+#include "api/choices.h"
 #include "core/error.h"
 #include "data/rows.h"
 #include "sched/run.h"
@@ -10,25 +11,18 @@
 namespace mcinfer {
 namespace {
 
-template <typename Enum, std::size_t N>
-Enum parse_flag(const EnumNames<Enum, N>& names, const std::string& value, std::string_view flag) {
-  if (auto parsed = names.parse(value)) return *parsed;
-  fail_usage("{} must be {}, not '{}'", flag, names.choices(), value);
-}
-
 sched::RunOptions to_sched(const RunOptions& o) {
   if (o.replicas < 0) fail_usage("--replicas must be positive (0: one per replica slot)");
   sched::RunOptions s;
   static_cast<RunSettings&>(s) = o;
-  if (o.task) s.task = parse_flag(model::kTaskNames, *o.task, "--task");
-  if (o.pooling) s.pooling = parse_flag(model::kPoolingNames, *o.pooling, "--pooling");
-  s.activation = parse_flag(model::kOutputActivationNames, o.activation, "--activation");
-  s.precision = parse_flag(model::kPrecisionNames, o.precision, "--precision");
-  s.schedule = parse_flag(sched::kScheduleNames, o.schedule, "--schedule");
-  s.chunk = {.mode = parse_flag(sched::kLongInputNames, o.long_input, "--long-input"),
-             .reduce = parse_flag(sched::kChunkReduceNames, o.chunk_reduce, "--chunk-reduce"),
-             .values = parse_flag(sched::kChunkValuesNames, o.chunk_values, "--chunk-values")};
-  s.tokenizer_compat = sched::parse_tokenizer_compat(o.tokenizer_compat, "--tokenizer-compat");
+  const api::ParsedChoices choices = api::parse_choices(o, OptionSurface::kCli);
+  s.task = choices.task;
+  s.pooling = choices.pooling;
+  s.activation = choices.activation;
+  s.precision = choices.precision;
+  s.schedule = choices.schedule;
+  s.chunk = choices.chunk;
+  s.tokenizer_compat = choices.tokenizer_compat;
   return s;
 }
 

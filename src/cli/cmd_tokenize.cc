@@ -18,13 +18,12 @@ namespace mcinfer::cli {
 namespace {
 
 struct TokenizeFlags {
-  std::string model_dir, input, format, text_pair_col;
-  data::ColumnSpec columns;
-  std::optional<std::size_t> max_len;  // absent: as run (0 is refused, not "the default")
-  std::optional<std::size_t> stride;   // set: every window, as run --long-input chunk makes them
+  std::string model_dir, input;
   bool pair = false;
   bool tokens = false;
   bool no_truncation = false;
+  // The table's options (mcinfer/options.h): the text flags, the input's columns and format,
+  // --max-len and --stride, parsed and refused as `run` parses them.
   TextFlags text;
 };
 
@@ -48,7 +47,12 @@ void print_encoding(const tokenizer::Tokenizer& tok, const tokenizer::Encoding& 
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
-int run_tokenize(TokenizeFlags& f) {
+int run_tokenize(const TokenizeFlags& f) {
+  const RunOptions given = f.text.options();
+  // absent: as run (0 is refused, not "the default"); set: every window, as run's chunks.
+  const std::optional<std::size_t> stride =
+      f.text.table.given("stride") ? std::optional(given.stride) : std::nullopt;
+  if (stride && f.no_truncation) fail_usage("--stride cuts windows: not with --no-truncation");
   // The tokenizer files, and config.json only as far as it goes: what AutoTokenizer.save_pretrained
   // writes has none.
   const auto dir = model::ModelDir::open(f.model_dir, model::ModelDir::Use::kTokenize);
@@ -58,7 +62,6 @@ int run_tokenize(TokenizeFlags& f) {
         "spm.model)",
         f.model_dir);
   }
-  const RunOptions given = f.text.options();
   sched::TaskRequest request;
   request.prompt = given.prompt;
   request.prompt_name = given.prompt_name;
@@ -70,7 +73,7 @@ int run_tokenize(TokenizeFlags& f) {
   fmt::print(stderr, "mcinfer: {}\n", sched::describe_text_plan(plan));
   std::size_t max_len = 0;  // 0: no truncation
   if (!f.no_truncation) {
-    max_len = dir.max_len(tok->model_max_length(), f.max_len).value;
+    max_len = dir.max_len(tok->model_max_length(), given.max_len).value;
   }
   // As run does: the prompt before the first text, and the strip of sentence-transformers < 5.4.
   std::string buffer;
@@ -80,13 +83,12 @@ int run_tokenize(TokenizeFlags& f) {
   auto prepare = [&](std::string_view text) {
     return plan.strip_text ? model::strip_python_whitespace(text) : text;
   };
-  if (f.stride && f.no_truncation) fail_usage("--stride cuts windows: not with --no-truncation");
   std::string out;
   std::size_t invalid = 0;
   auto emit = [&](std::string_view text, std::optional<std::string_view> pair) {
     std::vector<tokenizer::Encoding> encodings;
-    if (f.stride) {
-      encodings = tok->encode_windows(text, pair, max_len, *f.stride);
+    if (stride) {
+      encodings = tok->encode_windows(text, pair, max_len, *stride);
     } else {
       encodings.push_back(tok->encode(text, pair, max_len));
     }
@@ -96,13 +98,13 @@ int run_tokenize(TokenizeFlags& f) {
     }
   };
   if (!f.input.empty()) {
-    if (f.pair && f.text_pair_col.empty()) fail_usage("--pair with --input needs --text-pair-col");
-    if (!f.text_pair_col.empty()) f.columns.text_pair_col = f.text_pair_col;
-    auto reader = data::RowReader::open(
-        f.input,
-        data::resolve_input_format(f.input,
-                                   f.format.empty() ? std::nullopt : std::optional(f.format)),
-        f.columns);
+    if (f.pair && !given.text_pair_col) fail_usage("--pair with --input needs --text-pair-col");
+    data::ColumnSpec columns;
+    columns.id_col = given.id_col;
+    columns.text_col = given.text_col;
+    columns.text_pair_col = given.text_pair_col;
+    auto reader =
+        data::RowReader::open(f.input, data::resolve_input_format(f.input, given.format), columns);
     data::Row row;
     data::BadRow bad;
     for (;;) {
@@ -143,25 +145,13 @@ Action add_tokenize_command(CLI::App& app, const Invocation&) {
       app.add_subcommand("tokenize", "Print the token ids of each line (stdin) or row (--input)");
   sub->add_option("model_dir", f->model_dir, "Hugging Face model directory with tokenizer files")
       ->required();
-  sub->add_option("--max-len", f->max_len,
-                  "Truncate to N tokens, special tokens included (default: as run)")
-      ->check(whole_number());
   sub->add_flag("--no-truncation", f->no_truncation, "Do not truncate");
-  sub->add_option("--stride", f->stride,
-                  "Print every window of a long text, one per line, as run --long-input chunk "
-                  "--stride K cuts it")
-      ->check(whole_number());
   sub->add_flag("--pair", f->pair,
                 "Two texts per line, separated by a tab (or --text-pair-col with --input)");
   sub->add_flag("--tokens", f->tokens, "Print the token strings instead of ids");
-  add_text_flags(sub, f->text);
   sub->add_option("--input", f->input,
                   "Read rows from a CSV or JSONL file instead of lines from stdin");
-  sub->add_option("--format", f->format, "Input format when the extension does not say")
-      ->check(CLI::IsMember(run_flag_choices("--format")));
-  sub->add_option("--id-col", f->columns.id_col, "Id column")->capture_default_str();
-  sub->add_option("--text-col", f->columns.text_col, "Text column")->capture_default_str();
-  sub->add_option("--text-pair-col", f->text_pair_col, "Second text column");
+  add_text_flags(sub, f->text, kUseTokenize);
   return [f] { return run_tokenize(*f); };
 }
 

@@ -63,4 +63,10 @@ void TableFlags::apply(RunOptions& options) const {
   }
 }
 
+bool TableFlags::given(std::string_view name) const {
+  for (const auto& [option, flag] : flags_)
+    if (option->name == name) return flag->count() > 0;
+  return false;
+}
+
 }  // namespace mcinfer::cli

@@ -19,6 +19,8 @@ class TableFlags {
   void add(CLI::App* sub, unsigned use);
   // The options given on the command line, parsed into `options` (UsageError naming the flag).
   void apply(RunOptions& options) const;
+  // Whether the option of that name was given (tokenize's --stride: windows only when asked).
+  bool given(std::string_view name) const;
 
  private:
   std::map<std::string, std::string, std::less<>> texts_;  // node-based: CLI11 keeps pointers

@@ -88,6 +88,36 @@ TEST(TokenizeCli, InputFileRowsAndTokens) {
   EXPECT_NE(r.err.find("bad.csv:2:"), std::string::npos) << r.err;
 }
 
+// tokenize's input flags come from the option table, as run's: other columns and a format the
+// extension does not say are read, and a bad value is refused in run's words.
+TEST(TokenizeCli, InputFlagsParseAndRefuseAsRunDoes) {
+  auto dir = testing::scratch_dir("tokenize_cli_flags");
+  const fs::path model = testing::fixture("tokenizer/models/minilm_vocab");
+  std::ofstream(dir / "rows.txt") << "{\"q\": \"Hello\", \"p\": \"world\"}\n";
+  auto r = testing::run_cli({"tokenize", model.string(), "--input", (dir / "rows.txt").string(),
+                             "--format", "jsonl", "--text-col", "q", "--text-pair-col", "p",
+                             "--pair", "--tokens"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[\"[CLS]\",\"hello\",\"[SEP]\",\"world\",\"[SEP]\"]\n");
+  const std::vector<std::vector<std::string>> bad = {
+      {"--format", "tsv"}, {"--max-len", "-3"}, {"--stride", "x"}};
+  for (const auto& flag : bad) {
+    SCOPED_TRACE(flag[0]);
+    std::vector<std::string> tokenize = {"tokenize", model.string()};
+    std::vector<std::string> run = {"run",    model.string(), "--input",
+                                    "in.csv", "--output",     "out.csv"};
+    tokenize.insert(tokenize.end(), flag.begin(), flag.end());
+    run.insert(run.end(), flag.begin(), flag.end());
+    const auto t = testing::run_cli(tokenize, "");
+    const auto w = testing::run_cli(run);
+    EXPECT_EQ(t.exit_code, 2) << t.err;
+    EXPECT_EQ(w.exit_code, 2) << w.err;
+    const std::string first_line = w.err.substr(0, w.err.find('\n'));
+    EXPECT_NE(first_line.find(flag[0]), std::string::npos) << w.err;
+    EXPECT_EQ(t.err.substr(0, t.err.find('\n')), first_line);
+  }
+}
+
 // What AutoTokenizer.save_pretrained writes (no config.json), with a config.json that has only
 // model_type, or one without the model's dimensions: tokenizing needs none of them. Ids against
 // the same AutoTokenizer (tools/gen_st_fixtures.py, truncation=True, max_length=32).
