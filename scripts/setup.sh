@@ -9,6 +9,7 @@ packages=(
   googletest libgtest-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin  # optional to build; rank 0 of an mpirun job merges, tested here
   clang libclang-rt-dev
+  default-jre-headless  # Spark's tests: pyspark (from PyPI) runs on a JVM
   python3 python3-pip python3-venv python3-dev unzip ca-certificates  # dev, venv: the wheel
 )
 missing=()
