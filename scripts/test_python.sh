@@ -5,9 +5,11 @@
 # directory, so that the package imported is the installed one, never the source tree.
 #   scripts/test_python.sh [PYTHON_OR_VERSION...]   default: python3; "3.12" finds python3.12 on
 #   PATH or pyenv's newest 3.12.x
-# Spark's tests run with the first Python only (pyspark, 450 MB of Spark's jars, installed once;
-# MCINFER_REQUIRE_SPARK=1 there, so that they fail rather than skip); MCINFER_SPARK_TESTS=0 leaves
-# them out.
+# The engines' tests (Ray's two-node cluster, Spark) run with the first Python only: they test
+# mcinfer.ray and mcinfer.spark, pure Python over Model, and take a minute and a half a pass; the
+# others test the same abi3 wheel. pyspark (450 MB of Spark's jars) is installed there only, with
+# MCINFER_REQUIRE_SPARK=1 so that Spark's tests fail rather than skip; MCINFER_SPARK_TESTS=0
+# leaves them out.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 find_python() { # NAME: a path, a command, or X.Y (python X.Y on PATH, else pyenv's newest X.Y.z)
@@ -51,11 +53,17 @@ for name in "$@"; do
   "$env/bin/pip" download -q --only-binary=:all: -d "$deps" numpy
   "$env/bin/pip" install -q --no-index --find-links "$deps" "$wheel"
   "$env/bin/pip" install -q -r "$root/python/requirements-test.txt"
-  spark=(--ignore "$root/python/tests/test_spark.py")
-  if [ "${MCINFER_SPARK_TESTS:-1}" = 1 ] && [ -z "${spark_python:-}" ]; then
-    spark_python=$version
-    "$env/bin/pip" install -q -r "$root/python/requirements-spark.txt"
-    spark=()
+  engines=(--ignore "$root/python/tests/test_spark.py" --ignore "$root/python/tests/test_ray.py")
+  spark=0
+  if [ -z "${engines_python:-}" ]; then
+    engines_python=$version
+    engines=()
+    if [ "${MCINFER_SPARK_TESTS:-1}" = 1 ]; then
+      "$env/bin/pip" install -q -r "$root/python/requirements-spark.txt"
+      spark=1
+    else
+      engines=(--ignore "$root/python/tests/test_spark.py")
+    fi
   fi
   empty=$(mktemp -d)
   # The CLI tests that write Parquet need a CLI built with Arrow (the wheel's console script is
@@ -66,7 +74,7 @@ for name in "$@"; do
     cli=$tree_cli
   fi
   (cd "$empty" && MCINFER_MINILM_DIR="$minilm" MCINFER_SOURCE_TREE="$root" MCINFER_CLI="$cli" \
-    MCINFER_REQUIRE_SPARK=$([ ${#spark[@]} -eq 0 ] && echo 1 || echo 0) \
-    "$env/bin/python" -m pytest -q -p no:cacheprovider "${spark[@]}" "$root/python/tests")
+    MCINFER_REQUIRE_SPARK=$spark \
+    "$env/bin/python" -m pytest -q -p no:cacheprovider "${engines[@]}" "$root/python/tests")
   rm -rf "$empty"
 done
