@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "api/choices.h"
 #include "backends/registry.h"
 #include "commands.h"
 #include "core/json.h"
@@ -40,8 +41,7 @@ sched::TaskPlan text_plan_for(const model::ModelDir& dir, const TextFlags& flags
   sched::TaskRequest request;
   request.prompt = given.prompt;
   request.prompt_name = given.prompt_name;
-  request.tokenizer_compat =
-      sched::parse_tokenizer_compat(given.tokenizer_compat, "--tokenizer-compat");
+  request.tokenizer_compat = api::parse_choices(given, OptionSurface::kCli).tokenizer_compat;
   return sched::plan_task(dir, request);
 }
 

@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "api/choices.h"
 #include "commands.h"
 #include "core/error.h"
 #include "core/json.h"
@@ -65,8 +66,7 @@ int run_tokenize(const TokenizeFlags& f) {
   sched::TaskRequest request;
   request.prompt = given.prompt;
   request.prompt_name = given.prompt_name;
-  request.tokenizer_compat =
-      sched::parse_tokenizer_compat(given.tokenizer_compat, "--tokenizer-compat");
+  request.tokenizer_compat = api::parse_choices(given, OptionSurface::kCli).tokenizer_compat;
   sched::TaskPlan plan;
   sched::plan_text(dir, request, plan);
   const tokenizer::Tokenizer* tok = plan.tokenizer.get();

@@ -118,13 +118,6 @@ void check_chunking(const ChunkOptions& chunk, std::size_t stride, bool pairs, c
   }
 }
 
-std::optional<tokenizer::Compat> parse_tokenizer_compat(const std::string& value,
-                                                        std::string_view flag) {
-  if (value == "auto") return std::nullopt;
-  if (auto compat = tokenizer::kCompatNames.parse(value)) return compat;
-  fail_usage("{} must be auto, {}, not '{}'", flag, tokenizer::kCompatNames.choices(), value);
-}
-
 model::Sourced<tokenizer::Compat> resolve_tokenizer_compat(
     const model::ModelDir& dir, std::optional<tokenizer::Compat> requested) {
   if (requested) return {*requested, "--tokenizer-compat"};

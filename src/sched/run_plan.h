@@ -56,10 +56,6 @@ struct TaskRequest {
   std::optional<std::int64_t> truncate_dim;           // --truncate-dim
 };
 
-// --tokenizer-compat's value: nullopt for auto; throws UsageError naming `flag` for another.
-std::optional<tokenizer::Compat> parse_tokenizer_compat(const std::string& value,
-                                                        std::string_view flag);
-
 // The text side of a plan, which needs no whole config.json (so `tokenize` shares it): the
 // tokenizer as `request` asks it built, the strip of sentence-transformers < 5.4, and the prompt in
 // force.
